@@ -1,0 +1,32 @@
+package dev.blockpool.common;
+
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * Guards for the integration tests that drive real loop devices, mkfs and mount: they run as
+ * root where loop devices exist, and are skipped with the reason otherwise.
+ */
+public final class HostRequirements {
+
+    private HostRequirements() {
+    }
+
+    public static boolean isRoot() {
+        return "root".equals(System.getProperty("user.name"));
+    }
+
+    public static void assumeRootWithLoopDevices() {
+        assumeTrue(isRoot(), "skipped: needs root to attach loop devices and mount filesystems");
+        assumeTrue(Files.exists(Path.of("/dev/loop-control")),
+                "skipped: no /dev/loop-control on this host (loop module not loaded?)");
+    }
+
+    public static void assumeCommand(String name) {
+        boolean found = Files.isExecutable(Path.of("/usr/sbin", name)) || Files.isExecutable(Path.of("/sbin", name))
+                || Files.isExecutable(Path.of("/usr/bin", name)) || Files.isExecutable(Path.of("/bin", name));
+        assumeTrue(found, "skipped: `" + name + "` is not installed");
+    }
+}

@@ -1,0 +1,42 @@
+package dev.blockpool.common;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class ProcessCommandRunnerTest {
+
+    private final CommandRunner runner = new ProcessCommandRunner();
+
+    @Test
+    void argumentsAreNotInterpretedByAShell() {
+        var result = runner.run("echo", "$HOME; rm -rf /");
+        assertThat(result.ok()).isTrue();
+        assertThat(result.stdout()).isEqualTo("$HOME; rm -rf /\n");
+    }
+
+    @Test
+    void failureCarriesExitCodeAndStderr() {
+        assertThatThrownBy(() -> runner.runChecked("ls", "/no/such/path"))
+                .isInstanceOf(CsiException.class)
+                .hasMessageContaining("`ls /no/such/path` exited with 2")
+                .hasMessageContaining("No such file");
+    }
+
+    @Test
+    void commandThatOverrunsItsTimeoutIsKilled() {
+        assertThatThrownBy(() -> runner.run(Duration.ofMillis(200), List.of("sleep", "30")))
+                .isInstanceOf(CsiException.class)
+                .hasMessageContaining("did not finish within");
+    }
+
+    @Test
+    void missingExecutableIsReported() {
+        assertThatThrownBy(() -> runner.run("no-such-command-blockpool"))
+                .isInstanceOf(CsiException.class)
+                .hasMessageContaining("cannot run `no-such-command-blockpool`");
+    }
+}
