@@ -1,0 +1,18 @@
+package dev.blockpool.pool;
+
+import dev.blockpool.common.CsiException;
+import java.util.Locale;
+
+/** How a new image's blocks are provided: on first write (sparse) or up front (fallocate). */
+public enum Allocation {
+    SPARSE, PREALLOCATED;
+
+    public static Allocation parse(String value) {
+        return switch (value.toLowerCase(Locale.ROOT)) {
+            case "sparse" -> SPARSE;
+            case "preallocated" -> PREALLOCATED;
+            default -> throw CsiException.invalidArgument(
+                    "allocation %s is not supported: use \"sparse\" or \"preallocated\"", Ids.quote(value));
+        };
+    }
+}

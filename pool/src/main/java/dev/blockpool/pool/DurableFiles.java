@@ -1,0 +1,84 @@
+package dev.blockpool.pool;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * Crash-safe file updates: write a temporary file, fsync it, rename it over the target, fsync
+ * the directory. After a crash the target holds either the old or the new content, never a
+ * torn mix; a leftover temporary file is removed by the pool's start-up reconcile.
+ */
+public final class DurableFiles {
+
+    /** Temporary files end with this suffix; nothing else in the pool does. */
+    public static final String TEMP_SUFFIX = ".tmp";
+
+    private DurableFiles() {
+    }
+
+    public static void write(Path target, byte[] content) {
+        Path temp = target.resolveSibling(target.getFileName() + "." + ProcessHandle.current().pid()
+                + "-" + Thread.currentThread().threadId() + TEMP_SUFFIX);
+        try {
+            try (FileChannel channel = FileChannel.open(temp, StandardOpenOption.CREATE,
+                    StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
+                ByteBuffer buffer = ByteBuffer.wrap(content);
+                while (buffer.hasRemaining()) {
+                    channel.write(buffer);
+                }
+                channel.force(true);
+            }
+            Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            syncDirectory(target.getParent());
+        } catch (IOException e) {
+            deleteQuietly(temp);
+            throw new UncheckedIOException("cannot write " + target, e);
+        }
+    }
+
+    /** Deletes the file and makes the deletion durable; a missing file is fine. */
+    public static boolean delete(Path target) {
+        try {
+            boolean deleted = Files.deleteIfExists(target);
+            if (deleted) {
+                syncDirectory(target.getParent());
+            }
+            return deleted;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot delete " + target, e);
+        }
+    }
+
+    public static void fsync(Path file) {
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.WRITE)) {
+            channel.force(true);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot fsync " + file, e);
+        }
+    }
+
+    public static void syncDirectory(Path directory) {
+        try (FileChannel channel = FileChannel.open(directory, StandardOpenOption.READ)) {
+            channel.force(true);
+        } catch (NoSuchFileException e) {
+            throw new UncheckedIOException("directory vanished: " + directory, e);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot fsync directory " + directory, e);
+        }
+    }
+
+    private static void deleteQuietly(Path path) {
+        try {
+            Files.deleteIfExists(path);
+        } catch (IOException ignored) {
+            // the reconcile at the next start removes it
+        }
+    }
+}

@@ -1,0 +1,74 @@
+package dev.blockpool.pool;
+
+import dev.blockpool.common.CommandRunner;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+
+/**
+ * The storage pool: a directory that holds everything the driver knows. Layout:
+ * <pre>
+ *   volumes/&lt;id&gt;.img, volumes/&lt;id&gt;.json      volume images and their metadata
+ *   snapshots/&lt;id&gt;.img, snapshots/&lt;id&gt;.json  snapshot images and their metadata
+ *   nodes/&lt;node-id&gt;.json                        registered nodes
+ * </pre>
+ * Nothing essential lives only in memory: a restarted driver reads the same state back.
+ */
+public final class Pool {
+
+    private final Path root;
+    private final PoolSpace space;
+    private final Volumes volumes;
+    private final Snapshots snapshots;
+    private final Nodes nodes;
+
+    private Pool(Path root, CommandRunner commands, Clock clock) {
+        this.root = root;
+        this.space = new PoolSpace(root);
+        ImageFiles images = new ImageFiles(commands);
+        this.snapshots = new Snapshots(root.resolve("snapshots"), images, space, clock);
+        this.volumes = new Volumes(root.resolve("volumes"), images, space, snapshots, clock);
+        this.nodes = new Nodes(root.resolve("nodes"));
+    }
+
+    /**
+     * Opens the pool at {@code root}, creating its directories when new, and reconciles work a
+     * crash left half-done (files older than {@code settleTime} only, so that another process
+     * sharing the pool is never robbed of a file it is writing right now).
+     */
+    public static Pool open(Path root, CommandRunner commands, Clock clock, Duration settleTime) {
+        try {
+            for (String dir : new String[] {"volumes", "snapshots", "nodes"}) {
+                Files.createDirectories(root.resolve(dir));
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot create the pool directories under " + root, e);
+        }
+        Pool pool = new Pool(root, commands, clock);
+        new Reconciler(root, clock.instant().minus(settleTime)).run();
+        return pool;
+    }
+
+    public Path root() {
+        return root;
+    }
+
+    public Volumes volumes() {
+        return volumes;
+    }
+
+    public Snapshots snapshots() {
+        return snapshots;
+    }
+
+    public Nodes nodes() {
+        return nodes;
+    }
+
+    public PoolSpace space() {
+        return space;
+    }
+}

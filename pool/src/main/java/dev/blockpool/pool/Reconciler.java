@@ -1,0 +1,78 @@
+package dev.blockpool.pool;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.List;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Start-up clean-up of what a crash can leave behind: temporary metadata files, and images
+ * whose metadata was never committed (a create that did not finish) or was already removed (a
+ * delete that did not finish). An image whose metadata is there is never touched, and metadata
+ * that cannot be parsed is left alone with an error in the log: losing data is worse than
+ * keeping a stray file.
+ */
+final class Reconciler {
+
+    private static final Logger log = LoggerFactory.getLogger(Reconciler.class);
+
+    private final Path root;
+    private final Instant olderThan;
+
+    Reconciler(Path root, Instant olderThan) {
+        this.root = root;
+        this.olderThan = olderThan;
+    }
+
+    void run() {
+        for (String dir : List.of("volumes", "snapshots", "nodes")) {
+            for (Path file : list(root.resolve(dir))) {
+                String name = file.getFileName().toString();
+                if (name.endsWith(DurableFiles.TEMP_SUFFIX) && settled(file)) {
+                    remove(file, "temporary file left by an interrupted write");
+                } else if (name.endsWith(Volumes.IMAGE_SUFFIX) && settled(file)) {
+                    reconcileImage(file, name);
+                }
+            }
+        }
+    }
+
+    private void reconcileImage(Path image, String name) {
+        String id = name.substring(0, name.length() - Volumes.IMAGE_SUFFIX.length());
+        Path metadata = image.resolveSibling(id + MetadataStore.SUFFIX);
+        if (!Files.exists(metadata)) {
+            remove(image, "image without metadata: an interrupted create or delete");
+            return;
+        }
+        Class<?> type = Ids.isSnapshotId(id) ? Snapshot.class : Volume.class;
+        if (!MetadataStore.isValidJson(metadata, type)) {
+            log.error("metadata {} cannot be read; keeping it and its image for an operator to inspect", metadata);
+        }
+    }
+
+    private boolean settled(Path file) {
+        try {
+            return Files.getLastModifiedTime(file).toInstant().isBefore(olderThan);
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static void remove(Path file, String why) {
+        log.warn("reconcile: removing {} ({})", file, why);
+        DurableFiles.delete(file);
+    }
+
+    private static List<Path> list(Path dir) {
+        try (Stream<Path> files = Files.list(dir)) {
+            return files.toList();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot list " + dir, e);
+        }
+    }
+}

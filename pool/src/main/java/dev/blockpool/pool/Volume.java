@@ -1,0 +1,33 @@
+package dev.blockpool.pool;
+
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/** A volume's metadata, as stored in {@code volumes/<id>.json} beside its image. */
+public record Volume(String id, String name, long capacityBytes, String fsType, Allocation allocation,
+                     Set<AccessType> accessTypes, Map<String, String> parameters,
+                     Optional<ContentSource> source, Instant createdAt, List<Attachment> attachments) {
+
+    public Volume {
+        accessTypes = Set.copyOf(accessTypes);
+        parameters = Map.copyOf(parameters);
+        attachments = List.copyOf(attachments);
+    }
+
+    public Optional<Attachment> attachmentOn(String nodeId) {
+        return attachments.stream().filter(a -> a.nodeId().equals(nodeId)).findFirst();
+    }
+
+    public Volume withAttachments(List<Attachment> newAttachments) {
+        return new Volume(id, name, capacityBytes, fsType, allocation, accessTypes, parameters, source, createdAt,
+                newAttachments);
+    }
+
+    public Volume withCapacity(long newCapacityBytes) {
+        return new Volume(id, name, newCapacityBytes, fsType, allocation, accessTypes, parameters, source, createdAt,
+                attachments);
+    }
+}

@@ -1,0 +1,183 @@
+package dev.blockpool.pool;
+
+import dev.blockpool.common.CsiException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The volumes of the pool: {@code volumes/<id>.img} and {@code volumes/<id>.json}. The metadata
+ * file is the commit point: it is written after the image is complete and removed before the
+ * image is, so an image without metadata is always unfinished work that the reconcile may remove.
+ *
+ * <p>Callers serialise operations on one volume ID (the services' per-ID locks); this class does
+ * no locking of its own.
+ */
+public final class Volumes {
+
+    static final String IMAGE_SUFFIX = ".img";
+    private static final Logger log = LoggerFactory.getLogger(Volumes.class);
+
+    private final Path directory;
+    private final MetadataStore<Volume> store;
+    private final ImageFiles images;
+    private final PoolSpace space;
+    private final Snapshots snapshots;
+    private final Clock clock;
+
+    Volumes(Path directory, ImageFiles images, PoolSpace space, Snapshots snapshots, Clock clock) {
+        this.directory = directory;
+        this.store = new MetadataStore<>(directory, Volume.class);
+        this.images = images;
+        this.space = space;
+        this.snapshots = snapshots;
+        this.clock = clock;
+    }
+
+    /** The volume, or empty when the ID is unknown or could never have been issued by this driver. */
+    public Optional<Volume> find(String volumeId) {
+        return Ids.isVolumeId(volumeId) ? store.read(volumeId) : Optional.empty();
+    }
+
+    public Volume get(String volumeId) {
+        return find(volumeId).orElseThrow(() -> CsiException.notFound("volume %s does not exist", Ids.quote(volumeId)));
+    }
+
+    public Path imagePath(String volumeId) {
+        if (!Ids.isVolumeId(volumeId)) {
+            throw CsiException.notFound("volume %s does not exist", Ids.quote(volumeId));
+        }
+        return directory.resolve(volumeId + IMAGE_SUFFIX);
+    }
+
+    /** All volumes, sorted by ID. */
+    public List<Volume> list() {
+        List<Volume> volumes = new ArrayList<>();
+        for (String id : store.ids()) {
+            if (Ids.isVolumeId(id)) {
+                store.read(id).ifPresent(volumes::add);
+            }
+        }
+        return volumes;
+    }
+
+    /**
+     * Creates the volume named {@code spec.name()}, or returns the existing one when it was
+     * created before with compatible arguments (CreateVolume is idempotent on the name).
+     */
+    public Volume create(VolumeSpec spec) {
+        String id = Ids.volumeIdFor(spec.name());
+        Optional<Volume> existing = store.read(id);
+        if (existing.isPresent()) {
+            return requireCompatible(existing.get(), spec);
+        }
+        space.requireRoomFor(spec.capacityBytes());
+        Path image = imagePath(id);
+        if (spec.source().isPresent()) {
+            copyFromSource(spec.source().get(), image, spec);
+        } else {
+            images.create(image, spec.capacityBytes(), spec.allocation());
+        }
+        Volume volume = new Volume(id, spec.name(), spec.capacityBytes(), spec.fsType(), spec.allocation(),
+                spec.accessTypes(), spec.parameters(), spec.source(), clock.instant(), List.of());
+        store.write(id, volume);
+        log.info("created volume {} ({}, {} bytes{})", id, spec.name(), spec.capacityBytes(),
+                spec.source().map(s -> ", from " + s.kind().name().toLowerCase() + " " + s.id()).orElse(""));
+        return volume;
+    }
+
+    /** Deletes the volume; an unknown one is already deleted. Refused while it is attached. */
+    public void delete(String volumeId) {
+        Optional<Volume> volume = find(volumeId);
+        if (volume.isEmpty()) {
+            return;
+        }
+        if (!volume.get().attachments().isEmpty()) {
+            throw CsiException.failedPrecondition("volume %s is still published to node(s) %s; unpublish it first",
+                    volumeId, volume.get().attachments().stream().map(Attachment::nodeId).toList());
+        }
+        store.delete(volumeId);
+        DurableFiles.delete(imagePath(volumeId));
+        log.info("deleted volume {}", volumeId);
+    }
+
+    public Volume saveAttachments(Volume volume, List<Attachment> attachments) {
+        Volume updated = volume.withAttachments(attachments);
+        store.write(volume.id(), updated);
+        return updated;
+    }
+
+    /** Grows the image to {@code newCapacity}; a smaller or equal size leaves it as it is. */
+    public Volume expand(String volumeId, long newCapacity) {
+        Volume volume = get(volumeId);
+        if (newCapacity <= volume.capacityBytes()) {
+            return volume;
+        }
+        space.requireRoomFor(newCapacity - volume.capacityBytes());
+        images.grow(imagePath(volumeId), newCapacity, volume.allocation());
+        Volume grown = volume.withCapacity(newCapacity);
+        store.write(volumeId, grown);
+        log.info("expanded volume {} to {} bytes", volumeId, newCapacity);
+        return grown;
+    }
+
+    /** Whether the image still matches its metadata (ControllerGetVolume, ListVolumes). */
+    public Condition condition(Volume volume) {
+        Path image = imagePath(volume.id());
+        if (!Files.isRegularFile(image)) {
+            return Condition.abnormal("image file " + image + " is missing");
+        }
+        long size = ImageFiles.size(image);
+        if (size != volume.capacityBytes()) {
+            return Condition.abnormal("image file " + image + " is " + size + " bytes, expected "
+                    + volume.capacityBytes());
+        }
+        return Condition.HEALTHY;
+    }
+
+    private void copyFromSource(ContentSource source, Path image, VolumeSpec spec) {
+        Path sourceImage;
+        long sourceSize;
+        if (source.kind() == ContentSource.Kind.SNAPSHOT) {
+            Snapshot snapshot = snapshots.find(source.id()).orElseThrow(() ->
+                    CsiException.notFound("source snapshot %s does not exist", Ids.quote(source.id())));
+            sourceImage = snapshots.imagePath(snapshot.id());
+            sourceSize = snapshot.sizeBytes();
+        } else {
+            Volume sourceVolume = find(source.id()).orElseThrow(() ->
+                    CsiException.notFound("source volume %s does not exist", Ids.quote(source.id())));
+            sourceImage = imagePath(sourceVolume.id());
+            sourceSize = sourceVolume.capacityBytes();
+        }
+        if (sourceSize > spec.capacityBytes()) {
+            throw CsiException.outOfRange("the source %s is %d bytes, larger than the requested %d bytes",
+                    source.id(), sourceSize, spec.capacityBytes());
+        }
+        ImageFiles.CopyMethod method = images.copy(sourceImage, image);
+        log.debug("copied {} to {} by {}", sourceImage, image, method);
+        if (sourceSize < spec.capacityBytes()) {
+            images.grow(image, spec.capacityBytes(), spec.allocation());
+        }
+    }
+
+    private static Volume requireCompatible(Volume existing, VolumeSpec spec) {
+        boolean same = existing.capacityBytes() == spec.capacityBytes()
+                && existing.fsType().equals(spec.fsType())
+                && existing.allocation() == spec.allocation()
+                && existing.accessTypes().equals(spec.accessTypes())
+                && Objects.equals(existing.source(), spec.source())
+                && existing.parameters().equals(spec.parameters());
+        if (!same) {
+            throw CsiException.alreadyExists(
+                    "volume %s already exists with other arguments (%d bytes, fsType %s, source %s)", spec.name(),
+                    existing.capacityBytes(), existing.fsType(), existing.source().map(ContentSource::id).orElse("none"));
+        }
+        return existing;
+    }
+}
