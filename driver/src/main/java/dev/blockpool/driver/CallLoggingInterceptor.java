@@ -1,0 +1,82 @@
+package dev.blockpool.driver;
+
+import com.google.protobuf.Descriptors.FieldDescriptor;
+import com.google.protobuf.Message;
+import com.google.protobuf.TextFormat;
+import io.grpc.ForwardingServerCall;
+import io.grpc.ForwardingServerCallListener;
+import io.grpc.Metadata;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import io.grpc.Status;
+import java.util.List;
+import java.util.StringJoiner;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Logs every RPC once when it ends: method, the IDs that say what it was about, duration and
+ * status code. At debug level the whole request and response follow, with secrets masked.
+ */
+public final class CallLoggingInterceptor implements ServerInterceptor {
+
+    private static final Logger log = LoggerFactory.getLogger("rpc");
+    /** Top-level request fields worth naming in the one-line summary. */
+    private static final List<String> KEY_FIELDS = List.of("name", "volume_id", "snapshot_id", "source_volume_id",
+            "node_id", "target_path", "staging_target_path", "volume_path");
+
+    @Override
+    public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
+                                                       ServerCallHandler<Q, R> next) {
+        long started = System.nanoTime();
+        String method = call.getMethodDescriptor().getFullMethodName();
+        Object[] request = new Object[1];
+        ServerCall<Q, R> logging = new ForwardingServerCall.SimpleForwardingServerCall<>(call) {
+            @Override
+            public void sendMessage(R message) {
+                if (log.isDebugEnabled() && message instanceof Message m) {
+                    log.debug("{} response: {}", method, TextFormat.shortDebugString(SecretRedactor.redact(m)));
+                }
+                super.sendMessage(message);
+            }
+
+            @Override
+            public void close(Status status, Metadata trailers) {
+                long millis = (System.nanoTime() - started) / 1_000_000;
+                String ids = request[0] instanceof Message m ? keyFields(m) : "";
+                if (status.isOk()) {
+                    log.info("{}{} -> OK ({} ms)", method, ids, millis);
+                } else {
+                    log.info("{}{} -> {}: {} ({} ms)", method, ids, status.getCode(), status.getDescription(), millis);
+                }
+                super.close(status, trailers);
+            }
+        };
+        return new ForwardingServerCallListener.SimpleForwardingServerCallListener<>(next.startCall(logging, headers)) {
+            @Override
+            public void onMessage(Q message) {
+                request[0] = message;
+                if (log.isDebugEnabled() && message instanceof Message m) {
+                    log.debug("{} request: {}", method, TextFormat.shortDebugString(SecretRedactor.redact(m)));
+                }
+                super.onMessage(message);
+            }
+        };
+    }
+
+    static String keyFields(Message request) {
+        StringJoiner joined = new StringJoiner(" ", " [", "]").setEmptyValue("");
+        for (String name : KEY_FIELDS) {
+            FieldDescriptor field = request.getDescriptorForType().findFieldByName(name);
+            if (field != null && field.getJavaType() == FieldDescriptor.JavaType.STRING && !field.isRepeated()
+                    && !SecretRedactor.isSecret(field)) {
+                String value = (String) request.getField(field);
+                if (!value.isEmpty()) {
+                    joined.add(name + "=" + value);
+                }
+            }
+        }
+        return joined.toString();
+    }
+}

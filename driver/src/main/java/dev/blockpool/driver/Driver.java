@@ -1,0 +1,69 @@
+package dev.blockpool.driver;
+
+import csi.v1.Csi.PluginCapability;
+import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.identity.HostReadiness;
+import dev.blockpool.identity.IdentityService;
+import dev.blockpool.pool.Pool;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.protobuf.services.HealthStatusManager;
+import io.grpc.protobuf.services.ProtoReflectionServiceV1;
+import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
+import java.io.IOException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** Wires the services the mode asks for onto one Unix-socket gRPC server. */
+public final class Driver {
+
+    private static final Logger log = LoggerFactory.getLogger(Driver.class);
+    /** Files younger than this are left alone by the pool's start-up reconcile. */
+    private static final Duration RECONCILE_SETTLE_TIME = Duration.ofMinutes(10);
+
+    private static final List<String> CONTROLLER_TOOLS = List.of("cp", "fallocate");
+    private static final List<String> NODE_TOOLS = List.of("losetup", "blkid", "mount", "umount", "mkfs.ext4",
+            "mkfs.xfs", "e2fsck", "xfs_repair", "resize2fs", "xfs_growfs");
+
+    private final DriverConfig config;
+    private final String version;
+
+    public Driver(DriverConfig config, String version) {
+        this.config = config;
+        this.version = version;
+    }
+
+    public UnixSocketServer start() throws IOException {
+        CommandRunner commands = new ProcessCommandRunner();
+        Pool pool = Pool.open(config.poolDir(), commands, Clock.systemUTC(), RECONCILE_SETTLE_TIME);
+
+        List<ServerServiceDefinition> services = new ArrayList<>();
+        List<PluginCapability> capabilities = new ArrayList<>();
+        List<String> tools = new ArrayList<>();
+        if (config.mode().servesController()) {
+            capabilities.add(IdentityService.service(PluginCapability.Service.Type.CONTROLLER_SERVICE));
+            tools.addAll(CONTROLLER_TOOLS);
+        }
+        if (config.mode().servesNode()) {
+            tools.addAll(NODE_TOOLS);
+        }
+
+        HostReadiness readiness = HostReadiness.onThisHost(config.poolDir(), tools);
+        services.add(new IdentityService(config.driverName(), version, capabilities, readiness).bindService());
+
+        HealthStatusManager health = new HealthStatusManager();
+        services.add(health.getHealthService().bindService());
+        services.add(ProtoReflectionServiceV1.newInstance().bindService());
+
+        UnixSocketServer server = UnixSocketServer.start(config.endpoint(), services,
+                List.of(new StatusInterceptor(), new CallLoggingInterceptor()));
+        health.setStatus("", ServingStatus.SERVING);
+        log.info("{} {} serving {} on {} (node {}, pool {})", config.driverName(), version,
+                config.mode().name().toLowerCase(), config.endpoint(), config.nodeId(), config.poolDir());
+        return server;
+    }
+}

@@ -1,0 +1,8 @@
+package dev.blockpool.driver;
+
+import java.nio.file.Path;
+
+/** The driver's settings, as given on the command line. */
+public record DriverConfig(Endpoint endpoint, String nodeId, String driverName, Path poolDir, Mode mode,
+                           int maxVolumesPerNode) {
+}

@@ -1,0 +1,148 @@
+package dev.blockpool.driver;
+
+import dev.blockpool.pool.Ids;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Properties;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** The {@code blockpool-csi} command line. */
+@Command(name = "blockpool-csi", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
+        sortOptions = false, usageHelpAutoWidth = true,
+        description = "CSI driver serving block volumes carved from a pool of image files, attached as loop devices.")
+public final class Main implements Callable<Integer> {
+
+    @Option(names = "--endpoint", paramLabel = "ENDPOINT", defaultValue = "${env:CSI_ENDPOINT}",
+            converter = EndpointConverter.class,
+            description = "CSI endpoint: unix:///path/to/csi.sock or a plain path (default: $CSI_ENDPOINT).")
+    Endpoint endpoint;
+
+    @Option(names = "--node-id", paramLabel = "ID", description = "This node's ID (default: the host name).")
+    String nodeId;
+
+    @Option(names = "--driver-name", paramLabel = "NAME", defaultValue = "blockpool.csi.dev",
+            description = "CSI driver name (default: ${DEFAULT-VALUE}).")
+    String driverName;
+
+    @Option(names = "--pool-dir", paramLabel = "DIR", defaultValue = "/var/lib/blockpool",
+            description = "Directory of the storage pool (default: ${DEFAULT-VALUE}).")
+    Path poolDir;
+
+    @Option(names = "--mode", paramLabel = "MODE", defaultValue = "all",
+            description = "Services to serve besides Identity: controller, node or all (default: ${DEFAULT-VALUE}).")
+    String mode;
+
+    @Option(names = "--max-volumes-per-node", paramLabel = "N", defaultValue = "64",
+            description = "Volumes this node can have attached at once (default: ${DEFAULT-VALUE}).")
+    int maxVolumesPerNode;
+
+    @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "info",
+            description = "error, warn, info or debug (default: ${DEFAULT-VALUE}).")
+    String logLevel;
+
+    @Option(names = "--shutdown-grace", paramLabel = "SECONDS", defaultValue = "30", hidden = true,
+            description = "How long SIGTERM waits for in-flight calls (default: ${DEFAULT-VALUE}).")
+    int shutdownGraceSeconds;
+
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    static int run(String... args) {
+        CommandLine commandLine = new CommandLine(new Main()).setCaseInsensitiveEnumValuesAllowed(true);
+        commandLine.setParameterExceptionHandler((e, ignored) -> {
+            PrintWriter err = e.getCommandLine().getErr();
+            err.println("blockpool-csi: " + e.getMessage() + " (see --help)");
+            return 2;
+        });
+        commandLine.setExecutionExceptionHandler((e, cmd, parsed) -> {
+            cmd.getErr().println("blockpool-csi: " + e.getMessage());
+            return 1;
+        });
+        return commandLine.execute(args);
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        DriverConfig config = validate();
+        // Before the first logger exists: slf4j-simple reads its level once.
+        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel);
+        UnixSocketServer server = new Driver(config, version()).start();
+        Duration grace = Duration.ofSeconds(shutdownGraceSeconds);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> server.stop(grace), "shutdown"));
+        server.awaitTermination();
+        return 0;
+    }
+
+    private DriverConfig validate() throws IOException {
+        CommandLine.Model.CommandSpec spec = new CommandLine(this).getCommandSpec();
+        if (endpoint == null) {
+            throw new CommandLine.ParameterException(spec.commandLine(),
+                    "no endpoint given: pass --endpoint or set CSI_ENDPOINT");
+        }
+        Mode parsedMode = switch (mode.toLowerCase()) {
+            case "controller" -> Mode.CONTROLLER;
+            case "node" -> Mode.NODE;
+            case "all" -> Mode.ALL;
+            default -> throw new IllegalArgumentException("--mode must be controller, node or all, not " + mode);
+        };
+        if (!logLevel.matches("(?i)error|warn|info|debug|trace")) {
+            throw new IllegalArgumentException("--log-level must be error, warn, info or debug, not " + logLevel);
+        }
+        if (maxVolumesPerNode < 1) {
+            throw new IllegalArgumentException("--max-volumes-per-node must be at least 1");
+        }
+        String node = nodeId != null ? nodeId : InetAddress.getLocalHost().getHostName();
+        if (!Ids.isNodeId(node)) {
+            throw new IllegalArgumentException("--node-id " + node
+                    + " must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit");
+        }
+        Path pool = poolDir.toAbsolutePath().normalize();
+        try {
+            Files.createDirectories(pool);
+        } catch (IOException e) {
+            throw new IllegalArgumentException("cannot create pool directory " + pool + ": " + e.getMessage());
+        }
+        if (!Files.isDirectory(pool) || !Files.isWritable(pool)) {
+            throw new IllegalArgumentException("pool directory " + pool + " is not a writable directory");
+        }
+        return new DriverConfig(endpoint, node, driverName, pool, parsedMode, maxVolumesPerNode);
+    }
+
+    static String version() {
+        try (InputStream in = Main.class.getResourceAsStream("/blockpool.properties")) {
+            Properties properties = new Properties();
+            properties.load(in);
+            return properties.getProperty("version");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            return new String[] {"blockpool-csi " + version() + " (CSI spec v1.12.0, Java " + Runtime.version() + ")"};
+        }
+    }
+
+    static final class EndpointConverter implements CommandLine.ITypeConverter<Endpoint> {
+        @Override
+        public Endpoint convert(String value) {
+            try {
+                return Endpoint.parse(value);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage());
+            }
+        }
+    }
+}

@@ -1,0 +1,141 @@
+package dev.blockpool.driver;
+
+import io.grpc.Server;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
+import io.grpc.ServerServiceDefinition;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerDomainSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A gRPC server on a Unix domain socket, through grpc-netty-shaded's epoll transport. It removes
+ * a stale socket left by a dead process but refuses to steal one that a live process answers on,
+ * restricts the socket to owner and group, and on {@link #stop} drains in-flight calls within a
+ * grace period before removing the socket.
+ */
+public final class UnixSocketServer {
+
+    private static final Logger log = LoggerFactory.getLogger(UnixSocketServer.class);
+
+    private final Path socket;
+    private final Server server;
+    private final EventLoopGroup boss;
+    private final EventLoopGroup workers;
+    private final ExecutorService calls;
+
+    private UnixSocketServer(Path socket, Server server, EventLoopGroup boss, EventLoopGroup workers,
+                             ExecutorService calls) {
+        this.socket = socket;
+        this.server = server;
+        this.boss = boss;
+        this.workers = workers;
+        this.calls = calls;
+    }
+
+    public static UnixSocketServer start(Endpoint endpoint, List<ServerServiceDefinition> services,
+                                         List<ServerInterceptor> interceptors) throws IOException {
+        if (!Epoll.isAvailable()) {
+            throw new IOException("the epoll transport is unavailable on this host: " + Epoll.unavailabilityCause());
+        }
+        Path socket = endpoint.socketPath();
+        Files.createDirectories(socket.getParent());
+        clearStaleSocket(socket);
+
+        EventLoopGroup boss = new EpollEventLoopGroup(1);
+        EventLoopGroup workers = new EpollEventLoopGroup(2);
+        // Calls block on host commands (mkfs, cp); virtual threads keep that cheap.
+        ExecutorService calls = Executors.newVirtualThreadPerTaskExecutor();
+        NettyServerBuilder builder = NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()))
+                .channelType(EpollServerDomainSocketChannel.class)
+                .bossEventLoopGroup(boss)
+                .workerEventLoopGroup(workers)
+                .executor(calls);
+        for (ServerServiceDefinition service : services) {
+            builder.addService(ServerInterceptors.intercept(service, interceptors));
+        }
+        Server server = builder.build().start();
+        Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-rw----"));
+        log.info("listening on unix://{}", socket);
+        return new UnixSocketServer(socket, server, boss, workers, calls);
+    }
+
+    /**
+     * A socket file nobody answers on is a leftover of a process that died: remove it. One that
+     * answers belongs to a running driver: refuse to start rather than cut it off. Anything that
+     * is not a socket is not ours to delete.
+     */
+    static void clearStaleSocket(Path socket) throws IOException {
+        if (!Files.exists(socket, LinkOption.NOFOLLOW_LINKS)) {
+            return;
+        }
+        if (!isSocket(socket)) {
+            throw new IOException(socket + " exists and is not a socket; refusing to replace it");
+        }
+        try (SocketChannel probe = SocketChannel.open(StandardProtocolFamily.UNIX)) {
+            probe.connect(UnixDomainSocketAddress.of(socket));
+            throw new IOException("another process is serving on " + socket + "; refusing to take its socket");
+        } catch (java.net.SocketException stale) {
+            log.info("removing stale socket {} left by a previous run", socket);
+            Files.delete(socket);
+        }
+    }
+
+    private static boolean isSocket(Path path) throws IOException {
+        int mode = (Integer) Files.getAttribute(path, "unix:mode", LinkOption.NOFOLLOW_LINKS);
+        return (mode & 0170000) == 0140000; // S_IFSOCK
+    }
+
+    public Path socket() {
+        return socket;
+    }
+
+    public void awaitTermination() throws InterruptedException {
+        server.awaitTermination();
+    }
+
+    /** Stops accepting calls, lets in-flight ones finish within {@code grace}, removes the socket. */
+    public void stop(Duration grace) {
+        log.info("shutting down: draining in-flight calls for up to {}s", grace.toSeconds());
+        server.shutdown();
+        try {
+            if (!server.awaitTermination(grace.toMillis(), TimeUnit.MILLISECONDS)) {
+                log.warn("calls still running after {}s; cancelling them", grace.toSeconds());
+                server.shutdownNow();
+                server.awaitTermination(5, TimeUnit.SECONDS);
+            }
+        } catch (InterruptedException e) {
+            server.shutdownNow();
+            Thread.currentThread().interrupt();
+        } finally {
+            boss.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            workers.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            calls.shutdownNow();
+            try {
+                Files.deleteIfExists(socket);
+            } catch (IOException e) {
+                throw new UncheckedIOException("cannot remove socket " + socket, e);
+            }
+            log.info("stopped; socket {} removed", socket);
+        }
+    }
+}

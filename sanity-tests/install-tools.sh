@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Go peer tools the tests drive, at pinned versions, into a cache directory
+# (default: .cache/tools/bin in the repository). Prints that bin directory.
+#   csi-sanity  - the CSI community's conformance suite
+#   grpcurl     - a gRPC client that works through server reflection
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin=${BLOCKPOOL_TOOLS:-$repo/.cache/tools/bin}
+
+CSI_SANITY=github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity@v5.4.0
+GRPCURL=github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4
+
+install_tool() { # name module@version
+  local name=$1 module=$2 stamp="$bin/.$1.version"
+  if [[ -x $bin/$name && -f $stamp && $(<"$stamp") == "$module" ]]; then return; fi
+  command -v go >/dev/null || { echo "install-tools: the go tool is needed to install $name" >&2; exit 1; }
+  echo "install-tools: go install $module" >&2
+  GOBIN=$bin go install "$module"
+  echo "$module" > "$stamp"
+}
+
+mkdir -p "$bin"
+install_tool csi-sanity "$CSI_SANITY"
+install_tool grpcurl "$GRPCURL"
+echo "$bin"
