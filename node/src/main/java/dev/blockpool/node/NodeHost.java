@@ -1,0 +1,445 @@
+package dev.blockpool.node;
+
+import dev.blockpool.common.CsiException;
+import dev.blockpool.node.host.DeviceNumber;
+import dev.blockpool.node.host.Filesystems;
+import dev.blockpool.node.host.FsStats;
+import dev.blockpool.node.host.FsType;
+import dev.blockpool.node.host.LoopDevice;
+import dev.blockpool.node.host.LoopDevices;
+import dev.blockpool.node.host.LoopSysfs;
+import dev.blockpool.node.host.MountInfo;
+import dev.blockpool.node.host.MountTable;
+import dev.blockpool.node.host.Mounter;
+import dev.blockpool.node.host.PathState;
+import dev.blockpool.node.host.Probe;
+import java.io.IOException;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The node's work on the host, knowing nothing of gRPC: attach, format, mount, bind, unmount,
+ * detach, measure and grow one volume's image. Every decision is taken from the live mount
+ * table and loop sysfs, so a restarted driver continues exactly where the host is.
+ */
+public final class NodeHost {
+
+    private static final Logger log = LoggerFactory.getLogger(NodeHost.class);
+    private static final int LOOP_MAJOR = 7;
+
+    private final MountTable table;
+    private final LoopDevices loops;
+    private final Filesystems filesystems;
+    private final Mounter mounter;
+
+    public NodeHost(MountTable table, LoopDevices loops, Filesystems filesystems, Mounter mounter) {
+        this.table = table;
+        this.loops = loops;
+        this.filesystems = filesystems;
+        this.mounter = mounter;
+    }
+
+    /** Whose is a mount: this volume's image, something else, or a device that has vanished. */
+    enum Owner { THIS_VOLUME, OTHER, BROKEN }
+
+    /** How a volume is mounted: its filesystem type (requested, or whatever it already has) and flags. */
+    public record FilesystemRequest(Optional<FsType> requestedType, FsType defaultType, List<String> options,
+                                    boolean readOnly) {
+        public FilesystemRequest {
+            options = List.copyOf(options);
+        }
+    }
+
+    /** Usage and health of a volume at a path; usage is empty when it cannot be measured. */
+    public record Usage(Optional<FsStats> filesystem, Optional<Long> blockBytes, boolean abnormal, String message) {
+    }
+
+    // ---- stage ---------------------------------------------------------------------------
+
+    public void stageBlock(Path image, boolean readOnly) {
+        acquireLoop(image, readOnly);
+    }
+
+    public void stageFilesystem(Path image, Path staging, FilesystemRequest request) {
+        Optional<MountInfo> existing = table.at(staging);
+        if (existing.isPresent()) {
+            requireSameFilesystemMount(existing.get(), image, staging, request);
+            return;
+        }
+        createDirectory(staging);
+        mountFresh(image, staging, request);
+    }
+
+    public void unstage(Path image, Path staging) {
+        Optional<MountInfo> mount = table.at(staging);
+        if (mount.isPresent()) {
+            Owner owner = ownerOf(mount.get(), image);
+            if (owner == Owner.OTHER) {
+                throw CsiException.failedPrecondition("%s holds another filesystem, not this volume's", staging);
+            }
+            if (owner == Owner.THIS_VOLUME) {
+                List<Path> published = table.ofDevice(mount.get().device()).stream().map(MountInfo::mountPoint)
+                        .filter(p -> !p.equals(mount.get().mountPoint())).toList();
+                if (!published.isEmpty()) {
+                    throw CsiException.failedPrecondition("the volume is still published at %s; unpublish it first",
+                            published);
+                }
+            }
+            mounter.unmount(staging, owner == Owner.BROKEN || PathState.of(staging) instanceof PathState.Broken);
+        }
+        releaseLoops(image);
+    }
+
+    // ---- publish -------------------------------------------------------------------------
+
+    public void publishFilesystem(Path image, Path staging, Path target, boolean readOnly, List<String> options,
+                                  boolean singleWriter) {
+        MountInfo staged = table.at(staging).filter(m -> ownerOf(m, image) == Owner.THIS_VOLUME)
+                .orElseThrow(() -> CsiException.failedPrecondition(
+                        "the volume is not staged at %s; call NodeStageVolume first", staging));
+        Optional<MountInfo> existing = table.at(target);
+        if (existing.isPresent()) {
+            MountInfo m = existing.get();
+            if (!m.device().equals(staged.device())) {
+                throw CsiException.alreadyExists("%s already has another filesystem mounted", target);
+            }
+            requireSameReadOnly(m, readOnly, target);
+            return;
+        }
+        if (singleWriter) {
+            requireNoOtherPublish(table.ofDevice(staged.device()), List.of(staging, target));
+        }
+        createDirectory(target);
+        mounter.bind(staging, target, readOnly, options);
+    }
+
+    public void publishBlock(Path image, Path target, boolean readOnly, boolean singleWriter) {
+        LoopDevice loop = loops.reusableFor(image).orElseThrow(() -> CsiException.failedPrecondition(
+                "the volume has no loop device on this node; call NodeStageVolume first"));
+        Optional<MountInfo> existing = table.at(target);
+        if (existing.isPresent()) {
+            if (ownerOf(existing.get(), image) != Owner.THIS_VOLUME) {
+                throw CsiException.alreadyExists("%s already has another device or filesystem mounted", target);
+            }
+            requireSameReadOnly(existing.get(), readOnly, target);
+            return;
+        }
+        if (singleWriter) {
+            requireNoOtherPublish(usersOf(loop), List.of(target));
+        }
+        createFile(target);
+        mounter.bind(loop.device(), target, readOnly, List.of());
+    }
+
+    /** An ephemeral inline volume: no staging, its filesystem is mounted straight at the target. */
+    public void publishEphemeral(Path image, Path target, FilesystemRequest request) {
+        Optional<MountInfo> existing = table.at(target);
+        if (existing.isPresent()) {
+            requireSameFilesystemMount(existing.get(), image, target, request);
+            return;
+        }
+        createDirectory(target);
+        mountFresh(image, target, request);
+    }
+
+    /** Unmounts the target if this volume is there, and removes it; a target already gone is fine. */
+    public void unpublish(Path image, Path target) {
+        PathState state = PathState.of(target);
+        if (state instanceof PathState.Missing) {
+            return;
+        }
+        for (Optional<MountInfo> mount = table.at(target); mount.isPresent(); mount = table.at(target)) {
+            Owner owner = ownerOf(mount.get(), image);
+            if (owner == Owner.OTHER) {
+                throw CsiException.failedPrecondition("%s holds another volume or filesystem, not this volume", target);
+            }
+            mounter.unmount(target, owner == Owner.BROKEN || PathState.of(target) instanceof PathState.Broken);
+        }
+        try {
+            Files.deleteIfExists(target);
+        } catch (DirectoryNotEmptyException e) {
+            throw CsiException.failedPrecondition(
+                    "%s is unmounted but not empty: something wrote into the directory itself; it is kept", target);
+        } catch (IOException e) {
+            throw CsiException.internal(e, "cannot remove %s: %s", target, e.getMessage());
+        }
+    }
+
+    /** Detaches the image's loop devices once nothing mounts them. */
+    public void releaseLoops(Path image) {
+        for (LoopDevice loop : loops.boundTo(image)) {
+            List<Path> users = usersOf(loop).stream().map(MountInfo::mountPoint).toList();
+            if (!users.isEmpty()) {
+                throw CsiException.failedPrecondition("%s of this volume is still mounted at %s", loop.device(), users);
+            }
+            loops.detach(loop);
+        }
+    }
+
+    // ---- stats and expansion -------------------------------------------------------------
+
+    public Optional<Usage> usage(Path image, Path path) {
+        PathState state = PathState.of(path);
+        Optional<MountInfo> mount = table.at(path);
+        if (state instanceof PathState.Missing || mount.isEmpty()) {
+            return Optional.empty();
+        }
+        Owner owner = ownerOf(mount.get(), image);
+        if (owner == Owner.OTHER) {
+            return Optional.empty();
+        }
+        if (owner == Owner.BROKEN) {
+            return Optional.of(new Usage(Optional.empty(), Optional.empty(), true,
+                    "the loop device behind %s is gone".formatted(path)));
+        }
+        if (state instanceof PathState.Broken broken) {
+            return Optional.of(new Usage(Optional.empty(), Optional.empty(), true,
+                    "%s cannot be read: %s".formatted(path, broken.reason())));
+        }
+        LoopDevice loop = loopOf(mount.get()).orElseThrow();
+        String problem = loop.autoclear() ? "%s was detached while in use".formatted(loop.device())
+                : loop.backingFileDeleted() ? "the image %s was deleted while in use".formatted(image)
+                : !Files.exists(image) ? "the image %s is missing".formatted(image) : "";
+        boolean abnormal = !problem.isEmpty();
+        String message = abnormal ? problem : "healthy";
+        if (state instanceof PathState.File) {
+            return Optional.of(new Usage(Optional.empty(), Optional.of(loop.sizeBytes()), abnormal, message));
+        }
+        return Optional.of(new Usage(Optional.of(filesystems.stats(path)), Optional.empty(), abnormal, message));
+    }
+
+    /**
+     * Refreshes the loop device's size from its grown image and grows the filesystem: online
+     * when {@code path} is a mount of the volume, offline otherwise. Returns the device size.
+     */
+    public long expand(Path image, Path path, boolean block) {
+        LoopDevice loop = loops.reusableFor(image).orElseThrow(() -> CsiException.failedPrecondition(
+                "the volume has no loop device on this node; stage it before expanding"));
+        loop = loops.refreshCapacity(loop);
+        PathState state = PathState.of(path);
+        if (block || state instanceof PathState.File) {
+            return loop.sizeBytes();
+        }
+        Optional<MountInfo> mount = table.at(path).filter(m -> ownerOf(m, image) == Owner.THIS_VOLUME);
+        if (mount.isPresent()) {
+            FsType type = FsType.find(mount.get().fsType()).orElseThrow(() -> CsiException.failedPrecondition(
+                    "cannot grow a %s filesystem", mount.get().fsType()));
+            filesystems.growMounted(loop.device(), path, type);
+            return loop.sizeBytes();
+        }
+        if (!usersOf(loop).isEmpty()) {
+            throw CsiException.failedPrecondition("the volume is mounted, but not at %s", path);
+        }
+        Probe probe = filesystems.probe(loop.device());
+        Optional<FsType> type = probe.type().flatMap(FsType::find);
+        if (type.isEmpty()) {
+            return loop.sizeBytes(); // no filesystem yet: formatting will use the whole device
+        }
+        growOffline(loop, type.get());
+        return loop.sizeBytes();
+    }
+
+    public boolean isMountPoint(Path path) {
+        return table.at(path).isPresent();
+    }
+
+    // ---- helpers -------------------------------------------------------------------------
+
+    private void growOffline(LoopDevice loop, FsType type) {
+        if (type == FsType.EXT4) {
+            filesystems.growUnmountedExt4(loop.device());
+            return;
+        }
+        // xfs grows only while mounted: mount it privately for the duration.
+        Path scratch;
+        try {
+            scratch = Files.createTempDirectory("blockpool-grow-");
+        } catch (IOException e) {
+            throw CsiException.internal(e, "cannot create a scratch mount point: %s", e.getMessage());
+        }
+        try {
+            mounter.mount(loop.device(), scratch, type, List.of());
+            try {
+                filesystems.growMounted(loop.device(), scratch, type);
+            } finally {
+                mounter.unmount(scratch, false);
+            }
+        } finally {
+            try {
+                Files.deleteIfExists(scratch);
+            } catch (IOException e) {
+                log.warn("cannot remove scratch mount point {}: {}", scratch, e.getMessage());
+            }
+        }
+    }
+
+    private void mountFresh(Path image, Path mountPoint, FilesystemRequest request) {
+        boolean attached = loops.reusableFor(image).isEmpty();
+        LoopDevice loop = acquireLoop(image, request.readOnly());
+        try {
+            FsType type = prepareFilesystem(loop, request);
+            List<String> options = request.readOnly() && !request.options().contains("ro")
+                    ? concat(request.options(), "ro") : request.options();
+            mounter.mount(loop.device(), mountPoint, type, options);
+        } catch (RuntimeException e) {
+            if (attached && usersOf(loop).isEmpty()) {
+                try {
+                    loops.detach(loop);
+                } catch (RuntimeException cleanup) {
+                    e.addSuppressed(cleanup);
+                }
+            }
+            throw e;
+        }
+    }
+
+    /** Formats an empty device, checks a formatted one before a read-write mount; returns its type. */
+    private FsType prepareFilesystem(LoopDevice loop, FilesystemRequest request) {
+        Probe probe = filesystems.probe(loop.device());
+        if (probe.empty()) {
+            if (request.readOnly()) {
+                throw CsiException.failedPrecondition(
+                        "the volume has no filesystem yet and is to be mounted read-only, so it cannot be formatted");
+            }
+            FsType type = request.requestedType().orElse(request.defaultType());
+            log.info("formatting {} ({}) as {}", loop.device(), loop.backingFile(), type);
+            filesystems.format(loop.device(), type);
+            return type;
+        }
+        Optional<FsType> found = probe.partitionTable().isPresent() ? Optional.empty()
+                : probe.type().flatMap(FsType::find);
+        if (found.isEmpty()) {
+            throw CsiException.failedPrecondition("the volume holds %s, not an ext4 or xfs filesystem; it is left as it is",
+                    probe.describe());
+        }
+        if (request.requestedType().isPresent() && request.requestedType().get() != found.get()) {
+            throw CsiException.failedPrecondition("the volume holds an %s filesystem, but %s was requested",
+                    found.get(), request.requestedType().get());
+        }
+        if (!request.readOnly()) {
+            filesystems.check(loop.device(), found.get());
+        }
+        return found.get();
+    }
+
+    private LoopDevice acquireLoop(Path image, boolean readOnly) {
+        Optional<LoopDevice> existing = loops.reusableFor(image);
+        if (existing.isPresent()) {
+            if (existing.get().readOnly() && !readOnly) {
+                throw CsiException.failedPrecondition(
+                        "the volume is attached read-only on this node (%s), a read-write use is refused",
+                        existing.get().device());
+            }
+            return existing.get();
+        }
+        if (!Files.isRegularFile(image)) {
+            throw CsiException.notFound("the image of the volume is missing from the pool: %s", image);
+        }
+        LoopDevice loop = loops.attach(image, readOnly);
+        log.info("attached {} to {}", image, loop.device());
+        return loop;
+    }
+
+    private void requireSameFilesystemMount(MountInfo mount, Path image, Path path, FilesystemRequest request) {
+        Owner owner = ownerOf(mount, image);
+        if (owner != Owner.THIS_VOLUME) {
+            throw CsiException.alreadyExists("%s already has %s mounted", path,
+                    owner == Owner.BROKEN ? "a broken mount" : "another filesystem");
+        }
+        if (request.requestedType().isPresent() && !request.requestedType().get().fsName().equals(mount.fsType())) {
+            throw CsiException.alreadyExists("the volume is mounted at %s as %s, not %s", path, mount.fsType(),
+                    request.requestedType().get());
+        }
+        requireSameReadOnly(mount, request.readOnly(), path);
+    }
+
+    private static void requireSameReadOnly(MountInfo mount, boolean readOnly, Path path) {
+        if (mount.readOnly() != readOnly) {
+            throw CsiException.alreadyExists("the volume is mounted at %s %s, not %s as requested", path,
+                    mount.readOnly() ? "read-only" : "read-write", readOnly ? "read-only" : "read-write");
+        }
+    }
+
+    private static void requireNoOtherPublish(List<MountInfo> mounts, List<Path> allowed) {
+        List<Path> others = mounts.stream().map(MountInfo::mountPoint).filter(p -> !allowed.contains(p)).toList();
+        if (!others.isEmpty()) {
+            throw CsiException.failedPrecondition(
+                    "the volume is SINGLE_NODE_SINGLE_WRITER and already published at %s", others);
+        }
+    }
+
+    Owner ownerOf(MountInfo mount, Path image) {
+        Optional<LoopDevice> loop = loopOf(mount);
+        if (loop.isPresent()) {
+            return loop.get().backingFile().equals(LoopSysfs.canonical(image)) ? Owner.THIS_VOLUME : Owner.OTHER;
+        }
+        boolean loopDeviceNode = mount.root().matches("/loop[0-9]+") && !mount.fsType().startsWith("ext")
+                && !mount.fsType().equals("xfs");
+        return mount.device().major() == LOOP_MAJOR || loopDeviceNode ? Owner.BROKEN : Owner.OTHER;
+    }
+
+    /** The loop device behind a mount: a filesystem on it, or its device node bound somewhere. */
+    private Optional<LoopDevice> loopOf(MountInfo mount) {
+        Optional<LoopDevice> byNumber = loops.byNumber(mount.device());
+        if (byNumber.isPresent()) {
+            return byNumber;
+        }
+        if (mount.root().matches("/loop[0-9]+")) {
+            String name = mount.root().substring(1);
+            return loops.list().stream().filter(l -> l.name().equals(name) && sameDeviceFilesystem(l, mount))
+                    .findFirst();
+        }
+        return Optional.empty();
+    }
+
+    /** Every mount that uses the loop device: its filesystem, or binds of its device node. */
+    private List<MountInfo> usersOf(LoopDevice loop) {
+        return table.mounts().stream()
+                .filter(m -> m.device().equals(loop.number())
+                        || (m.root().equals("/" + loop.name()) && sameDeviceFilesystem(loop, m)))
+                .toList();
+    }
+
+    private static boolean sameDeviceFilesystem(LoopDevice loop, MountInfo mount) {
+        try {
+            long dev = (Long) Files.getAttribute(loop.device(), "unix:dev");
+            return DeviceNumber.fromDevT(dev).equals(mount.device());
+        } catch (IOException | UnsupportedOperationException e) {
+            return false;
+        }
+    }
+
+    private static void createDirectory(Path path) {
+        try {
+            Files.createDirectories(path);
+        } catch (IOException e) {
+            throw CsiException.internal(e, "cannot create the directory %s: %s", path, e.getMessage());
+        }
+    }
+
+    private static void createFile(Path path) {
+        PathState state = PathState.of(path);
+        if (state instanceof PathState.File) {
+            return;
+        }
+        if (!(state instanceof PathState.Missing)) {
+            throw CsiException.alreadyExists("%s exists and is not a file; a block volume is published onto a file",
+                    path);
+        }
+        try {
+            Files.createDirectories(path.getParent());
+            Files.createFile(path);
+        } catch (IOException e) {
+            throw CsiException.internal(e, "cannot create the file %s: %s", path, e.getMessage());
+        }
+    }
+
+    private static List<String> concat(List<String> list, String item) {
+        return java.util.stream.Stream.concat(list.stream(), java.util.stream.Stream.of(item)).toList();
+    }
+}

@@ -1,0 +1,66 @@
+package dev.blockpool.node;
+
+import dev.blockpool.pool.AccessType;
+import dev.blockpool.pool.Allocation;
+import dev.blockpool.pool.Ids;
+import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.Volume;
+import dev.blockpool.pool.VolumeSpec;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * The node's view of the pool. An ephemeral inline volume is an ordinary pool volume named
+ * after kubelet's handle (with a prefix no CreateVolume name produced by the provisioner has)
+ * and marked by a parameter, so it survives a driver restart and NodeUnpublish can find it.
+ */
+public final class PoolVolumeCatalog implements VolumeCatalog {
+
+    static final String EPHEMERAL_NAME_PREFIX = "ephemeral:";
+
+    private final Pool pool;
+
+    public PoolVolumeCatalog(Pool pool) {
+        this.pool = pool;
+    }
+
+    @Override
+    public Optional<NodeVolume> find(String volumeId) {
+        if (Ids.isVolumeId(volumeId)) {
+            return pool.volumes().find(volumeId).map(this::toNodeVolume);
+        }
+        Ids.requireId("volume_id", volumeId);
+        return pool.volumes().find(Ids.volumeIdFor(EPHEMERAL_NAME_PREFIX + volumeId))
+                .filter(v -> "true".equals(v.parameters().get(EPHEMERAL)))
+                .map(this::toNodeVolume);
+    }
+
+    @Override
+    public Optional<Path> imageOf(String volumeId) {
+        return Ids.isVolumeId(volumeId) ? Optional.of(pool.volumes().imagePath(volumeId)) : Optional.empty();
+    }
+
+    @Override
+    public NodeVolume createEphemeral(String handle, long capacityBytes, String fsType) {
+        Ids.requireId("volume_id", handle);
+        Volume volume = pool.volumes().create(new VolumeSpec(EPHEMERAL_NAME_PREFIX + handle, capacityBytes, fsType,
+                Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(EPHEMERAL, "true"), Optional.empty()));
+        return toNodeVolume(volume);
+    }
+
+    @Override
+    public void delete(NodeVolume volume) {
+        pool.volumes().delete(volume.id());
+    }
+
+    private NodeVolume toNodeVolume(Volume volume) {
+        boolean any = volume.accessTypes().isEmpty();
+        return new NodeVolume(volume.id(), volume.name(), volume.capacityBytes(), pool.volumes().imagePath(volume.id()),
+                Optional.ofNullable(volume.fsType()).filter(s -> !s.isEmpty()),
+                any || volume.accessTypes().contains(AccessType.MOUNT),
+                any || volume.accessTypes().contains(AccessType.BLOCK),
+                "true".equals(volume.parameters().get(EPHEMERAL)));
+    }
+}

@@ -1,0 +1,27 @@
+package dev.blockpool.node;
+
+import csi.v1.Csi;
+import dev.blockpool.node.host.FsStats;
+
+/** NodeHost's usage as a NodeGetVolumeStats response. */
+final class VolumeStatsMapper {
+
+    private VolumeStatsMapper() {
+    }
+
+    static Csi.NodeGetVolumeStatsResponse toResponse(NodeHost.Usage usage) {
+        Csi.NodeGetVolumeStatsResponse.Builder builder = Csi.NodeGetVolumeStatsResponse.newBuilder()
+                .setVolumeCondition(Csi.VolumeCondition.newBuilder()
+                        .setAbnormal(usage.abnormal()).setMessage(usage.message()));
+        if (usage.filesystem().isPresent()) {
+            FsStats fs = usage.filesystem().get();
+            builder.addUsage(Csi.VolumeUsage.newBuilder().setUnit(Csi.VolumeUsage.Unit.BYTES)
+                    .setTotal(fs.totalBytes()).setUsed(fs.usedBytes()).setAvailable(fs.availableBytes()));
+            builder.addUsage(Csi.VolumeUsage.newBuilder().setUnit(Csi.VolumeUsage.Unit.INODES)
+                    .setTotal(fs.totalInodes()).setUsed(fs.usedInodes()).setAvailable(fs.freeInodes()));
+        }
+        usage.blockBytes().ifPresent(bytes -> builder.addUsage(
+                Csi.VolumeUsage.newBuilder().setUnit(Csi.VolumeUsage.Unit.BYTES).setTotal(bytes)));
+        return builder.build();
+    }
+}

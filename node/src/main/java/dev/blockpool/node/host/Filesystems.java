@@ -1,0 +1,25 @@
+package dev.blockpool.node.host;
+
+import java.nio.file.Path;
+
+/** Filesystems on block devices: probe, format, check, grow, and measure. */
+public interface Filesystems {
+
+    /** What is on the device; throws when the probe itself failed (never "empty" on doubt). */
+    Probe probe(Path device);
+
+    /** Makes a filesystem; callers format only a device whose {@link #probe} was empty. */
+    void format(Path device, FsType type);
+
+    /** Checks (and for ext4, safely repairs) an unmounted filesystem before a read-write mount. */
+    void check(Path device, FsType type);
+
+    /** Grows a mounted filesystem to the size of its device. */
+    void growMounted(Path device, Path mountPoint, FsType type);
+
+    /** Grows an unmounted ext4 filesystem to the size of its device (force-checking it first). */
+    void growUnmountedExt4(Path device);
+
+    /** Bytes and inodes of the filesystem mounted at {@code path}. */
+    FsStats stats(Path path);
+}

@@ -1,0 +1,96 @@
+package dev.blockpool.node.host;
+
+import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.CsiException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+
+/** {@link Filesystems} through blkid, mkfs, e2fsck/xfs_repair, resize2fs/xfs_growfs and stat(1). */
+public final class HostFilesystems implements Filesystems {
+
+    private static final Duration PROBE_TIMEOUT = Duration.ofSeconds(30);
+    private static final Duration FORMAT_TIMEOUT = Duration.ofMinutes(10);
+    private static final Duration CHECK_TIMEOUT = Duration.ofMinutes(30);
+    private static final Duration STATFS_TIMEOUT = Duration.ofSeconds(15);
+
+    private final CommandRunner runner;
+
+    public HostFilesystems(CommandRunner runner) {
+        this.runner = runner;
+    }
+
+    @Override
+    public Probe probe(Path device) {
+        // -p: low-level probe of the device itself, bypassing the blkid cache.
+        CommandRunner.Result result = runner.run(PROBE_TIMEOUT,
+                List.of("blkid", "-p", "-o", "export", device.toString()));
+        return switch (result.exitCode()) {
+            case 0 -> Probe.parseExport(result.stdout());
+            case 2 -> Probe.EMPTY; // nothing identified
+            // 8: ambivalent result (several signatures); anything else: the probe failed.
+            default -> throw CsiException.internal("cannot tell what is on %s, so it will not be formatted: %s",
+                    device, result.describe());
+        };
+    }
+
+    @Override
+    public void format(Path device, FsType type) {
+        // No force flags: if mkfs finds a signature blkid missed, it refuses instead of overwriting.
+        List<String> command = switch (type) {
+            case EXT4 -> List.of("mkfs.ext4", "-q", device.toString());
+            case XFS -> List.of("mkfs.xfs", "-q", device.toString());
+        };
+        runner.runChecked(FORMAT_TIMEOUT, command);
+    }
+
+    @Override
+    public void check(Path device, FsType type) {
+        switch (type) {
+            case EXT4 -> {
+                // -p: repair what is safe without questions. 0 clean, 1 fixed, 2 fixed (reboot
+                // advised, meaningless for an unmounted data volume); 4 and up: not usable.
+                CommandRunner.Result result = runner.run(CHECK_TIMEOUT, List.of("e2fsck", "-p", device.toString()));
+                if (result.exitCode() > 2) {
+                    throw CsiException.internal("the ext4 filesystem on %s needs manual repair: %s", device,
+                            result.describe());
+                }
+            }
+            case XFS -> {
+                // -n: check only. 0 clean; 2 a dirty log, which the mount replays; 1 corruption.
+                CommandRunner.Result result = runner.run(CHECK_TIMEOUT, List.of("xfs_repair", "-n", device.toString()));
+                if (result.exitCode() != 0 && result.exitCode() != 2) {
+                    throw CsiException.internal("the xfs filesystem on %s needs manual repair: %s", device,
+                            result.describe());
+                }
+            }
+        }
+    }
+
+    @Override
+    public void growMounted(Path device, Path mountPoint, FsType type) {
+        List<String> command = switch (type) {
+            case EXT4 -> List.of("resize2fs", device.toString());
+            case XFS -> List.of("xfs_growfs", mountPoint.toString());
+        };
+        runner.runChecked(FORMAT_TIMEOUT, command);
+    }
+
+    @Override
+    public void growUnmountedExt4(Path device) {
+        // resize2fs insists on a freshly checked filesystem when it is not mounted.
+        CommandRunner.Result check = runner.run(CHECK_TIMEOUT, List.of("e2fsck", "-f", "-p", device.toString()));
+        if (check.exitCode() > 2) {
+            throw CsiException.internal("the ext4 filesystem on %s needs manual repair: %s", device, check.describe());
+        }
+        runner.runChecked(FORMAT_TIMEOUT, List.of("resize2fs", device.toString()));
+    }
+
+    @Override
+    public FsStats stats(Path path) {
+        // statfs(2) in a child process: a hung mount times out instead of blocking a gRPC thread forever.
+        CommandRunner.Result result = runner.runChecked(STATFS_TIMEOUT,
+                List.of("stat", "-f", "-c", "%S %b %f %a %c %d", path.toString()));
+        return FsStats.parseStatFs(result.stdout());
+    }
+}
