@@ -7,7 +7,9 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${BLOCKPOOL_TOOLS:-$repo/.cache/tools/bin}
 
-CSI_SANITY=github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity@v5.4.0
+# csi-sanity v5.6.0 rather than v5.4.0: v5.4.0 predates the GET_SNAPSHOT capability of CSI v1.12
+# and fails every driver that advertises it; v5.6.0 knows it and tests GetSnapshot.
+CSI_SANITY=github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity@v5.6.0
 GRPCURL=github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4
 
 install_tool() { # name module@version

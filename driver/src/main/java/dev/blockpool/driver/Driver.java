@@ -2,6 +2,11 @@ package dev.blockpool.driver;
 
 import csi.v1.Csi.PluginCapability;
 import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.OperationLocks;
+import dev.blockpool.controller.ControllerService;
+import dev.blockpool.node.NodeIdentity;
+import dev.blockpool.node.NodeService;
+import dev.blockpool.pool.NodeRecord;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.identity.HostReadiness;
 import dev.blockpool.identity.IdentityService;
@@ -45,10 +50,19 @@ public final class Driver {
         List<PluginCapability> capabilities = new ArrayList<>();
         List<String> tools = new ArrayList<>();
         if (config.mode().servesController()) {
+            services.add(new ControllerService(pool, new OperationLocks()).bindService());
             capabilities.add(IdentityService.service(PluginCapability.Service.Type.CONTROLLER_SERVICE));
+            capabilities.add(IdentityService.service(
+                    PluginCapability.Service.Type.VOLUME_ACCESSIBILITY_CONSTRAINTS));
+            capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.ONLINE));
+            capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.OFFLINE));
             tools.addAll(CONTROLLER_TOOLS);
         }
         if (config.mode().servesNode()) {
+            NodeIdentity node = NodeIdentity.of(config.nodeId(), config.maxVolumesPerNode());
+            // ControllerPublish checks the node and its attach limit against this record.
+            pool.nodes().register(new NodeRecord(node.nodeId(), node.maxVolumesPerNode(), node.topology()));
+            services.add(NodeService.create(node, pool, new OperationLocks()).bindService());
             tools.addAll(NODE_TOOLS);
         }
 

@@ -24,6 +24,7 @@ public final class Pool {
     private final Volumes volumes;
     private final Snapshots snapshots;
     private final Nodes nodes;
+    private final Attachments attachments;
 
     private Pool(Path root, CommandRunner commands, Clock clock) {
         this.root = root;
@@ -32,6 +33,7 @@ public final class Pool {
         this.snapshots = new Snapshots(root.resolve("snapshots"), images, space, clock);
         this.volumes = new Volumes(root.resolve("volumes"), images, space, snapshots, clock);
         this.nodes = new Nodes(root.resolve("nodes"));
+        this.attachments = new Attachments(volumes, nodes);
     }
 
     /**
@@ -66,6 +68,10 @@ public final class Pool {
 
     public Nodes nodes() {
         return nodes;
+    }
+
+    public Attachments attachments() {
+        return attachments;
     }
 
     public PoolSpace space() {

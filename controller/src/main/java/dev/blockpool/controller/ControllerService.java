@@ -1,0 +1,253 @@
+package dev.blockpool.controller;
+
+import com.google.protobuf.Int64Value;
+import com.google.protobuf.Timestamp;
+import csi.v1.ControllerGrpc;
+import csi.v1.Csi.ControllerExpandVolumeRequest;
+import csi.v1.Csi.ControllerExpandVolumeResponse;
+import csi.v1.Csi.ControllerGetCapabilitiesRequest;
+import csi.v1.Csi.ControllerGetCapabilitiesResponse;
+import csi.v1.Csi.ControllerGetVolumeRequest;
+import csi.v1.Csi.ControllerGetVolumeResponse;
+import csi.v1.Csi.ControllerPublishVolumeRequest;
+import csi.v1.Csi.ControllerPublishVolumeResponse;
+import csi.v1.Csi.ControllerServiceCapability;
+import csi.v1.Csi.ControllerServiceCapability.RPC.Type;
+import csi.v1.Csi.ControllerUnpublishVolumeRequest;
+import csi.v1.Csi.ControllerUnpublishVolumeResponse;
+import csi.v1.Csi.CreateSnapshotRequest;
+import csi.v1.Csi.CreateSnapshotResponse;
+import csi.v1.Csi.CreateVolumeRequest;
+import csi.v1.Csi.CreateVolumeResponse;
+import csi.v1.Csi.DeleteSnapshotRequest;
+import csi.v1.Csi.DeleteSnapshotResponse;
+import csi.v1.Csi.DeleteVolumeRequest;
+import csi.v1.Csi.DeleteVolumeResponse;
+import csi.v1.Csi.GetCapacityRequest;
+import csi.v1.Csi.GetCapacityResponse;
+import csi.v1.Csi.GetSnapshotRequest;
+import csi.v1.Csi.GetSnapshotResponse;
+import csi.v1.Csi.ListSnapshotsRequest;
+import csi.v1.Csi.ListSnapshotsResponse;
+import csi.v1.Csi.ListVolumesRequest;
+import csi.v1.Csi.ListVolumesResponse;
+import csi.v1.Csi.ValidateVolumeCapabilitiesRequest;
+import csi.v1.Csi.ValidateVolumeCapabilitiesResponse;
+import csi.v1.Csi.TopologyRequirement;
+import csi.v1.Csi.VolumeCapability;
+import dev.blockpool.common.CsiException;
+import dev.blockpool.common.OperationLocks;
+import dev.blockpool.pool.Attachments;
+import dev.blockpool.pool.ContentSource;
+import dev.blockpool.pool.Ids;
+import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.Snapshot;
+import dev.blockpool.pool.Volume;
+import dev.blockpool.pool.VolumeSpec;
+import io.grpc.stub.StreamObserver;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * CSI Controller: the Provision and Attach phases, on the pool. Each RPC validates its request,
+ * takes the per-ID lock, lets the pool do the work and maps the result; the pool's exceptions
+ * carry their CSI codes.
+ */
+public final class ControllerService extends ControllerGrpc.ControllerImplBase {
+
+    static final Set<Type> CAPABILITIES = Set.of(Type.CREATE_DELETE_VOLUME, Type.PUBLISH_UNPUBLISH_VOLUME,
+            Type.LIST_VOLUMES, Type.LIST_VOLUMES_PUBLISHED_NODES, Type.GET_CAPACITY, Type.CREATE_DELETE_SNAPSHOT,
+            Type.LIST_SNAPSHOTS, Type.GET_SNAPSHOT, Type.CLONE_VOLUME, Type.PUBLISH_READONLY, Type.EXPAND_VOLUME,
+            Type.GET_VOLUME, Type.VOLUME_CONDITION, Type.SINGLE_NODE_MULTI_WRITER);
+
+    private final Pool pool;
+    private final OperationLocks locks;
+    private final ProtoMapper mapper;
+
+    public ControllerService(Pool pool, OperationLocks locks) {
+        this.pool = pool;
+        this.locks = locks;
+        this.mapper = new ProtoMapper(pool);
+    }
+
+    @Override
+    public void createVolume(CreateVolumeRequest request, StreamObserver<CreateVolumeResponse> response) {
+        String name = Ids.requireId("name", request.getName());
+        Set<dev.blockpool.pool.AccessType> accessTypes = Capabilities.require(request.getVolumeCapabilitiesList());
+        VolumeParameters parameters = VolumeParameters.parse(request.getParametersMap(),
+                Capabilities.fsType(request.getVolumeCapabilitiesList()));
+        Optional<ContentSource> source = mapper.contentSource(request);
+        VolumeSpec spec = new VolumeSpec(name, Sizes.choose(request.getCapacityRange()), parameters.fsType(),
+                parameters.allocation(), accessTypes, request.getParametersMap(), source);
+        String sourceId = source.map(ContentSource::id).orElse("");
+        Volume volume = locks.withLock(() -> pool.volumes().create(spec), Ids.volumeIdFor(name), sourceId);
+        Optional<TopologyRequirement> topology = request.hasAccessibilityRequirements()
+                ? Optional.of(request.getAccessibilityRequirements()) : Optional.empty();
+        reply(response, CreateVolumeResponse.newBuilder().setVolume(mapper.volume(volume, topology)).build());
+    }
+
+    @Override
+    public void deleteVolume(DeleteVolumeRequest request, StreamObserver<DeleteVolumeResponse> response) {
+        String volumeId = Ids.requireId("volume_id", request.getVolumeId());
+        locks.withLock(() -> pool.volumes().delete(volumeId), volumeId);
+        reply(response, DeleteVolumeResponse.getDefaultInstance());
+    }
+
+    @Override
+    public void controllerPublishVolume(ControllerPublishVolumeRequest request,
+                                        StreamObserver<ControllerPublishVolumeResponse> response) {
+        String volumeId = Ids.requireId("volume_id", request.getVolumeId());
+        String nodeId = Ids.requireId("node_id", request.getNodeId());
+        requireCapability(request.hasVolumeCapability(), request.getVolumeCapability());
+        VolumeCapability capability = request.getVolumeCapability();
+        locks.withLock(() -> pool.attachments().attach(volumeId, nodeId, request.getReadonly(),
+                Capabilities.singleNode(capability)), volumeId);
+        reply(response, ControllerPublishVolumeResponse.newBuilder()
+                .putPublishContext(ProtoMapper.READONLY_KEY, Boolean.toString(request.getReadonly())).build());
+    }
+
+    @Override
+    public void controllerUnpublishVolume(ControllerUnpublishVolumeRequest request,
+                                          StreamObserver<ControllerUnpublishVolumeResponse> response) {
+        String volumeId = Ids.requireId("volume_id", request.getVolumeId());
+        Optional<String> nodeId = Optional.of(request.getNodeId()).filter(id -> !id.isEmpty());
+        locks.withLock(() -> pool.attachments().detach(volumeId, nodeId), volumeId);
+        reply(response, ControllerUnpublishVolumeResponse.getDefaultInstance());
+    }
+
+    @Override
+    public void validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest request,
+                                           StreamObserver<ValidateVolumeCapabilitiesResponse> response) {
+        String volumeId = Ids.requireId("volume_id", request.getVolumeId());
+        if (request.getVolumeCapabilitiesCount() == 0) {
+            throw CsiException.invalidArgument("volume_capabilities are required");
+        }
+        pool.volumes().get(volumeId);
+        Optional<String> unsupported = request.getVolumeCapabilitiesList().stream()
+                .map(Capabilities::unsupported).flatMap(Optional::stream).findFirst();
+        var result = ValidateVolumeCapabilitiesResponse.newBuilder();
+        if (unsupported.isPresent()) {
+            result.setMessage(unsupported.get());
+        } else {
+            result.setConfirmed(ValidateVolumeCapabilitiesResponse.Confirmed.newBuilder()
+                    .addAllVolumeCapabilities(request.getVolumeCapabilitiesList())
+                    .putAllVolumeContext(request.getVolumeContextMap())
+                    .putAllParameters(request.getParametersMap()));
+        }
+        reply(response, result.build());
+    }
+
+    @Override
+    public void listVolumes(ListVolumesRequest request, StreamObserver<ListVolumesResponse> response) {
+        Pages.Page<Volume> page = Pages.page(pool.volumes().list(), Volume::id, request.getMaxEntries(),
+                request.getStartingToken());
+        var result = ListVolumesResponse.newBuilder().setNextToken(page.nextToken());
+        for (Volume volume : page.entries()) {
+            result.addEntriesBuilder().setVolume(mapper.volume(volume, Optional.empty())).setStatus(mapper.listStatus(volume));
+        }
+        reply(response, result.build());
+    }
+
+    @Override
+    public void controllerGetVolume(ControllerGetVolumeRequest request,
+                                    StreamObserver<ControllerGetVolumeResponse> response) {
+        Volume volume = pool.volumes().get(Ids.requireId("volume_id", request.getVolumeId()));
+        reply(response, ControllerGetVolumeResponse.newBuilder()
+                .setVolume(mapper.volume(volume, Optional.empty())).setStatus(mapper.getStatus(volume)).build());
+    }
+
+    @Override
+    public void getCapacity(GetCapacityRequest request, StreamObserver<GetCapacityResponse> response) {
+        for (VolumeCapability capability : request.getVolumeCapabilitiesList()) {
+            Capabilities.require(capability);
+        }
+        long available = pool.space().availableBytes();
+        reply(response, GetCapacityResponse.newBuilder()
+                .setAvailableCapacity(available)
+                .setMaximumVolumeSize(Int64Value.of(available))
+                .build());
+    }
+
+    @Override
+    public void controllerExpandVolume(ControllerExpandVolumeRequest request,
+                                       StreamObserver<ControllerExpandVolumeResponse> response) {
+        String volumeId = Ids.requireId("volume_id", request.getVolumeId());
+        if (!request.hasCapacityRange()) {
+            throw CsiException.invalidArgument("capacity_range is required");
+        }
+        if (request.hasVolumeCapability()) {
+            Capabilities.require(request.getVolumeCapability());
+        }
+        long size = Sizes.choose(request.getCapacityRange());
+        Volume volume = locks.withLock(() -> pool.volumes().expand(volumeId, size), volumeId);
+        // The node must refresh the loop device and, for a filesystem, grow it.
+        reply(response, ControllerExpandVolumeResponse.newBuilder()
+                .setCapacityBytes(volume.capacityBytes()).setNodeExpansionRequired(true).build());
+    }
+
+    @Override
+    public void controllerGetCapabilities(ControllerGetCapabilitiesRequest request,
+                                          StreamObserver<ControllerGetCapabilitiesResponse> response) {
+        var result = ControllerGetCapabilitiesResponse.newBuilder();
+        CAPABILITIES.stream().sorted().forEach(type -> result.addCapabilities(ControllerServiceCapability.newBuilder()
+                .setRpc(ControllerServiceCapability.RPC.newBuilder().setType(type))));
+        reply(response, result.build());
+    }
+
+    @Override
+    public void createSnapshot(CreateSnapshotRequest request, StreamObserver<CreateSnapshotResponse> response) {
+        String name = Ids.requireId("name", request.getName());
+        String sourceId = Ids.requireId("source_volume_id", request.getSourceVolumeId());
+        Snapshot snapshot = locks.withLock(() -> {
+            Volume source = pool.volumes().get(sourceId);
+            return pool.snapshots().create(name, source, pool.volumes().imagePath(sourceId));
+        }, Ids.snapshotIdFor(name), sourceId);
+        reply(response, CreateSnapshotResponse.newBuilder().setSnapshot(ProtoMapper.snapshot(snapshot)).build());
+    }
+
+    @Override
+    public void deleteSnapshot(DeleteSnapshotRequest request, StreamObserver<DeleteSnapshotResponse> response) {
+        String snapshotId = Ids.requireId("snapshot_id", request.getSnapshotId());
+        locks.withLock(() -> pool.snapshots().delete(snapshotId), snapshotId);
+        reply(response, DeleteSnapshotResponse.getDefaultInstance());
+    }
+
+    @Override
+    public void listSnapshots(ListSnapshotsRequest request, StreamObserver<ListSnapshotsResponse> response) {
+        List<Snapshot> matching = pool.snapshots().list().stream()
+                .filter(s -> request.getSnapshotId().isEmpty() || s.id().equals(request.getSnapshotId()))
+                .filter(s -> request.getSourceVolumeId().isEmpty()
+                        || s.sourceVolumeId().equals(request.getSourceVolumeId()))
+                .toList();
+        Pages.Page<Snapshot> page = Pages.page(matching, Snapshot::id, request.getMaxEntries(),
+                request.getStartingToken());
+        var result = ListSnapshotsResponse.newBuilder().setNextToken(page.nextToken());
+        page.entries().forEach(s -> result.addEntriesBuilder().setSnapshot(ProtoMapper.snapshot(s)));
+        reply(response, result.build());
+    }
+
+    @Override
+    public void getSnapshot(GetSnapshotRequest request, StreamObserver<GetSnapshotResponse> response) {
+        String snapshotId = Ids.requireId("snapshot_id", request.getSnapshotId());
+        Snapshot snapshot = pool.snapshots().find(snapshotId).orElseThrow(() ->
+                CsiException.notFound("snapshot %s does not exist", Ids.quote(snapshotId)));
+        reply(response, GetSnapshotResponse.newBuilder().setSnapshot(ProtoMapper.snapshot(snapshot)).build());
+    }
+
+    private static void requireCapability(boolean present, VolumeCapability capability) {
+        if (!present) {
+            throw CsiException.invalidArgument("volume_capability is required");
+        }
+        Capabilities.require(capability);
+    }
+
+    private static <T> void reply(StreamObserver<T> response, T message) {
+        response.onNext(message);
+        response.onCompleted();
+    }
+
+    static Timestamp timestamp(java.time.Instant instant) {
+        return Timestamp.newBuilder().setSeconds(instant.getEpochSecond()).setNanos(instant.getNano()).build();
+    }
+}

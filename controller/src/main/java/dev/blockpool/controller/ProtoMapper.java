@@ -1,0 +1,102 @@
+package dev.blockpool.controller;
+
+import csi.v1.Csi;
+import csi.v1.Csi.CreateVolumeRequest;
+import csi.v1.Csi.TopologyRequirement;
+import csi.v1.Csi.VolumeCondition;
+import csi.v1.Csi.VolumeContentSource;
+import dev.blockpool.common.CsiException;
+import dev.blockpool.pool.Attachments;
+import dev.blockpool.pool.Condition;
+import dev.blockpool.pool.ContentSource;
+import dev.blockpool.pool.Ids;
+import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.Snapshot;
+import dev.blockpool.pool.Volume;
+import java.util.Optional;
+
+/** Between the pool's records and the CSI messages. */
+final class ProtoMapper {
+
+    /** publish_context key: whether the attachment is read-only. */
+    static final String READONLY_KEY = "readonly";
+    /** volume_context key: the filesystem NodeStage formats the volume with. */
+    static final String FS_TYPE_KEY = "fsType";
+
+    private final Pool pool;
+
+    ProtoMapper(Pool pool) {
+        this.pool = pool;
+    }
+
+    Optional<ContentSource> contentSource(CreateVolumeRequest request) {
+        if (!request.hasVolumeContentSource()) {
+            return Optional.empty();
+        }
+        VolumeContentSource source = request.getVolumeContentSource();
+        return switch (source.getTypeCase()) {
+            case SNAPSHOT -> Optional.of(ContentSource.snapshot(
+                    Ids.requireId("volume_content_source.snapshot.snapshot_id", source.getSnapshot().getSnapshotId())));
+            case VOLUME -> Optional.of(ContentSource.volume(
+                    Ids.requireId("volume_content_source.volume.volume_id", source.getVolume().getVolumeId())));
+            case TYPE_NOT_SET -> throw CsiException.invalidArgument("volume_content_source names neither a snapshot nor a volume");
+        };
+    }
+
+    /**
+     * The CSI volume; when the CO stated topology requirements, the volume is reported
+     * accessible from the preferred (else first requisite) segment.
+     */
+    Csi.Volume volume(Volume volume, Optional<TopologyRequirement> requirement) {
+        var result = Csi.Volume.newBuilder()
+                .setVolumeId(volume.id())
+                .setCapacityBytes(volume.capacityBytes())
+                .putVolumeContext(FS_TYPE_KEY, volume.fsType());
+        volume.source().ifPresent(source -> result.setContentSource(contentSource(source)));
+        requirement.ifPresent(topology -> {
+            if (topology.getPreferredCount() > 0) {
+                result.addAccessibleTopology(topology.getPreferred(0));
+            } else if (topology.getRequisiteCount() > 0) {
+                result.addAccessibleTopology(topology.getRequisite(0));
+            }
+        });
+        return result.build();
+    }
+
+    Csi.ListVolumesResponse.VolumeStatus listStatus(Volume volume) {
+        return Csi.ListVolumesResponse.VolumeStatus.newBuilder()
+                .addAllPublishedNodeIds(Attachments.nodeIds(volume))
+                .setVolumeCondition(condition(volume)).build();
+    }
+
+    Csi.ControllerGetVolumeResponse.VolumeStatus getStatus(Volume volume) {
+        return Csi.ControllerGetVolumeResponse.VolumeStatus.newBuilder()
+                .addAllPublishedNodeIds(Attachments.nodeIds(volume))
+                .setVolumeCondition(condition(volume)).build();
+    }
+
+    static Csi.Snapshot snapshot(Snapshot snapshot) {
+        return Csi.Snapshot.newBuilder()
+                .setSnapshotId(snapshot.id())
+                .setSourceVolumeId(snapshot.sourceVolumeId())
+                .setSizeBytes(snapshot.sizeBytes())
+                .setCreationTime(ControllerService.timestamp(snapshot.createdAt()))
+                .setReadyToUse(true)
+                .build();
+    }
+
+    private VolumeCondition condition(Volume volume) {
+        Condition condition = pool.volumes().condition(volume);
+        return VolumeCondition.newBuilder().setAbnormal(condition.abnormal()).setMessage(condition.message()).build();
+    }
+
+    private static VolumeContentSource contentSource(ContentSource source) {
+        var result = VolumeContentSource.newBuilder();
+        if (source.kind() == ContentSource.Kind.SNAPSHOT) {
+            result.setSnapshot(VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(source.id()));
+        } else {
+            result.setVolume(VolumeContentSource.VolumeSource.newBuilder().setVolumeId(source.id()));
+        }
+        return result.build();
+    }
+}

@@ -1,0 +1,44 @@
+package dev.blockpool.controller;
+
+import csi.v1.Csi.CapacityRange;
+import dev.blockpool.common.CsiException;
+
+/** Turns a CSI capacity range into an image size. */
+final class Sizes {
+
+    static final long MIB = 1024 * 1024;
+    static final long GIB = 1024 * MIB;
+    static final long DEFAULT_BYTES = GIB;
+    /** Loop devices work in 512-byte sectors and filesystems in 4 KiB blocks: sizes are whole MiB when possible. */
+    private static final long ALIGNMENT = MIB;
+    private static final long MIN_ALIGNMENT = 4096;
+
+    private Sizes() {
+    }
+
+    /** The size to provision: the required bytes (or the default) rounded up to a MiB, within the limit. */
+    static long choose(CapacityRange range) {
+        long required = range.getRequiredBytes();
+        long limit = range.getLimitBytes();
+        if (required < 0 || limit < 0) {
+            throw CsiException.invalidArgument("capacity_range must not be negative (required %d, limit %d)",
+                    required, limit);
+        }
+        if (limit > 0 && required > limit) {
+            throw CsiException.outOfRange("required_bytes %d exceeds limit_bytes %d", required, limit);
+        }
+        long wanted = required > 0 ? required : (limit > 0 ? Math.min(DEFAULT_BYTES, limit) : DEFAULT_BYTES);
+        long size = roundUp(wanted, ALIGNMENT);
+        if (limit > 0 && size > limit) {
+            size = limit / MIN_ALIGNMENT * MIN_ALIGNMENT;
+        }
+        if (size < Math.max(required, MIN_ALIGNMENT)) {
+            throw CsiException.outOfRange("no size of whole 4 KiB blocks lies between %d and %d bytes", required, limit);
+        }
+        return size;
+    }
+
+    private static long roundUp(long value, long unit) {
+        return Math.ceilDiv(value, unit) * unit;
+    }
+}

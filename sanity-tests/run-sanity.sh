@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Runs the real csi-sanity (kubernetes-csi/csi-test) against the built blockpool-csi binary,
+# once per access type given (default: mount block). The driver runs in `all` mode on a
+# temporary socket and pool; csi-sanity gets temporary staging and target directories.
+#   usage: sanity-tests/run-sanity.sh [mount|block ...]
+# Needs root (loop devices, mounts) and a built jar (./mvnw -DskipTests package).
+# Extra csi-sanity flags can be passed in CSI_SANITY_FLAGS (e.g. -ginkgo.focus=Controller);
+# SANITY_LOG_DIR keeps the csi-sanity and driver logs of each run.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+tools=$("$repo/sanity-tests/install-tools.sh")
+access_types=("$@")
+[[ ${#access_types[@]} -gt 0 ]] || access_types=(mount block)
+
+# Small enough that the attach-limit spec stays quick, large enough for the other specs.
+ATTACH_LIMIT=6
+
+work=$(mktemp -d /tmp/blockpool-sanity.XXXXXX)
+driver_pid=
+stop_driver() {
+  if [[ -n $driver_pid ]] && kill -0 "$driver_pid" 2>/dev/null; then
+    kill -TERM "$driver_pid"
+    wait "$driver_pid" || true
+  fi
+  driver_pid=
+}
+cleanup() {
+  stop_driver
+  # Whatever a failed spec left behind: mounts under the work dir, loop devices on its pool.
+  grep -F " $work/" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+  losetup -j "$work" -n -O NAME 2>/dev/null | xargs -r -n1 losetup -d 2>/dev/null || true
+  for dev in $(losetup -n -O NAME,BACK-FILE 2>/dev/null | awk -v w="$work/" 'index($2, w) == 1 {print $1}'); do
+    losetup -d "$dev" 2>/dev/null || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+status=0
+summary=()
+for access in "${access_types[@]}"; do
+  run=$work/$access
+  mkdir -p "$run/pool"
+  socket=$run/csi.sock
+  "$repo/bin/blockpool-csi" --endpoint "unix://$socket" --pool-dir "$run/pool" --node-id sanity-node \
+      --max-volumes-per-node "$ATTACH_LIMIT" --log-level "${BLOCKPOOL_LOG_LEVEL:-warn}" \
+      > "$run/driver.log" 2>&1 &
+  driver_pid=$!
+  for _ in $(seq 100); do [[ -S $socket ]] && break; sleep 0.1; done
+  [[ -S $socket ]] || { echo "run-sanity: the driver did not start:"; cat "$run/driver.log"; exit 1; }
+
+  echo "=== csi-sanity, access type $access ==="
+  set +e
+  # shellcheck disable=SC2086
+  "$tools/csi-sanity" \
+      -csi.endpoint "unix://$socket" \
+      -csi.stagingdir "$run/staging" \
+      -csi.mountdir "$run/target" \
+      -csi.testvolumeaccesstype "$access" \
+      -csi.testnodevolumeattachlimit \
+      -csi.testvolumesize $((1024 * 1024 * 1024)) \
+      -csi.testvolumeexpandsize $((2 * 1024 * 1024 * 1024)) \
+      -ginkgo.no-color \
+      ${CSI_SANITY_FLAGS:-} > "$run/sanity.log" 2>&1
+  rc=$?
+  set -e
+  stop_driver
+  if [[ -n ${SANITY_LOG_DIR:-} ]]; then
+    mkdir -p "$SANITY_LOG_DIR" && cp "$run/sanity.log" "$SANITY_LOG_DIR/sanity-$access.log"
+    cp "$run/driver.log" "$SANITY_LOG_DIR/driver-$access.log"
+  fi
+  grep -E '^(Ran [0-9]+ of|SUCCESS!|FAIL!|\[FAIL\])|^  \[FAIL\]|Summarizing' "$run/sanity.log" || true
+  if [[ $rc -ne 0 ]]; then
+    status=1
+    echo "--- csi-sanity output ($access) ---"; tail -n 200 "$run/sanity.log"
+    echo "--- driver log ($access) ---"; tail -n 100 "$run/driver.log"
+  fi
+  [[ ! -e $socket ]] || { echo "run-sanity: the driver left its socket behind after SIGTERM"; status=1; }
+  passed=$(grep -oE '[0-9]+ Passed' "$run/sanity.log" | tail -1 | cut -d' ' -f1)
+  failed=$(grep -oE '[0-9]+ Failed' "$run/sanity.log" | tail -1 | cut -d' ' -f1)
+  skipped=$(grep -oE '[0-9]+ Skipped' "$run/sanity.log" | tail -1 | cut -d' ' -f1)
+  summary+=("csi-sanity $access: ${passed:-0} passed, ${failed:-?} failed, ${skipped:-0} skipped")
+done
+
+printf '%s\n' "${summary[@]}"
+exit $status
