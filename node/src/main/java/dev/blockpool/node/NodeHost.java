@@ -1,6 +1,11 @@
 package dev.blockpool.node;
 
+import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.CsiException;
+import dev.blockpool.node.host.HostFilesystems;
+import dev.blockpool.node.host.HostLoopDevices;
+import dev.blockpool.node.host.HostMounter;
+import dev.blockpool.node.host.ProcMountTable;
 import dev.blockpool.node.host.DeviceNumber;
 import dev.blockpool.node.host.Filesystems;
 import dev.blockpool.node.host.FsStats;
@@ -42,6 +47,13 @@ public final class NodeHost {
         this.loops = loops;
         this.filesystems = filesystems;
         this.mounter = mounter;
+    }
+
+    /** The host side on this machine: mount(8), losetup(8), blkid, mkfs, fsck and the resize tools. */
+    public static NodeHost onThisHost(CommandRunner runner) {
+        MountTable table = new ProcMountTable();
+        return new NodeHost(table, new HostLoopDevices(runner), new HostFilesystems(runner),
+                new HostMounter(runner, table));
     }
 
     /** Whose is a mount: this volume's image, something else, or a device that has vanished. */

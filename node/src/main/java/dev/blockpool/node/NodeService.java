@@ -3,17 +3,11 @@ package dev.blockpool.node;
 import csi.v1.Csi;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
 import csi.v1.NodeGrpc;
-import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.CsiException;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.node.host.FsType;
-import dev.blockpool.node.host.HostFilesystems;
-import dev.blockpool.node.host.HostLoopDevices;
-import dev.blockpool.node.host.HostMounter;
-import dev.blockpool.node.host.MountTable;
 import dev.blockpool.node.host.PathState;
-import dev.blockpool.node.host.ProcMountTable;
 import dev.blockpool.pool.Pool;
 import io.grpc.stub.StreamObserver;
 import java.nio.file.Path;
@@ -53,11 +47,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
     }
 
     public static NodeService create(NodeIdentity identity, VolumeCatalog volumes, OperationLocks locks) {
-        CommandRunner runner = new ProcessCommandRunner();
-        MountTable table = new ProcMountTable();
-        NodeHost host = new NodeHost(table, new HostLoopDevices(runner), new HostFilesystems(runner),
-                new HostMounter(runner, table));
-        return new NodeService(identity, volumes, host, locks);
+        return new NodeService(identity, volumes, NodeHost.onThisHost(new ProcessCommandRunner()), locks);
     }
 
     @Override

@@ -73,7 +73,14 @@ public final class HostFilesystems implements Filesystems {
             case EXT4 -> List.of("resize2fs", device.toString());
             case XFS -> List.of("xfs_growfs", mountPoint.toString());
         };
-        runner.runChecked(FORMAT_TIMEOUT, command);
+        CommandRunner.Result result = runner.run(FORMAT_TIMEOUT, command);
+        if (!result.ok()) {
+            // The kernel's online-resize ioctls need CAP_SYS_RESOURCE (ext4) / CAP_SYS_ADMIN (xfs).
+            String hint = result.stderr().contains("Permission denied")
+                    ? " (online growth needs the driver to run with CAP_SYS_RESOURCE and CAP_SYS_ADMIN)" : "";
+            throw CsiException.internal("cannot grow the %s filesystem mounted at %s: %s%s", type, mountPoint,
+                    result.describe(), hint);
+        }
     }
 
     @Override

@@ -62,11 +62,14 @@ public final class HostMounter implements Mounter {
         }
         if (isStill(before.get())) {
             throw CsiException.internal("%s is still mounted after umount%s", target,
-                    result.ok() ? "" : " (" + result.describe() + ")");
+                    result.ok() ? " (mount " + before.get().mountId() + " of " + before.get().source() + ")"
+                            : " (" + result.describe() + ")");
         }
     }
 
+    /** The kernel recycles mount IDs at once, so the ID alone could name somebody else's new mount. */
     private boolean isStill(MountInfo mount) {
-        return table.mounts().stream().anyMatch(m -> m.mountId() == mount.mountId());
+        return table.mounts().stream().anyMatch(m -> m.mountId() == mount.mountId()
+                && m.mountPoint().equals(mount.mountPoint()) && m.device().equals(mount.device()));
     }
 }

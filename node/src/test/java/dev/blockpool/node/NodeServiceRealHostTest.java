@@ -1,0 +1,422 @@
+package dev.blockpool.node;
+
+import static dev.blockpool.node.Calls.call;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import csi.v1.Csi;
+import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
+import dev.blockpool.common.CsiException;
+import dev.blockpool.common.HostRequirements;
+import dev.blockpool.common.OperationLocks;
+import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.node.host.FsStats;
+import dev.blockpool.node.host.LoopDevice;
+import dev.blockpool.node.host.MountInfo;
+import dev.blockpool.pool.AccessType;
+import dev.blockpool.pool.Allocation;
+import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.Volume;
+import dev.blockpool.pool.VolumeSpec;
+import io.grpc.Status;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The node service on real loop devices, mkfs, fsck and mounts (root only; skipped with the
+ * reason otherwise). Each test works below its own temporary directory — pool, staging and
+ * target paths — and removes every mount and loop device there afterwards, even on failure.
+ * A new {@link NodeService} is built for every call, as if the driver restarted in between:
+ * nothing the service does may depend on memory.
+ */
+class NodeServiceRealHostTest {
+
+    private static final long MiB = 1L << 20;
+
+    private Path dir;
+    private Pool pool;
+    private Path staging;
+    private final OperationLocks locks = new OperationLocks();
+
+    @BeforeEach
+    void setUp() throws IOException {
+        HostRequirements.assumeRootWithLoopDevices();
+        for (String tool : List.of("losetup", "blkid", "mkfs.ext4", "mkfs.xfs", "e2fsck", "xfs_repair", "resize2fs",
+                "xfs_growfs")) {
+            HostRequirements.assumeCommand(tool);
+        }
+        dir = Files.createTempDirectory("blockpool-node-it-");
+        pool = Pool.open(dir.resolve("pool"), new ProcessCommandRunner(), Clock.systemUTC(), Duration.ofHours(1));
+        staging = Files.createDirectories(dir.resolve("kubelet/staging/globalmount"));
+        Files.createDirectories(dir.resolve("kubelet/pods"));
+    }
+
+    @AfterEach
+    void tearDown() throws IOException {
+        if (dir != null) {
+            RealHost.cleanUp(dir);
+        }
+    }
+
+    /** A freshly built service: every call below goes through a "restarted" driver. */
+    private NodeService node() {
+        return NodeService.create(NodeIdentity.of("it-node", 64), pool, locks);
+    }
+
+    private Volume createVolume(String name, long bytes, String fsType, AccessType type) {
+        return pool.volumes().create(new VolumeSpec(name, bytes, fsType, Allocation.SPARSE, Set.of(type), Map.of(),
+                Optional.empty()));
+    }
+
+    private Path target(String pod) {
+        return dir.resolve("kubelet/pods/" + pod + "/volumes/vol");
+    }
+
+    private static Csi.VolumeCapability mountCapability(Mode mode) {
+        return Csi.VolumeCapability.newBuilder()
+                .setMount(Csi.VolumeCapability.MountVolume.getDefaultInstance())
+                .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(mode)).build();
+    }
+
+    private static Csi.VolumeCapability blockCapability(Mode mode) {
+        return Csi.VolumeCapability.newBuilder()
+                .setBlock(Csi.VolumeCapability.BlockVolume.getDefaultInstance())
+                .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(mode)).build();
+    }
+
+    private void stage(Volume volume, Csi.VolumeCapability capability) {
+        call(node()::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString()).setVolumeCapability(capability)
+                .putVolumeContext("fsType", volume.fsType()).build());
+    }
+
+    private void publish(Volume volume, Path target, Csi.VolumeCapability capability, boolean readOnly) {
+        call(node()::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder().setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString()).setTargetPath(target.toString())
+                .setVolumeCapability(capability).setReadonly(readOnly).build());
+    }
+
+    private void unpublish(String volumeId, Path target) {
+        call(node()::nodeUnpublishVolume, Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId(volumeId)
+                .setTargetPath(target.toString()).build());
+    }
+
+    private void unstage(Volume volume) {
+        call(node()::nodeUnstageVolume, Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString()).build());
+    }
+
+    private Csi.NodeGetVolumeStatsResponse stats(String volumeId, Path path) {
+        return call(node()::nodeGetVolumeStats, Csi.NodeGetVolumeStatsRequest.newBuilder().setVolumeId(volumeId)
+                .setVolumePath(path.toString()).build());
+    }
+
+    /** Runs the step twice, each time through a new service, and checks the host state after each. */
+    private void twice(Runnable step, Runnable check) {
+        step.run();
+        check.run();
+        step.run();
+        check.run();
+    }
+
+    private void assertMountedOnce(Path path) {
+        assertThat(RealHost.mountsAt(path)).as("mounts at %s", path).hasSize(1);
+    }
+
+    private void assertOneLoop(Volume volume) {
+        assertThat(RealHost.loopsOf(pool.volumes().imagePath(volume.id()))).as("loop devices of the image").hasSize(1);
+    }
+
+    private static void assertCode(Runnable call, Status.Code code) {
+        assertThatThrownBy(call::run).isInstanceOfSatisfying(CsiException.class, e -> assertThat(e.code())
+                .as(e.getMessage()).isEqualTo(code));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"ext4", "xfs"})
+    void fullLifecycleWithARestartBeforeEveryCallLeavesNothingBehind(String fsType) throws IOException {
+        Volume volume = createVolume("lifecycle-" + fsType, 512 * MiB, fsType, AccessType.MOUNT);
+        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_MULTI_WRITER);
+        Path first = target("pod-a");
+        Path second = target("pod-b");
+
+        twice(() -> stage(volume, capability), () -> {
+            assertMountedOnce(staging);
+            assertOneLoop(volume);
+            assertThat(RealHost.mountsAt(staging).getFirst().fsType()).isEqualTo(fsType);
+        });
+        twice(() -> publish(volume, first, capability, false), () -> assertMountedOnce(first));
+        twice(() -> publish(volume, second, capability, false), () -> assertMountedOnce(second));
+        assertOneLoop(volume);
+
+        Files.writeString(first.resolve("hello.txt"), "written through pod-a");
+        assertThat(Files.readString(second.resolve("hello.txt"))).isEqualTo("written through pod-a");
+
+        twice(() -> unpublish(volume.id(), first), () -> assertThat(first).doesNotExist());
+        twice(() -> unpublish(volume.id(), second), () -> assertThat(second).doesNotExist());
+        twice(() -> unstage(volume), () -> {
+            assertThat(RealHost.mountsAt(staging)).isEmpty();
+            assertThat(RealHost.loopsOf(pool.volumes().imagePath(volume.id()))).isEmpty();
+        });
+        pool.volumes().delete(volume.id());
+
+        assertThat(RealHost.mountsUnder(dir)).as("mounts left below the test directory").isEmpty();
+        assertThat(RealHost.loopsUnder(dir)).as("loop devices left on the test's images").isEmpty();
+        assertThat(pool.volumes().list()).isEmpty();
+        assertThat(staging).isEmptyDirectory();
+    }
+
+    @Test
+    void stagedDataSurvivesUnstageAndRestageWithoutReformatting() throws IOException {
+        Volume volume = createVolume("restage", 64 * MiB, "ext4", AccessType.MOUNT);
+        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        stage(volume, capability);
+        Files.writeString(staging.resolve("kept.txt"), "still here");
+        unstage(volume);
+        stage(volume, capability);
+        assertThat(Files.readString(staging.resolve("kept.txt"))).isEqualTo("still here");
+        unstage(volume);
+    }
+
+    @Test
+    void refusesWhatTheVolumeCannotServe() {
+        Volume fs = createVolume("refusals", 64 * MiB, "ext4", AccessType.MOUNT);
+        Volume other = createVolume("other", 64 * MiB, "ext4", AccessType.MOUNT);
+        Csi.VolumeCapability single = mountCapability(Mode.SINGLE_NODE_SINGLE_WRITER);
+
+        assertCode(() -> stage(fs, blockCapability(Mode.SINGLE_NODE_WRITER)), Status.Code.FAILED_PRECONDITION);
+        assertCode(() -> publish(fs, target("early"), single, false), Status.Code.FAILED_PRECONDITION);
+
+        stage(fs, single);
+        assertCode(() -> stage(other, single), Status.Code.ALREADY_EXISTS); // another volume at the staging path
+        publish(fs, target("one"), single, false);
+        publish(fs, target("one"), single, false);
+        assertCode(() -> publish(fs, target("two"), single, false), Status.Code.FAILED_PRECONDITION);
+        assertCode(() -> publish(fs, target("one"), single, true), Status.Code.ALREADY_EXISTS);
+        assertCode(() -> unstage(fs), Status.Code.FAILED_PRECONDITION); // still published
+        assertCode(() -> call(node()::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId(fs.id()).setStagingTargetPath(staging.toString())
+                .setVolumeCapability(single.toBuilder().setMount(single.getMount().toBuilder()
+                        .addMountFlags("loop,offset=0"))).build()), Status.Code.INVALID_ARGUMENT);
+
+        unpublish(fs.id(), target("one"));
+        unstage(fs);
+        assertThat(RealHost.mountsUnder(dir)).isEmpty();
+        assertThat(RealHost.loopsUnder(dir)).isEmpty();
+    }
+
+    @Test
+    void readOnlyPublishRefusesWrites() throws IOException {
+        Volume volume = createVolume("readonly", 64 * MiB, "ext4", AccessType.MOUNT);
+        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_MULTI_WRITER);
+        stage(volume, capability);
+        publish(volume, target("rw"), capability, false);
+        publish(volume, target("ro"), capability, true);
+        Files.writeString(target("rw").resolve("f"), "x");
+        assertThat(Files.readString(target("ro").resolve("f"))).isEqualTo("x");
+        assertThatThrownBy(() -> Files.writeString(target("ro").resolve("g"), "y")).isInstanceOf(IOException.class)
+                .hasMessageContaining("Read-only");
+        unpublish(volume.id(), target("rw"));
+        unpublish(volume.id(), target("ro"));
+        unstage(volume);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"ext4", "xfs"})
+    void onlineExpansionIsVisibleInStatfsAndStatsMatchDf(String fsType) throws IOException {
+        if (fsType.equals("ext4")) {
+            assumeTrue(RealHost.hasCapability(RealHost.CAP_SYS_RESOURCE),
+                    "skipped: growing a mounted ext4 needs CAP_SYS_RESOURCE, which this process lacks");
+        }
+        Volume volume = createVolume("grow-" + fsType, 512 * MiB, fsType, AccessType.MOUNT);
+        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Path target = target("grow");
+        stage(volume, capability);
+        publish(volume, target, capability, false);
+        Files.write(target.resolve("data.bin"), new byte[(int) (3 * MiB)]);
+
+        long before = bytes(stats(volume.id(), target)).getTotal();
+        pool.volumes().expand(volume.id(), 1024 * MiB);
+        Csi.NodeExpandVolumeResponse expanded = call(node()::nodeExpandVolume,
+                Csi.NodeExpandVolumeRequest.newBuilder().setVolumeId(volume.id()).setVolumePath(target.toString())
+                        .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(1024 * MiB)).build());
+        assertThat(expanded.getCapacityBytes()).isEqualTo(1024 * MiB);
+
+        Csi.NodeGetVolumeStatsResponse after = stats(volume.id(), target);
+        assertThat(bytes(after).getTotal()).isGreaterThan(before + 400 * MiB).isLessThanOrEqualTo(1024 * MiB);
+        assertThat(after.getVolumeCondition().getAbnormal()).isFalse();
+
+        // df(1) reads the same statfs(2): its numbers must be exactly ours.
+        String[] df = RealHost.run("df", "-B1", "--output=size,used,avail,itotal,iused,iavail", target.toString())
+                .strip().split("\n")[1].strip().split("\\s+");
+        Csi.VolumeUsage inodes = after.getUsageList().stream()
+                .filter(u -> u.getUnit() == Csi.VolumeUsage.Unit.INODES).findFirst().orElseThrow();
+        assertThat(List.of(bytes(after).getTotal(), bytes(after).getUsed(), bytes(after).getAvailable(),
+                inodes.getTotal(), inodes.getUsed(), inodes.getAvailable()))
+                .containsExactly(Long.parseLong(df[0]), Long.parseLong(df[1]), Long.parseLong(df[2]),
+                        Long.parseLong(df[3]), Long.parseLong(df[4]), Long.parseLong(df[5]));
+
+        unpublish(volume.id(), target);
+        unstage(volume);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"ext4", "xfs"})
+    void offlineExpansionGrowsAnUnmountedFilesystem(String fsType) {
+        Volume volume = createVolume("offline-" + fsType, 512 * MiB, fsType, AccessType.MOUNT);
+        Path image = pool.volumes().imagePath(volume.id());
+        NodeHost host = NodeHost.onThisHost(RealHost.RUNNER);
+        host.stageBlock(image, false); // the device is attached, its filesystem mounted nowhere
+        LoopDevice loop = RealHost.loopsOf(image).getFirst();
+        new dev.blockpool.node.host.HostFilesystems(RealHost.RUNNER).format(loop.device(),
+                dev.blockpool.node.host.FsType.parse(fsType));
+
+        pool.volumes().expand(volume.id(), 1024 * MiB);
+        assertThat(host.expand(image, dir, false)).isEqualTo(1024 * MiB);
+
+        stage(volume, mountCapability(Mode.SINGLE_NODE_WRITER)); // reuses the device, mounts the grown filesystem
+        assertOneLoop(volume);
+        assertThat(bytes(stats(volume.id(), staging)).getTotal()).isGreaterThan(900 * MiB);
+        unstage(volume);
+        assertThat(RealHost.loopsUnder(dir)).isEmpty();
+    }
+
+    private static Csi.VolumeUsage bytes(Csi.NodeGetVolumeStatsResponse stats) {
+        return stats.getUsageList().stream().filter(u -> u.getUnit() == Csi.VolumeUsage.Unit.BYTES).findFirst()
+                .orElseThrow();
+    }
+
+    @Test
+    void rawBlockDataSurvivesUnpublishAndRepublish() throws IOException {
+        Volume volume = createVolume("raw", 64 * MiB, "", AccessType.BLOCK);
+        Csi.VolumeCapability capability = blockCapability(Mode.SINGLE_NODE_SINGLE_WRITER);
+        Path target = target("raw-pod");
+        byte[] payload = "raw block payload".getBytes(StandardCharsets.UTF_8);
+
+        twice(() -> stage(volume, capability), () -> assertOneLoop(volume));
+        twice(() -> publish(volume, target, capability, false), () -> assertMountedOnce(target));
+        assertCode(() -> publish(volume, target("second"), capability, false), Status.Code.FAILED_PRECONDITION);
+        try (FileChannel device = FileChannel.open(target, StandardOpenOption.WRITE)) {
+            device.write(ByteBuffer.wrap(payload), 8 * MiB);
+            device.force(true);
+        }
+        assertThat(bytes(stats(volume.id(), target)).getTotal()).isEqualTo(64 * MiB);
+
+        twice(() -> unpublish(volume.id(), target), () -> assertThat(target).doesNotExist());
+        publish(volume, target, capability, false);
+        ByteBuffer read = ByteBuffer.allocate(payload.length);
+        try (FileChannel device = FileChannel.open(target, StandardOpenOption.READ)) {
+            device.read(read, 8 * MiB);
+        }
+        assertThat(read.array()).isEqualTo(payload);
+
+        unpublish(volume.id(), target);
+        twice(() -> unstage(volume), () -> assertThat(RealHost.loopsUnder(dir)).isEmpty());
+        assertThat(RealHost.mountsUnder(dir)).isEmpty();
+    }
+
+    /**
+     * The loop device is detached behind the driver's back. The kernel refuses to free a loop
+     * device that a mounted filesystem holds; {@code losetup -d} then only marks it to go away
+     * on last close (autoclear). To take the stage away too, its mount is lazily detached, as
+     * an administrator's {@code umount -l} would: the pod's bind mount is what still holds the
+     * device. Stats must call the volume abnormal; unpublish and unstage must clean up.
+     */
+    @Test
+    void corruptedStageIsCleanedUpByUnpublishAndUnstage() {
+        Volume volume = createVolume("corrupt", 64 * MiB, "ext4", AccessType.MOUNT);
+        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Path target = target("victim");
+        stage(volume, capability);
+        publish(volume, target, capability, false);
+        LoopDevice loop = RealHost.loopsOf(pool.volumes().imagePath(volume.id())).getFirst();
+
+        RealHost.run("losetup", "--detach", loop.device().toString());
+        RealHost.run("umount", "--lazy", staging.toString());
+
+        Csi.NodeGetVolumeStatsResponse stats = stats(volume.id(), target);
+        assertThat(stats.getVolumeCondition().getAbnormal()).isTrue();
+        assertThat(stats.getVolumeCondition().getMessage()).contains("detached");
+
+        unpublish(volume.id(), target);
+        unstage(volume);
+        assertThat(RealHost.mountsUnder(dir)).isEmpty();
+        assertThat(RealHost.loopsUnder(dir)).isEmpty();
+    }
+
+    @Test
+    void rawBlockPublishWhoseLoopDeviceVanishedIsCleanedUp() {
+        Volume volume = createVolume("vanished", 64 * MiB, "", AccessType.BLOCK);
+        Csi.VolumeCapability capability = blockCapability(Mode.SINGLE_NODE_WRITER);
+        Path target = target("raw-victim");
+        stage(volume, capability);
+        publish(volume, target, capability, false);
+        LoopDevice loop = RealHost.loopsOf(pool.volumes().imagePath(volume.id())).getFirst();
+
+        // A bind of the device node does not hold the device open: this detach really happens.
+        RealHost.run("losetup", "--detach", loop.device().toString());
+        assertThat(RealHost.loopsUnder(dir)).isEmpty();
+        assertThat(stats(volume.id(), target).getVolumeCondition().getAbnormal()).isTrue();
+
+        unpublish(volume.id(), target);
+        unstage(volume);
+        assertThat(RealHost.mountsUnder(dir)).isEmpty();
+        assertThat(target).doesNotExist();
+    }
+
+    @Test
+    void ephemeralVolumeLivesAndDiesWithItsPublish() throws IOException {
+        String handle = "csi-0123456789abcdef";
+        Path target = target("inline");
+        Consumer<Boolean> publish = ignored -> call(node()::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId(handle).setTargetPath(target.toString())
+                .setVolumeCapability(mountCapability(Mode.SINGLE_NODE_WRITER))
+                .putVolumeContext(VolumeCatalog.EPHEMERAL, "true").putVolumeContext("size", "64Mi")
+                .putVolumeContext("csi.storage.k8s.io/pod.name", "inline").build());
+
+        twice(() -> publish.accept(true), () -> assertMountedOnce(target));
+        assertThat(pool.volumes().list()).singleElement().satisfies(v -> {
+            assertThat(v.capacityBytes()).isEqualTo(64 * MiB);
+            assertThat(RealHost.loopsOf(pool.volumes().imagePath(v.id()))).hasSize(1);
+        });
+        Files.writeString(target.resolve("scratch"), "temporary");
+        assertThat(bytes(stats(handle, target)).getTotal()).isPositive();
+
+        twice(() -> unpublish(handle, target), () -> assertThat(target).doesNotExist());
+        assertThat(pool.volumes().list()).isEmpty();
+        assertThat(RealHost.mountsUnder(dir)).isEmpty();
+        assertThat(RealHost.loopsUnder(dir)).isEmpty();
+    }
+
+    @Test
+    void statsOfAStagedVolumeComeFromItsFilesystem() {
+        Volume volume = createVolume("stats", 64 * MiB, "ext4", AccessType.MOUNT);
+        stage(volume, mountCapability(Mode.SINGLE_NODE_WRITER));
+        Csi.NodeGetVolumeStatsResponse stats = stats(volume.id(), staging);
+        FsStats df = FsStats.parseStatFs(RealHost.run("stat", "-f", "-c", "%S %b %f %a %c %d", staging.toString()));
+        assertThat(bytes(stats).getTotal()).isEqualTo(df.totalBytes());
+        assertCode(() -> stats(volume.id(), dir.resolve("nowhere")), Status.Code.NOT_FOUND);
+        assertCode(() -> stats(volume.id(), dir), Status.Code.NOT_FOUND);
+        unstage(volume);
+        List<MountInfo> left = RealHost.mountsUnder(dir);
+        assertThat(left).isEmpty();
+    }
+}

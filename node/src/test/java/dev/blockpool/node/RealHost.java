@@ -1,0 +1,95 @@
+package dev.blockpool.node;
+
+import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.node.host.LoopDevice;
+import dev.blockpool.node.host.LoopSysfs;
+import dev.blockpool.node.host.MountInfo;
+import dev.blockpool.node.host.ProcMountTable;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.List;
+import java.util.stream.Stream;
+
+/**
+ * What the real-host tests inspect and clean up: mounts below a test's directory and loop
+ * devices bound to images below it. Only ever touches what lives under that directory, so
+ * tests never disturb anything else on the machine.
+ */
+final class RealHost {
+
+    static final CommandRunner RUNNER = new ProcessCommandRunner();
+    private static final LoopSysfs LOOPS = new LoopSysfs(Path.of("/sys/block"), Path.of("/dev"));
+
+    private RealHost() {
+    }
+
+    static List<MountInfo> mountsUnder(Path dir) {
+        Path root = LoopSysfs.canonical(dir);
+        return new ProcMountTable().mounts().stream().filter(m -> m.mountPoint().startsWith(root)).toList();
+    }
+
+    static List<MountInfo> mountsAt(Path path) {
+        Path wanted = LoopSysfs.canonical(path);
+        return new ProcMountTable().mounts().stream().filter(m -> m.mountPoint().equals(wanted)).toList();
+    }
+
+    static List<LoopDevice> loopsUnder(Path dir) {
+        Path root = LoopSysfs.canonical(dir);
+        return LOOPS.list().stream().filter(l -> l.backingFile().startsWith(root)).toList();
+    }
+
+    static List<LoopDevice> loopsOf(Path image) {
+        Path wanted = LoopSysfs.canonical(image);
+        return LOOPS.list().stream().filter(l -> l.backingFile().equals(wanted)).toList();
+    }
+
+    static final int CAP_SYS_RESOURCE = 24;
+
+    /** Whether this process has the capability in its effective set (from /proc/self/status). */
+    static boolean hasCapability(int capability) {
+        try {
+            String line = Files.readAllLines(Path.of("/proc/self/status")).stream()
+                    .filter(l -> l.startsWith("CapEff:")).findFirst().orElse("CapEff: 0");
+            long effective = Long.parseUnsignedLong(line.substring("CapEff:".length()).strip(), 16);
+            return (effective & (1L << capability)) != 0;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    static String run(String... command) {
+        return RUNNER.runChecked(command).stdout();
+    }
+
+    /** Unmounts everything below {@code dir} (deepest first), detaches its loop devices, deletes it. */
+    static void cleanUp(Path dir) throws IOException {
+        for (int attempt = 0; attempt < 5; attempt++) {
+            List<MountInfo> mounts = mountsUnder(dir).stream()
+                    .sorted(Comparator.comparingInt((MountInfo m) -> m.mountPoint().getNameCount()).reversed()
+                            .thenComparing(Comparator.comparingInt(MountInfo::mountId).reversed()))
+                    .toList();
+            if (mounts.isEmpty()) {
+                break;
+            }
+            for (MountInfo m : mounts) {
+                if (!RUNNER.run("umount", m.mountPoint().toString()).ok()) {
+                    RUNNER.run("umount", "--lazy", m.mountPoint().toString());
+                }
+            }
+        }
+        for (LoopDevice loop : loopsUnder(dir)) {
+            RUNNER.run("losetup", "--detach", loop.device().toString());
+        }
+        if (!mountsUnder(dir).isEmpty()) {
+            throw new IllegalStateException("could not unmount everything below " + dir + ": " + mountsUnder(dir));
+        }
+        try (Stream<Path> walk = Files.walk(dir)) {
+            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        }
+    }
+}
