@@ -1,0 +1,78 @@
+package dev.blockpool.driver;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Bad command-line input exits non-zero with one line that says what is wrong. */
+class MainTest {
+
+    @TempDir
+    Path dir;
+
+    private final ByteArrayOutputStream err = new ByteArrayOutputStream();
+    private PrintStream originalErr;
+
+    @BeforeEach
+    void captureStderr() {
+        originalErr = System.err;
+        System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    }
+
+    @AfterEach
+    void restoreStderr() {
+        System.setErr(originalErr);
+    }
+
+    private String stderr() {
+        return err.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void unknownFlagIsOneLine() {
+        assertThat(Main.run("--endpoint", "/tmp/x.sock", "--frobnicate")).isEqualTo(2);
+        assertThat(stderr()).startsWith("blockpool-csi: Unknown option: '--frobnicate'").hasLineCount(1);
+    }
+
+    @Test
+    void badEndpointSchemeIsOneLine() {
+        assertThat(Main.run("--endpoint", "tcp://127.0.0.1:9000")).isEqualTo(2);
+        assertThat(stderr()).contains("is not a Unix socket").doesNotContain("Exception").hasLineCount(1);
+    }
+
+    @Test
+    void unwritablePoolDirectoryIsOneLine() throws Exception {
+        Path file = Files.writeString(dir.resolve("not-a-dir"), "");
+        int code = Main.run("--endpoint", dir.resolve("csi.sock").toString(), "--pool-dir", file.resolve("pool").toString());
+        assertThat(code).isEqualTo(1);
+        assertThat(stderr()).startsWith("blockpool-csi: cannot create pool directory").hasLineCount(1);
+    }
+
+    @Test
+    void badModeIsOneLine() {
+        assertThat(Main.run("--endpoint", dir.resolve("csi.sock").toString(), "--pool-dir", dir.toString(),
+                "--mode", "everything")).isEqualTo(1);
+        assertThat(stderr()).isEqualTo("blockpool-csi: --mode must be controller, node or all, not everything\n");
+    }
+
+    @Test
+    void versionNamesTheProjectVersion() {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        PrintStream originalOut = System.out;
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        try {
+            assertThat(Main.run("--version")).isZero();
+        } finally {
+            System.setOut(originalOut);
+        }
+        assertThat(out.toString(StandardCharsets.UTF_8)).startsWith("blockpool-csi " + Main.version());
+    }
+}
