@@ -8,6 +8,7 @@ import dev.blockpool.node.NodeIdentity;
 import dev.blockpool.node.NodeService;
 import dev.blockpool.pool.NodeRecord;
 import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.common.StatusInterceptor;
 import dev.blockpool.identity.HostReadiness;
 import dev.blockpool.identity.IdentityService;
 import dev.blockpool.pool.Pool;

@@ -1,6 +1,5 @@
-package dev.blockpool.driver;
+package dev.blockpool.common;
 
-import dev.blockpool.common.CsiException;
 import io.grpc.ForwardingServerCallListener;
 import io.grpc.Metadata;
 import io.grpc.ServerCall;
