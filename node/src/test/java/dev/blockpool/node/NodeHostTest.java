@@ -1,0 +1,151 @@
+package dev.blockpool.node;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.blockpool.common.CsiException;
+import dev.blockpool.node.host.DeviceNumber;
+import dev.blockpool.node.host.FsType;
+import dev.blockpool.node.host.MountInfo;
+import dev.blockpool.node.host.Probe;
+import io.grpc.Status;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The node's decisions — format or not, fsck or not, reuse or attach, refuse — on a fake host. */
+class NodeHostTest {
+
+    @TempDir
+    Path dir;
+
+    private FakeHost fake;
+    private NodeHost host;
+    private Path image;
+    private Path staging;
+
+    @BeforeEach
+    void setUp() throws IOException {
+        fake = new FakeHost(dir.resolve("dev"));
+        host = fake.nodeHost();
+        image = Files.createFile(dir.resolve("vol-a.img"));
+        staging = dir.resolve("staging");
+    }
+
+    private static NodeHost.FilesystemRequest ext4(boolean readOnly) {
+        return new NodeHost.FilesystemRequest(Optional.empty(), FsType.EXT4, List.of("noatime"), readOnly);
+    }
+
+    private static void assertCode(Runnable call, Status.Code code) {
+        assertThatThrownBy(call::run).isInstanceOfSatisfying(CsiException.class,
+                e -> assertThat(e.code()).as(e.getMessage()).isEqualTo(code));
+    }
+
+    @Test
+    void formatsAnEmptyDeviceOnceAndChecksItOnEveryLaterReadWriteStage() {
+        host.stageFilesystem(image, staging, ext4(false));
+        host.stageFilesystem(image, staging, ext4(false)); // repeated: already mounted, nothing to do
+        assertThat(fake.log).containsExactly("attach vol-a.img", "format loop0 ext4", "mount loop0 ext4 [noatime]");
+
+        host.unstage(image, staging);
+        fake.log.clear();
+        host.stageFilesystem(image, staging, ext4(false));
+        assertThat(fake.log).containsExactly("attach vol-a.img", "check loop0 ext4", "mount loop0 ext4 [noatime]");
+    }
+
+    @Test
+    void neverFormatsAPartitionTableOrAForeignSignature() {
+        fake.attach(image, false);
+        fake.log.clear();
+        Path device = dir.resolve("dev/loop0");
+        fake.content.put(device, new Probe(Optional.empty(), Optional.empty(), Optional.of("gpt")));
+        assertCode(() -> host.stageFilesystem(image, staging, ext4(false)), Status.Code.FAILED_PRECONDITION);
+        fake.content.put(device, new Probe(Optional.of("LVM2_member"), Optional.of("raid"), Optional.empty()));
+        assertCode(() -> host.stageFilesystem(image, staging, ext4(false)), Status.Code.FAILED_PRECONDITION);
+        assertThat(fake.log).noneMatch(s -> s.startsWith("format") || s.startsWith("mount"));
+    }
+
+    @Test
+    void mountsWhatIsThereUnlessAnotherTypeWasAskedFor() {
+        fake.attach(image, false);
+        fake.content.put(dir.resolve("dev/loop0"), new Probe(Optional.of("xfs"), Optional.of("filesystem"),
+                Optional.empty()));
+        assertCode(() -> host.stageFilesystem(image, staging, new NodeHost.FilesystemRequest(Optional.of(FsType.EXT4),
+                FsType.EXT4, List.of(), false)), Status.Code.FAILED_PRECONDITION);
+        host.stageFilesystem(image, staging, ext4(false));
+        assertThat(fake.mounts).singleElement().extracting(MountInfo::fsType).isEqualTo("xfs");
+    }
+
+    @Test
+    void readOnlyStageNeitherFormatsNorChecks() {
+        assertCode(() -> host.stageFilesystem(image, staging, ext4(true)), Status.Code.FAILED_PRECONDITION);
+        assertThat(fake.loops).as("the device attached for the failed stage is detached again").isEmpty();
+
+        fake.attach(image, true);
+        fake.content.put(dir.resolve("dev/loop0"), new Probe(Optional.of("ext4"), Optional.empty(), Optional.empty()));
+        fake.log.clear();
+        host.stageFilesystem(image, staging, ext4(true));
+        assertThat(fake.log).containsExactly("mount loop0 ext4 [noatime, ro]");
+        assertCode(() -> host.stageFilesystem(image, staging, ext4(false)), Status.Code.ALREADY_EXISTS);
+    }
+
+    @Test
+    void anotherVolumeAtThePathIsRefused() throws IOException {
+        Path other = Files.createFile(dir.resolve("vol-b.img"));
+        host.stageFilesystem(other, staging, ext4(false));
+        assertCode(() -> host.stageFilesystem(image, staging, ext4(false)), Status.Code.ALREADY_EXISTS);
+        assertCode(() -> host.unstage(image, staging), Status.Code.FAILED_PRECONDITION);
+        assertCode(() -> host.unpublish(image, staging), Status.Code.FAILED_PRECONDITION);
+        assertThat(fake.mounts).hasSize(1);
+    }
+
+    @Test
+    void publishBindsTheStagedMountAndEnforcesSingleWriter() {
+        Path a = dir.resolve("pods/a/mount");
+        Path b = dir.resolve("pods/b/mount");
+        assertCode(() -> host.publishFilesystem(image, staging, a, false, List.of(), true),
+                Status.Code.FAILED_PRECONDITION);
+        host.stageFilesystem(image, staging, ext4(false));
+        host.publishFilesystem(image, staging, a, false, List.of(), true);
+        host.publishFilesystem(image, staging, a, false, List.of(), true);
+        assertCode(() -> host.publishFilesystem(image, staging, b, false, List.of(), true),
+                Status.Code.FAILED_PRECONDITION);
+        assertCode(() -> host.publishFilesystem(image, staging, a, true, List.of(), true), Status.Code.ALREADY_EXISTS);
+        host.publishFilesystem(image, staging, b, true, List.of(), false);
+        assertThat(fake.log.stream().filter(s -> s.startsWith("bind"))).containsExactly("bind mount", "bind mount ro");
+
+        assertCode(() -> host.unstage(image, staging), Status.Code.FAILED_PRECONDITION);
+        host.unpublish(image, a);
+        host.unpublish(image, b);
+        host.unpublish(image, b);
+        assertThat(a).doesNotExist();
+        host.unstage(image, staging);
+        host.unstage(image, staging);
+        assertThat(fake.mounts).isEmpty();
+        assertThat(fake.loops).isEmpty();
+    }
+
+    @Test
+    void aMountWhoseLoopDeviceIsGoneIsBrokenAndStillUnmounted() throws IOException {
+        Files.createDirectories(staging);
+        fake.mounts.add(new MountInfo(5, 1, new DeviceNumber(7, 9), "/", staging, List.of("rw"), List.of(), "ext4",
+                "/dev/loop9", List.of("rw")));
+        assertThat(host.usage(image, staging)).get().satisfies(u -> assertThat(u.abnormal()).isTrue());
+        host.unstage(image, staging);
+        assertThat(fake.mounts).isEmpty();
+    }
+
+    @Test
+    void expansionRefreshesTheDeviceThenGrowsTheMountedFilesystem() {
+        assertCode(() -> host.expand(image, staging, false), Status.Code.FAILED_PRECONDITION);
+        host.stageFilesystem(image, staging, ext4(false));
+        fake.log.clear();
+        assertThat(host.expand(image, staging, false)).isEqualTo(1L << 30);
+        assertThat(fake.log).containsExactly("refresh loop0", "grow loop0 ext4");
+    }
+}

@@ -1,0 +1,197 @@
+package dev.blockpool.node;
+
+import static dev.blockpool.node.Calls.call;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import csi.v1.Csi;
+import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
+import dev.blockpool.common.CsiException;
+import dev.blockpool.common.OperationLocks;
+import io.grpc.Status;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Request validation, status codes and capability reporting, on a fake host and catalog. */
+class NodeServiceTest {
+
+    @TempDir
+    Path dir;
+
+    private final OperationLocks locks = new OperationLocks();
+    private final Map<String, NodeVolume> catalog = new HashMap<>();
+    private FakeHost fake;
+    private NodeService service;
+    private NodeVolume fsVolume;
+
+    @BeforeEach
+    void setUp() throws IOException {
+        fake = new FakeHost(dir.resolve("dev"));
+        fsVolume = new NodeVolume("vol-1", "pvc-1", 1L << 30, Files.createFile(dir.resolve("vol-1.img")),
+                Optional.of("ext4"), true, false, false);
+        catalog.put(fsVolume.id(), fsVolume);
+        VolumeCatalog volumes = new VolumeCatalog() {
+            @Override
+            public Optional<NodeVolume> find(String volumeId) {
+                return Optional.ofNullable(catalog.get(volumeId));
+            }
+
+            @Override
+            public Optional<Path> imageOf(String volumeId) {
+                return volumeId.startsWith("vol-") ? Optional.of(dir.resolve(volumeId + ".img")) : Optional.empty();
+            }
+
+            @Override
+            public NodeVolume createEphemeral(String handle, long capacityBytes, String fsType) {
+                throw new UnsupportedOperationException();
+            }
+
+            @Override
+            public void delete(NodeVolume volume) {
+                catalog.remove(volume.id());
+            }
+        };
+        service = new NodeService(NodeIdentity.of("node-a", 16), volumes, fake.nodeHost(), locks);
+    }
+
+    private static Csi.VolumeCapability mount(Mode mode) {
+        return Csi.VolumeCapability.newBuilder().setMount(Csi.VolumeCapability.MountVolume.getDefaultInstance())
+                .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(mode)).build();
+    }
+
+    private static final Csi.VolumeCapability WRITER = mount(Mode.SINGLE_NODE_WRITER);
+    private static final Csi.VolumeCapability BLOCK = Csi.VolumeCapability.newBuilder()
+            .setBlock(Csi.VolumeCapability.BlockVolume.getDefaultInstance())
+            .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(Mode.SINGLE_NODE_WRITER)).build();
+
+    private static void assertCode(Runnable call, Status.Code code) {
+        assertThatThrownBy(call::run).isInstanceOfSatisfying(CsiException.class,
+                e -> assertThat(e.code()).as(e.getMessage()).isEqualTo(code));
+    }
+
+    private String staging() {
+        return dir.resolve("staging").toString();
+    }
+
+    private String target() {
+        return dir.resolve("target").toString();
+    }
+
+    @Test
+    void missingFieldsAreInvalidArguments() {
+        var stage = Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1").setStagingTargetPath(staging())
+                .setVolumeCapability(WRITER).build();
+        assertCode(() -> call(service::nodeStageVolume, stage.toBuilder().clearVolumeId().build()),
+                Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> call(service::nodeStageVolume, stage.toBuilder().clearStagingTargetPath().build()),
+                Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> call(service::nodeStageVolume, stage.toBuilder().clearVolumeCapability().build()),
+                Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> call(service::nodeStageVolume, stage.toBuilder().setStagingTargetPath("relative").build()),
+                Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> call(service::nodeStageVolume, stage.toBuilder().setVolumeCapability(WRITER.toBuilder()
+                .setMount(WRITER.getMount().toBuilder().setFsType("btrfs"))).build()), Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> call(service::nodeStageVolume, stage.toBuilder().setVolumeCapability(WRITER.toBuilder()
+                .clearAccessMode()).build()), Status.Code.INVALID_ARGUMENT);
+
+        var publish = Csi.NodePublishVolumeRequest.newBuilder().setVolumeId("vol-1").setTargetPath(target())
+                .setStagingTargetPath(staging()).setVolumeCapability(WRITER).build();
+        assertCode(() -> call(service::nodePublishVolume, publish.toBuilder().clearVolumeId().build()),
+                Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> call(service::nodePublishVolume, publish.toBuilder().clearTargetPath().build()),
+                Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> call(service::nodePublishVolume, publish.toBuilder().clearVolumeCapability().build()),
+                Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> call(service::nodePublishVolume, publish.toBuilder().clearStagingTargetPath().build()),
+                Status.Code.INVALID_ARGUMENT);
+
+        assertCode(() -> call(service::nodeUnpublishVolume, Csi.NodeUnpublishVolumeRequest.newBuilder()
+                .setTargetPath(target()).build()), Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> call(service::nodeUnpublishVolume, Csi.NodeUnpublishVolumeRequest.newBuilder()
+                .setVolumeId("vol-1").build()), Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> call(service::nodeUnstageVolume, Csi.NodeUnstageVolumeRequest.newBuilder()
+                .setStagingTargetPath(staging()).build()), Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> call(service::nodeUnstageVolume, Csi.NodeUnstageVolumeRequest.newBuilder()
+                .setVolumeId("vol-1").build()), Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> call(service::nodeGetVolumeStats, Csi.NodeGetVolumeStatsRequest.newBuilder()
+                .setVolumePath("some/path").build()), Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> call(service::nodeGetVolumeStats, Csi.NodeGetVolumeStatsRequest.newBuilder()
+                .setVolumeId("vol-1").build()), Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> call(service::nodeExpandVolume, Csi.NodeExpandVolumeRequest.newBuilder()
+                .setVolumePath(target()).build()), Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> call(service::nodeExpandVolume, Csi.NodeExpandVolumeRequest.newBuilder()
+                .setVolumeId("vol-1").build()), Status.Code.INVALID_ARGUMENT);
+        assertThat(fake.log).isEmpty();
+    }
+
+    @Test
+    void unknownVolumesAreNotFoundAndTheirTeardownIsOk() {
+        assertCode(() -> call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId("vol-unknown").setStagingTargetPath(staging()).setVolumeCapability(WRITER).build()),
+                Status.Code.NOT_FOUND);
+        assertCode(() -> call(service::nodeGetVolumeStats, Csi.NodeGetVolumeStatsRequest.newBuilder()
+                .setVolumeId("fake-vol-id").setVolumePath("some/path").build()), Status.Code.NOT_FOUND);
+        assertCode(() -> call(service::nodeGetVolumeStats, Csi.NodeGetVolumeStatsRequest.newBuilder()
+                .setVolumeId("vol-1").setVolumePath("some/path").build()), Status.Code.NOT_FOUND);
+        assertCode(() -> call(service::nodeExpandVolume, Csi.NodeExpandVolumeRequest.newBuilder()
+                .setVolumeId("fake-vol-id").setVolumePath("some/path").build()), Status.Code.NOT_FOUND);
+        call(service::nodeUnpublishVolume, Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId("fake-vol-id")
+                .setTargetPath(target()).build());
+        call(service::nodeUnstageVolume, Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId("vol-gone")
+                .setStagingTargetPath(staging()).build());
+    }
+
+    @Test
+    void aCapabilityTheVolumeCannotServeIsAFailedPrecondition() {
+        assertCode(() -> call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
+                .setStagingTargetPath(staging()).setVolumeCapability(BLOCK).build()), Status.Code.FAILED_PRECONDITION);
+        assertCode(() -> call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
+                .setStagingTargetPath(staging()).setVolumeCapability(mount(Mode.MULTI_NODE_MULTI_WRITER)).build()),
+                Status.Code.FAILED_PRECONDITION);
+        assertCode(() -> call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
+                .setStagingTargetPath(staging()).setVolumeCapability(WRITER.toBuilder().setMount(
+                        WRITER.getMount().toBuilder().setFsType("xfs"))).build()), Status.Code.FAILED_PRECONDITION);
+    }
+
+    @Test
+    void stageThenPublishReadOnlyFromPublishContext() {
+        call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
+                .setStagingTargetPath(staging()).setVolumeCapability(WRITER).build());
+        call(service::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder().setVolumeId("vol-1")
+                .setStagingTargetPath(staging()).setTargetPath(target()).setVolumeCapability(WRITER)
+                .putPublishContext("readonly", "true").build());
+        assertThat(fake.log).contains("format loop0 ext4", "bind target ro");
+    }
+
+    @Test
+    void aSecondOperationOnTheSameVolumeIsAborted() {
+        locks.withLock(() -> assertCode(() -> call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId("vol-1").setStagingTargetPath(staging()).setVolumeCapability(WRITER).build()),
+                Status.Code.ABORTED), "vol-1");
+    }
+
+    @Test
+    void capabilitiesAndInfo() {
+        Csi.NodeGetCapabilitiesResponse caps = call(service::nodeGetCapabilities,
+                Csi.NodeGetCapabilitiesRequest.getDefaultInstance());
+        assertThat(caps.getCapabilitiesList()).extracting(c -> c.getRpc().getType()).containsExactlyInAnyOrder(
+                Csi.NodeServiceCapability.RPC.Type.STAGE_UNSTAGE_VOLUME,
+                Csi.NodeServiceCapability.RPC.Type.GET_VOLUME_STATS,
+                Csi.NodeServiceCapability.RPC.Type.EXPAND_VOLUME,
+                Csi.NodeServiceCapability.RPC.Type.VOLUME_CONDITION,
+                Csi.NodeServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER);
+
+        Csi.NodeGetInfoResponse info = call(service::nodeGetInfo, Csi.NodeGetInfoRequest.getDefaultInstance());
+        assertThat(info.getNodeId()).isEqualTo("node-a");
+        assertThat(info.getMaxVolumesPerNode()).isEqualTo(16);
+        assertThat(info.getAccessibleTopology().getSegmentsMap())
+                .containsExactly(Map.entry(NodeIdentity.TOPOLOGY_KEY, "node-a"));
+    }
+}
