@@ -16,9 +16,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /** JSON records in one pool directory, one file per ID, written with {@link DurableFiles}. */
 final class MetadataStore<T> {
+
+    private static final Logger log = LoggerFactory.getLogger(MetadataStore.class);
 
     static final String SUFFIX = ".json";
 
@@ -68,6 +72,22 @@ final class MetadataStore<T> {
 
     boolean delete(String id) {
         return DurableFiles.delete(path(id));
+    }
+
+    /**
+     * Every readable record, sorted by ID. A record that cannot be parsed is logged and left out,
+     * so one damaged file does not hide the rest of the pool.
+     */
+    List<T> readAll() {
+        List<T> records = new ArrayList<>();
+        for (String id : ids()) {
+            try {
+                read(id).ifPresent(records::add);
+            } catch (CsiException e) {
+                log.error("{}", e.getMessage());
+            }
+        }
+        return records;
     }
 
     /** IDs with a metadata file, sorted; files that are not records of ours are ignored. */

@@ -3,7 +3,6 @@ package dev.blockpool.pool;
 import dev.blockpool.common.CsiException;
 import java.nio.file.Path;
 import java.time.Clock;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import org.slf4j.Logger;
@@ -43,13 +42,7 @@ public final class Snapshots {
     }
 
     public List<Snapshot> list() {
-        List<Snapshot> snapshots = new ArrayList<>();
-        for (String id : store.ids()) {
-            if (Ids.isSnapshotId(id)) {
-                store.read(id).ifPresent(snapshots::add);
-            }
-        }
-        return snapshots;
+        return store.readAll().stream().filter(s -> Ids.isSnapshotId(s.id())).toList();
     }
 
     /**

@@ -4,7 +4,6 @@ import dev.blockpool.common.CsiException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -58,13 +57,7 @@ public final class Volumes {
 
     /** All volumes, sorted by ID. */
     public List<Volume> list() {
-        List<Volume> volumes = new ArrayList<>();
-        for (String id : store.ids()) {
-            if (Ids.isVolumeId(id)) {
-                store.read(id).ifPresent(volumes::add);
-            }
-        }
-        return volumes;
+        return store.readAll().stream().filter(v -> Ids.isVolumeId(v.id())).toList();
     }
 
     /**
