@@ -43,6 +43,19 @@ public final class Driver {
         this.version = version;
     }
 
+    private static void reconcileForever(Pool pool) {
+        while (true) {
+            try {
+                Thread.sleep(RECONCILE_SETTLE_TIME);
+                pool.reconcile();
+            } catch (InterruptedException e) {
+                return;
+            } catch (RuntimeException e) {
+                log.error("pool reconcile failed; retrying in {}", RECONCILE_SETTLE_TIME, e);
+            }
+        }
+    }
+
     public UnixSocketServer start() throws IOException {
         CommandRunner commands = new ProcessCommandRunner();
         Pool pool = Pool.open(config.poolDir(), commands, Clock.systemUTC(), RECONCILE_SETTLE_TIME);
@@ -77,6 +90,8 @@ public final class Driver {
         UnixSocketServer server = UnixSocketServer.start(config.endpoint(), services,
                 List.of(new StatusInterceptor(), new CallLoggingInterceptor()));
         health.setStatus("", ServingStatus.SERVING);
+        // A crash shortly before a restart leaves files too young for the start-up reconcile.
+        Thread.ofVirtual().name("pool-reconcile").start(() -> reconcileForever(pool));
         log.info("{} {} serving {} on {} (node {}, pool {})", config.driverName(), version,
                 config.mode().name().toLowerCase(), config.endpoint(), config.nodeId(), config.poolDir());
         return server;

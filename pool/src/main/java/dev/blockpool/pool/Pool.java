@@ -25,9 +25,13 @@ public final class Pool {
     private final Snapshots snapshots;
     private final Nodes nodes;
     private final Attachments attachments;
+    private final Clock clock;
+    private final Duration settleTime;
 
-    private Pool(Path root, CommandRunner commands, Clock clock) {
+    private Pool(Path root, CommandRunner commands, Clock clock, Duration settleTime) {
         this.root = root;
+        this.clock = clock;
+        this.settleTime = settleTime;
         this.space = new PoolSpace(root);
         ImageFiles images = new ImageFiles(commands);
         this.snapshots = new Snapshots(root.resolve("snapshots"), images, space, clock);
@@ -38,8 +42,7 @@ public final class Pool {
 
     /**
      * Opens the pool at {@code root}, creating its directories when new, and reconciles work a
-     * crash left half-done (files older than {@code settleTime} only, so that another process
-     * sharing the pool is never robbed of a file it is writing right now).
+     * crash left half-done (see {@link #reconcile()}).
      */
     public static Pool open(Path root, CommandRunner commands, Clock clock, Duration settleTime) {
         try {
@@ -49,9 +52,18 @@ public final class Pool {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create the pool directories under " + root, e);
         }
-        Pool pool = new Pool(root, commands, clock);
-        new Reconciler(root, clock.instant().minus(settleTime)).run();
+        Pool pool = new Pool(root, commands, clock, settleTime);
+        pool.reconcile();
         return pool;
+    }
+
+    /**
+     * Removes what interrupted work left behind: temporary files and images without metadata.
+     * Only files untouched for the settle time are considered, so that a create in progress, here
+     * or in another process sharing the pool, is never robbed of its image.
+     */
+    public void reconcile() {
+        new Reconciler(root, clock.instant().minus(settleTime)).run();
     }
 
     public Path root() {
