@@ -352,6 +352,13 @@ public final class NodeHost {
         if (!Files.isRegularFile(image)) {
             throw CsiException.notFound("the image of the volume is missing from the pool: %s", image);
         }
+        List<LoopDevice> leaving = loops.boundTo(image);
+        if (!leaving.isEmpty()) {
+            // A second device on the same image would let two filesystem instances write it.
+            throw CsiException.failedPrecondition(
+                    "the image is still bound to %s, which was detached while in use and goes away once released",
+                    leaving.stream().map(LoopDevice::device).toList());
+        }
         LoopDevice loop = loops.attach(image, readOnly);
         log.info("attached {} to {}", image, loop.device());
         return loop;

@@ -141,6 +141,16 @@ class NodeHostTest {
     }
 
     @Test
+    void neverAttachesASecondDeviceWhileADetachedOneStillHoldsTheImage() {
+        host.stageFilesystem(image, staging, ext4(false));
+        host.unpublish(image, staging); // as an administrator's umount would
+        fake.loops.replaceAll((name, l) -> new dev.blockpool.node.host.LoopDevice(l.name(), l.device(), l.number(),
+                l.backingFile(), false, false, true, l.sizeBytes())); // losetup -d while still open elsewhere
+        assertCode(() -> host.stageFilesystem(image, staging, ext4(false)), Status.Code.FAILED_PRECONDITION);
+        assertThat(fake.loops).hasSize(1);
+    }
+
+    @Test
     void expansionRefreshesTheDeviceThenGrowsTheMountedFilesystem() {
         assertCode(() -> host.expand(image, staging, false), Status.Code.FAILED_PRECONDITION);
         host.stageFilesystem(image, staging, ext4(false));

@@ -61,8 +61,10 @@ public final class HostLoopDevices implements LoopDevices {
         long deadline = System.nanoTime() + DETACH_GRACE.toNanos();
         while (stillBound(device)) {
             if (System.nanoTime() > deadline) {
-                throw CsiException.internal("%s is still bound to %s after losetup --detach: another process has it open",
-                        device.device(), device.backingFile());
+                List<String> holders = new DeviceHolders(Path.of("/proc")).of(device.device(), device.number());
+                throw CsiException.internal("%s is still bound to %s after losetup --detach, so it is still in use%s; "
+                        + "it detaches itself once released", device.device(), device.backingFile(),
+                        holders.isEmpty() ? "" : ": " + String.join("; ", holders));
             }
             sleep();
         }
