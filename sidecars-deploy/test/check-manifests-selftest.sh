@@ -51,7 +51,7 @@ CASES = [
     ("base/node.yaml", "- --health-port=9808", "- --health-port=9899", "is not where the livenessprobe sidecar listens"),
     # resources
     ("base/node.yaml", "              memory: 64Mi\n", "\n", "resources missing"),
-    ("base/controller.yaml", "            requests:\n              cpu: 50m\n", "            requests:\n", "resources missing"),
+    ("base/controller.yaml", "            requests:\n              cpu: 10m\n              memory: 128Mi\n", "            requests:\n              memory: 128Mi\n", "resources missing"),
     # CSIDriver
     ("base/csidriver.yaml", "attachRequired: true", "attachRequired: false", "attachRequired"),
     ("base/csidriver.yaml", "podInfoOnMount: true", "podInfoOnMount: false", "podInfoOnMount"),
