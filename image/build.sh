@@ -197,6 +197,109 @@ in_image() {
   fi
 }
 
+# serve_check: starts the driver from the image (chrooted, --mode=all, pool and
+# socket on a private tmpfs) and drives one volume through its life with grpcurl
+# over the Unix socket: Probe, CreateVolume, ControllerPublish, NodeStage (a real
+# loop device, mkfs.ext4 and mount from the image), NodeUnstage,
+# ControllerUnpublish, DeleteVolume. Each step is one check.
+serve_check() {
+  local tools out
+  if ! tools=$("$repo/sanity-tests/install-tools.sh" 2>/dev/null) || [[ ! -x $tools/grpcurl ]]; then
+    failed=$((failed + 1))
+    printf '  FAIL  %-22s %s\n' "serve" "grpcurl could not be installed (sanity-tests/install-tools.sh needs the go tool)"
+    return
+  fi
+  out=$(unshare --mount --pid --fork --propagation private \
+          bash -s -- "$mnt" "$tools/grpcurl" <<'SERVE' 2>&1
+set -uo pipefail
+root=$1 grpcurl=$2
+exec 3>&1 # result lines; stdout of each step is the RPC's reply
+result() { printf '  %-4s  %-22s %s\n' "$1" "$2" "$(tr -s ' \n' ' ' <<<"$3" | cut -c1-100)" >&3; }
+
+mount -t proc proc "$root/proc"
+mount --rbind /dev "$root/dev"
+mount --rbind /sys "$root/sys"
+# The scratch tmpfs is the image's /tmp and, outside the chroot, /mnt of this
+# private namespace: a short socket path (a Unix socket address has 107 bytes).
+mkdir -p /mnt
+mount -t tmpfs -o size=256m tmpfs /mnt
+mount --bind /mnt "$root/tmp"
+mkdir -p /mnt/pool /mnt/staging
+sock=/mnt/csi.sock
+chroot "$root" /usr/bin/env -i PATH=/opt/blockpool/bin:/opt/java/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  JAVA_HOME=/opt/java LANG=C.UTF-8 \
+  /opt/blockpool/bin/blockpool-csi --mode=all --endpoint unix:///tmp/csi.sock \
+  --pool-dir /tmp/pool --node-id image-check --log-level warn >/mnt/driver.log 2>&1 &
+driver=$!
+cleanup() {
+  kill -TERM "$driver" 2>/dev/null; wait "$driver" 2>/dev/null
+  umount -l "$root/tmp/staging" 2>/dev/null
+  local f
+  for f in /sys/block/loop*/loop/backing_file; do
+    if [[ -f $f ]] && grep -qE "^($root/tmp|/mnt)/pool/" "$f" 2>/dev/null; then
+      losetup -d "/dev/$(basename "$(dirname "$(dirname "$f")")")"
+    fi
+  done
+}
+trap cleanup EXIT
+for _ in $(seq 300); do [[ -S $sock ]] && break; kill -0 "$driver" 2>/dev/null || break; sleep 0.1; done
+if [[ ! -S $sock ]]; then
+  result FAIL serve "the driver did not create its socket: $(tail -n 5 /mnt/driver.log)"
+  exit 0
+fi
+
+# step NAME METHOD REQUEST CONDITION: calls METHOD; CONDITION is a Python
+# expression over the reply d. Prints the reply.
+step() {
+  local reply
+  if reply=$("$grpcurl" -plaintext -unix -max-time 60 -d "$3" "$sock" "$2" 2>&1) &&
+     python3 -c 'import json,sys; d=json.loads(sys.argv[2] or "{}"); sys.exit(0 if eval(sys.argv[1]) else 1)' "$4" "$reply"; then
+    result ok "$1" "$reply"
+    printf '%s' "$reply"
+  else
+    result FAIL "$1" "$reply"
+    return 1
+  fi
+}
+field() { python3 -c 'import json,sys; print(json.dumps(eval(sys.argv[1], {"d": json.load(sys.stdin)})))' "$1"; }
+
+cap='{"mount":{"fs_type":"ext4"},"access_mode":{"mode":"SINGLE_NODE_WRITER"}}'
+step Probe csi.v1.Identity/Probe '{}' 'd.get("ready") is True' >/dev/null || exit 0
+reply=$(step CreateVolume csi.v1.Controller/CreateVolume \
+  '{"name":"image-check","capacity_range":{"required_bytes":"67108864"},"volume_capabilities":['"$cap"']}' \
+  'int(d["volume"]["capacity_bytes"]) == 67108864') || exit 0
+vol=$(field 'd["volume"]["volume_id"]' <<<"$reply")
+reply=$(step ControllerPublish csi.v1.Controller/ControllerPublishVolume \
+  '{"volume_id":'"$vol"',"node_id":"image-check","volume_capability":'"$cap"'}' 'True') || exit 0
+context=$(field 'd.get("publish_context", {})' <<<"$reply")
+if [[ -e /dev/loop-control ]]; then
+  step NodeStage csi.v1.Node/NodeStageVolume \
+    '{"volume_id":'"$vol"',"publish_context":'"$context"',"staging_target_path":"/tmp/staging","volume_capability":'"$cap"'}' \
+    'True' >/dev/null
+  fstype=$(findmnt -n -o FSTYPE --mountpoint "$root/tmp/staging" 2>/dev/null)
+  if [[ $fstype == ext4 ]]; then
+    result ok "staged ext4 mount" "$(findmnt -n -o SOURCE,FSTYPE,OPTIONS --mountpoint "$root/tmp/staging")"
+  else
+    result FAIL "staged ext4 mount" "no ext4 file system mounted at the staging path (found '$fstype')"
+  fi
+  step NodeUnstage csi.v1.Node/NodeUnstageVolume '{"volume_id":'"$vol"',"staging_target_path":"/tmp/staging"}' 'True' >/dev/null
+else
+  result skip NodeStage "no /dev/loop-control on this host"
+fi
+step ControllerUnpublish csi.v1.Controller/ControllerUnpublishVolume '{"volume_id":'"$vol"',"node_id":"image-check"}' 'True' >/dev/null
+step DeleteVolume csi.v1.Controller/DeleteVolume '{"volume_id":'"$vol"'}' 'True' >/dev/null
+SERVE
+)
+  if grep -qE '^  (ok|FAIL) ' <<<"$out"; then
+    grep -E '^  (ok|FAIL|skip) ' <<<"$out"
+    passed=$((passed + $(grep -c '^  ok ' <<<"$out")))
+    failed=$((failed + $(grep -c '^  FAIL ' <<<"$out" || true)))
+  else
+    failed=$((failed + 1))
+    printf '  FAIL  %-22s %s\n' "serve" "$(tail -n 5 <<<"$out" | tr '\n' ' ')"
+  fi
+}
+
 check() {
   mnt=$(podman image mount "$IMAGE")
   trap unmount_image EXIT
@@ -212,6 +315,9 @@ check() {
   in_image "resize2fs" sh -c 'resize2fs 2>&1 | head -n1; command -v resize2fs'
   in_image "xfs_growfs" xfs_growfs -V
   in_image "xfs_repair" xfs_repair -V
+  in_image "cp" cp --version
+  in_image "fallocate" fallocate --version
+  serve_check
   unmount_image
   mnt=""
   trap - EXIT
