@@ -1,0 +1,54 @@
+package dev.blockpool.pool;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class DurableFilesTest {
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void writeReplacesTheWholeFileAndLeavesNoTemporaryFile() throws IOException {
+        Path target = dir.resolve("vol.json");
+        DurableFiles.write(target, "a much longer first version".getBytes(StandardCharsets.UTF_8));
+        DurableFiles.write(target, "v2".getBytes(StandardCharsets.UTF_8));
+
+        assertThat(target).hasContent("v2");
+        try (Stream<Path> files = Files.list(dir)) {
+            assertThat(files).containsExactly(target);
+        }
+    }
+
+    @Test
+    void aFailedRenameRemovesItsTemporaryFileAndLeavesTheTargetAlone() throws IOException {
+        Path target = dir.resolve("sub");
+        Files.createDirectories(target.resolve("not-empty"));
+
+        // renaming a file over a non-empty directory fails after the temporary file was written
+        assertThatThrownBy(() -> DurableFiles.write(target, new byte[] {1})).isInstanceOf(UncheckedIOException.class);
+
+        assertThat(target.resolve("not-empty")).isDirectory();
+        try (Stream<Path> files = Files.list(dir)) {
+            assertThat(files).containsExactly(target);
+        }
+    }
+
+    @Test
+    void deleteIsIdempotent() throws IOException {
+        Path target = dir.resolve("x.img");
+        Files.write(target, new byte[] {1});
+        assertThat(DurableFiles.delete(target)).isTrue();
+        assertThat(DurableFiles.delete(target)).isFalse();
+        assertThat(target).doesNotExist();
+    }
+}

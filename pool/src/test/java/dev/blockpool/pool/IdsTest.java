@@ -1,0 +1,96 @@
+package dev.blockpool.pool;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.blockpool.common.CsiException;
+import io.grpc.Status;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class IdsTest {
+
+    /** IDs a hostile or broken client could send; none of them may ever be taken for one of ours. */
+    static Stream<String> hostileIds() {
+        String valid = Ids.volumeIdFor("pvc-1");
+        return Stream.of("", ".", "..", "../x", "x/..", "/", "a/b", "/etc/passwd", "../../etc/passwd",
+                "../volumes/" + valid, "./" + valid, valid + "/..", valid + "/../" + valid, "/" + valid,
+                valid + "\0", "\0" + valid, "vol-\0", "\0", valid.replace('a', '/'), valid + ".json", valid + ".img",
+                valid.toUpperCase(), " " + valid, valid + "\n", "vol-" + "0".repeat(31), "vol-" + "0".repeat(33),
+                "vol-" + "0".repeat(200), "a".repeat(200), "../".repeat(70));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"pvc-8f1c2e2a-5d0b-4c1e-9a57-1a6f3e0c2b11", "../../etc/passwd", "a/b", "with\0nul", "",
+            "ünïcödé name", "x"})
+    void derivedIdsMatchTheirPatternWhateverTheName(String name) {
+        assertThat(Ids.volumeIdFor(name)).matches("vol-[0-9a-f]{32}").satisfies(id -> {
+            assertThat(Ids.isVolumeId(id)).isTrue();
+            assertThat(Ids.isSnapshotId(id)).isFalse();
+        });
+        assertThat(Ids.snapshotIdFor(name)).matches("snap-[0-9a-f]{32}").satisfies(id -> {
+            assertThat(Ids.isSnapshotId(id)).isTrue();
+            assertThat(Ids.isVolumeId(id)).isFalse();
+        });
+    }
+
+    @Test
+    void derivedIdsAreStableAndDistinct() {
+        assertThat(Ids.volumeIdFor("a")).isEqualTo(Ids.volumeIdFor("a")).isNotEqualTo(Ids.volumeIdFor("b"));
+        assertThat(Ids.snapshotIdFor("a")).isEqualTo(Ids.snapshotIdFor("a")).isNotEqualTo(Ids.snapshotIdFor("b"));
+    }
+
+    @ParameterizedTest
+    @MethodSource("hostileIds")
+    void hostileIdsAreNeverVolumeSnapshotOrNodeIds(String id) {
+        assertThat(Ids.isVolumeId(id)).as("volume id %s", Ids.quote(id)).isFalse();
+        assertThat(Ids.isSnapshotId(id)).as("snapshot id %s", Ids.quote(id)).isFalse();
+        if (id.contains("/") || id.contains("\0") || id.startsWith(".") || id.length() > Ids.MAX_ID_BYTES
+                || id.isEmpty()) {
+            assertThat(Ids.isNodeId(id)).as("node id %s", Ids.quote(id)).isFalse();
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"..", "../x", "a/b", "/etc/passwd", "node\0", ".hidden", "-flag", "a b", ""})
+    void nodeIdsWithPathOrShellCharactersAreRefused(String id) {
+        assertThat(Ids.isNodeId(id)).isFalse();
+        assertThatThrownBy(() -> Ids.requireNodeId(id)).isInstanceOfSatisfying(CsiException.class,
+                e -> assertThat(e.code()).isEqualTo(Status.Code.INVALID_ARGUMENT));
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"node-1", "worker-2.example.com", "ip-10-0-0-1_eu", "N"})
+    void hostNamesAreNodeIds(String id) {
+        assertThat(Ids.isNodeId(id)).isTrue();
+        assertThat(Ids.requireNodeId(id)).isEqualTo(id);
+    }
+
+    @Test
+    void nodeIdsAreAtMost128Bytes() {
+        assertThat(Ids.isNodeId("n".repeat(128))).isTrue();
+        assertThat(Ids.isNodeId("n".repeat(129))).isFalse();
+    }
+
+    @Test
+    void requireIdRefusesEmptyAndOverLongValuesCountingBytesNotCharacters() {
+        assertThat(Ids.requireId("volume_id", "x".repeat(128))).hasSize(128);
+        for (String bad : List.of("", "x".repeat(129), "x".repeat(200), "é".repeat(65))) {
+            assertThatThrownBy(() -> Ids.requireId("volume_id", bad)).isInstanceOfSatisfying(CsiException.class,
+                    e -> {
+                        assertThat(e.code()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+                        assertThat(e.getMessage()).contains("volume_id");
+                    });
+        }
+    }
+
+    @Test
+    void quoteMakesControlCharactersVisibleAndShortensLongValues() {
+        assertThat(Ids.quote("a\0b\n")).isEqualTo("\"a\\x00b\\x0a\"");
+        assertThat(Ids.quote("x".repeat(500))).hasSize(80 + 5).endsWith("...\"");
+    }
+}

@@ -1,0 +1,146 @@
+package dev.blockpool.pool;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.blockpool.common.ProcessCommandRunner;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The start-up reconcile: what a crash leaves behind goes, committed volumes and snapshots stay. */
+class PoolReconcileTest {
+
+    private static final Duration SETTLE = Duration.ofMinutes(5);
+
+    @TempDir
+    Path root;
+
+    private Pool open(Duration settleTime) {
+        return Pool.open(root, new ProcessCommandRunner(), Clock.systemUTC(), settleTime);
+    }
+
+    private static VolumeSpec spec(String name, long bytes) {
+        return new VolumeSpec(name, bytes, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(),
+                Optional.empty());
+    }
+
+    @Test
+    void openCreatesTheLayout() {
+        open(Duration.ZERO);
+        assertThat(root.resolve("volumes")).isDirectory();
+        assertThat(root.resolve("snapshots")).isDirectory();
+        assertThat(root.resolve("nodes")).isDirectory();
+    }
+
+    @Test
+    void removesStaleTempFilesAndHalfCreatedImagesButKeepsCommittedOnes() throws IOException {
+        Pool pool = open(Duration.ZERO);
+        Volume kept = pool.volumes().create(spec("kept", 4 << 20));
+        Snapshot keptSnapshot = pool.snapshots().create("kept-snap", kept, pool.volumes().imagePath(kept.id()));
+        pool.nodes().register(new NodeRecord("node-1", 4, Map.of()));
+
+        Path volumes = root.resolve("volumes");
+        Path snapshots = root.resolve("snapshots");
+        Path nodes = root.resolve("nodes");
+        List<Path> debris = List.of(
+                volumes.resolve(kept.id() + ".json.4242-17" + DurableFiles.TEMP_SUFFIX),
+                volumes.resolve(Ids.volumeIdFor("half") + ".img"),
+                snapshots.resolve(Ids.snapshotIdFor("half-snap") + ".img"),
+                snapshots.resolve(keptSnapshot.id() + ".json.1-1" + DurableFiles.TEMP_SUFFIX),
+                nodes.resolve("node-2.json.7-7" + DurableFiles.TEMP_SUFFIX));
+        for (Path file : debris) {
+            Files.write(file, new byte[] {1, 2, 3});
+            age(file);
+        }
+        Path foreign = volumes.resolve("README");
+        Files.writeString(foreign, "not ours");
+        age(foreign);
+        age(volumes.resolve(kept.id() + ".img"));
+        age(volumes.resolve(kept.id() + ".json"));
+        age(snapshots.resolve(keptSnapshot.id() + ".img"));
+
+        Pool reopened = open(SETTLE);
+
+        for (Path file : debris) {
+            assertThat(file).as("debris %s", file.getFileName()).doesNotExist();
+        }
+        assertThat(foreign).as("a file that is not the pool's").exists();
+        assertThat(reopened.volumes().find(kept.id())).contains(kept);
+        assertThat(reopened.volumes().imagePath(kept.id())).exists().hasSize(4 << 20);
+        assertThat(reopened.snapshots().find(keptSnapshot.id())).contains(keptSnapshot);
+        assertThat(reopened.snapshots().imagePath(keptSnapshot.id())).exists();
+        assertThat(reopened.nodes().find("node-1")).isPresent();
+        assertThat(reopened.volumes().list()).extracting(Volume::id).containsExactly(kept.id());
+    }
+
+    @Test
+    void leavesFilesYoungerThanTheSettleTimeToTheirWriter() throws IOException {
+        open(Duration.ZERO);
+        Path inProgressImage = root.resolve("volumes").resolve(Ids.volumeIdFor("being-created") + ".img");
+        Path inProgressTemp = root.resolve("volumes").resolve(Ids.volumeIdFor("x") + ".json.9-9.tmp");
+        Files.write(inProgressImage, new byte[10]);
+        Files.write(inProgressTemp, new byte[10]);
+
+        open(SETTLE);
+        assertThat(inProgressImage).exists();
+        assertThat(inProgressTemp).exists();
+
+        Pool pool = Pool.open(root, new ProcessCommandRunner(), Clock.offset(Clock.systemUTC(), SETTLE.multipliedBy(2)),
+                SETTLE);
+        assertThat(inProgressImage).doesNotExist();
+        assertThat(inProgressTemp).doesNotExist();
+        assertThat(pool.volumes().list()).isEmpty();
+    }
+
+    @Test
+    void neverDeletesAnImageWhoseMetadataIsUnreadable() throws IOException {
+        Pool pool = open(Duration.ZERO);
+        Volume volume = pool.volumes().create(spec("damaged", 1 << 20));
+        Path image = pool.volumes().imagePath(volume.id());
+        Path metadata = root.resolve("volumes").resolve(volume.id() + ".json");
+        Files.writeString(metadata, "{\"id\": \"" + volume.id() + "\", \"capacityBytes\": ");
+        Path snapImage = root.resolve("snapshots").resolve(Ids.snapshotIdFor("damaged") + ".img");
+        Path snapMetadata = root.resolve("snapshots").resolve(Ids.snapshotIdFor("damaged") + ".json");
+        Files.write(snapImage, new byte[4096]);
+        Files.write(snapMetadata, new byte[0]);
+        Stream.of(image, metadata, snapImage, snapMetadata).forEach(PoolReconcileTest::age);
+
+        Pool reopened = open(Duration.ZERO);
+        reopened.reconcile();
+
+        assertThat(image).exists().hasSize(1 << 20);
+        assertThat(metadata).exists();
+        assertThat(snapImage).exists();
+        assertThat(snapMetadata).exists();
+        // a damaged record is left out of listings instead of failing them
+        assertThat(reopened.volumes().list()).isEmpty();
+        assertThat(reopened.snapshots().list()).isEmpty();
+    }
+
+    @Test
+    void nameToIdIsDurableAcrossRestarts() {
+        Volume first = open(Duration.ZERO).volumes().create(spec("pvc-restart", 2 << 20));
+        Volume again = open(Duration.ZERO).volumes().create(spec("pvc-restart", 2 << 20));
+        assertThat(again).isEqualTo(first);
+        assertThat(again.id()).isEqualTo(Ids.volumeIdFor("pvc-restart"));
+    }
+
+    private static void age(Path file) {
+        try {
+            Files.setLastModifiedTime(file, FileTime.from(Instant.now().minus(Duration.ofHours(1))));
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+}
