@@ -347,6 +347,32 @@ class ControllerServiceTest {
     }
 
     @Test
+    void aVolumePublishedSingleNodeAdmitsNoOtherNodeWhateverTheNewAccessMode() {
+        register("node-1", 8);
+        register("node-2", 8);
+        String a = create("pvc-a", MIB).getVolumeId();
+        var stub = controller.stub();
+        stub.controllerPublishVolume(publish(a, "node-1", false, singleWriter()));
+
+        var e = failure(() -> stub.controllerPublishVolume(publish(a, "node-2", true,
+                mount(Mode.MULTI_NODE_READER_ONLY))), Status.Code.FAILED_PRECONDITION);
+        assertThat(e.getStatus().getDescription()).contains("node-1");
+        controller.restart();
+        failure(() -> controller.stub().controllerPublishVolume(publish(a, "node-2", true,
+                mount(Mode.MULTI_NODE_READER_ONLY))), Status.Code.FAILED_PRECONDITION);
+        assertThat(controller.pool().volumes().get(a).attachments()).extracting(a1 -> a1.nodeId())
+                .containsExactly("node-1");
+
+        // published to several readers, it takes more readers but no single-node writer
+        String b = create("pvc-b", MIB).getVolumeId();
+        controller.stub().controllerPublishVolume(publish(b, "node-1", true, mount(Mode.MULTI_NODE_READER_ONLY)));
+        controller.stub().controllerPublishVolume(publish(b, "node-2", true, mount(Mode.MULTI_NODE_READER_ONLY)));
+        register("node-3", 8);
+        failure(() -> controller.stub().controllerPublishVolume(publish(b, "node-3", false, singleWriter())),
+                Status.Code.FAILED_PRECONDITION);
+    }
+
+    @Test
     void attachmentsSurviveARestartAndShowInListings() {
         register("node-1", 2);
         register("node-2", 8);

@@ -39,9 +39,13 @@ public final class Attachments {
             }
             return volume;
         }
-        if (singleNode && !volume.attachments().isEmpty()) {
-            throw CsiException.failedPrecondition("volume %s is single-node and already published to node %s",
-                    volumeId, volume.attachments().getFirst().nodeId());
+        // Another node may join only when both its access mode and every existing attachment's allow it.
+        Optional<Attachment> exclusive = volume.attachments().stream()
+                .filter(a -> singleNode || !a.multiNode()).findFirst();
+        if (exclusive.isPresent()) {
+            throw CsiException.failedPrecondition(
+                    "volume %s is already published to node %s and a single-node access mode keeps other nodes out",
+                    volumeId, exclusive.get().nodeId());
         }
         attachLock.lock();
         try {
@@ -51,7 +55,7 @@ public final class Attachments {
                         attached);
             }
             List<Attachment> attachments = new ArrayList<>(volume.attachments());
-            attachments.add(new Attachment(nodeId, readonly));
+            attachments.add(new Attachment(nodeId, readonly, !singleNode));
             return volumes.saveAttachments(volume, attachments);
         } finally {
             attachLock.unlock();

@@ -1,0 +1,90 @@
+package dev.blockpool.pool;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.blockpool.common.CsiException;
+import dev.blockpool.common.ProcessCommandRunner;
+import io.grpc.Status;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class AttachmentsTest {
+
+    @TempDir
+    Path root;
+
+    private Pool pool;
+    private String volumeId;
+
+    @BeforeEach
+    void setUp() {
+        pool = Pool.open(root, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ZERO);
+        pool.nodes().register(new NodeRecord("node-1", 8, Map.of()));
+        pool.nodes().register(new NodeRecord("node-2", 8, Map.of()));
+        volumeId = pool.volumes().create(new VolumeSpec("pvc", 1 << 20, "ext4", Allocation.SPARSE,
+                Set.of(AccessType.MOUNT), Map.of(), Optional.empty())).id();
+    }
+
+    private static void assertCode(Status.Code code, Runnable call) {
+        assertThatThrownBy(call::run).isInstanceOfSatisfying(CsiException.class,
+                e -> assertThat(e.code()).isEqualTo(code));
+    }
+
+    @Test
+    void attachmentsRecordTheirAccessModeDurably() {
+        pool.attachments().attach(volumeId, "node-1", true, false);
+        Pool reopened = Pool.open(root, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ZERO);
+        assertThat(reopened.volumes().get(volumeId).attachments())
+                .containsExactly(new Attachment("node-1", true, true));
+    }
+
+    @Test
+    void aSingleNodeAttachmentKeepsEveryOtherNodeOut() {
+        pool.attachments().attach(volumeId, "node-1", false, true);
+        assertCode(Status.Code.FAILED_PRECONDITION, () -> pool.attachments().attach(volumeId, "node-2", true, false));
+        assertCode(Status.Code.FAILED_PRECONDITION, () -> pool.attachments().attach(volumeId, "node-2", false, true));
+        pool.attachments().detach(volumeId, Optional.of("node-1"));
+        pool.attachments().attach(volumeId, "node-2", false, true);
+    }
+
+    @Test
+    void multiNodeAttachmentsAdmitMoreMultiNodeAttachmentsOnly() {
+        pool.attachments().attach(volumeId, "node-1", true, false);
+        pool.attachments().attach(volumeId, "node-2", true, false);
+        pool.nodes().register(new NodeRecord("node-3", 8, Map.of()));
+        assertCode(Status.Code.FAILED_PRECONDITION, () -> pool.attachments().attach(volumeId, "node-3", false, true));
+        assertThat(Attachments.nodeIds(pool.volumes().get(volumeId))).containsExactly("node-1", "node-2");
+    }
+
+    @Test
+    void anAttachmentRecordWrittenWithoutItsAccessModeCountsAsSingleNode() throws IOException {
+        pool.attachments().attach(volumeId, "node-1", true, false);
+        Path metadata = root.resolve("volumes").resolve(volumeId + ".json");
+        String json = Files.readString(metadata);
+        assertThat(json).contains("\"multiNode\" : true");
+        Files.writeString(metadata, json.replace(",\n    \"multiNode\" : true", ""));
+        assertThat(Files.readString(metadata)).doesNotContain("multiNode");
+
+        assertThat(pool.volumes().get(volumeId).attachments()).containsExactly(new Attachment("node-1", true, false));
+        assertCode(Status.Code.FAILED_PRECONDITION, () -> pool.attachments().attach(volumeId, "node-2", true, false));
+    }
+
+    @Test
+    void unknownNodesAndVolumesAreNotFound() {
+        assertCode(Status.Code.NOT_FOUND, () -> pool.attachments().attach(volumeId, "node-9", false, true));
+        assertCode(Status.Code.NOT_FOUND, () -> pool.attachments().attach(Ids.volumeIdFor("x"), "node-1", false,
+                true));
+        pool.attachments().detach(Ids.volumeIdFor("x"), Optional.of("node-1"));
+        pool.attachments().detach("../../x", Optional.empty());
+    }
+}
