@@ -154,7 +154,8 @@ public final class Volumes {
         }
         ImageFiles.CopyMethod method = images.copy(sourceImage, image);
         log.debug("copied {} to {} by {}", sourceImage, image, method);
-        if (sourceSize < spec.capacityBytes()) {
+        // grow also preallocates: a copy of a sparse source keeps its holes otherwise
+        if (sourceSize < spec.capacityBytes() || spec.allocation() == Allocation.PREALLOCATED) {
             images.grow(image, spec.capacityBytes(), spec.allocation());
         }
     }

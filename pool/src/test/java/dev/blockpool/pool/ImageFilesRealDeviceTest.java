@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
@@ -122,7 +123,7 @@ class ImageFilesRealDeviceTest {
     }
 
     @Test
-    void preallocatedVolumesOwnTheirBlocksUpFront() {
+    void preallocatedVolumesOwnTheirBlocksUpFront() throws IOException {
         HostRequirements.assumeCommand("mkfs.ext4");
         fs = ScratchFilesystem.create(work, GIB, "mkfs.ext4", "-q", "-F");
         Pool pool = open(fs.mountPoint().resolve("pool"));
@@ -136,6 +137,20 @@ class ImageFilesRealDeviceTest {
         pool.volumes().expand(volume.id(), 96 * MIB);
         assertThat(image).hasSize(96 * MIB);
         assertThat(allocatedBytes(image)).as("the grown part is preallocated too").isGreaterThanOrEqualTo(96 * MIB);
+
+        // restored or cloned from a sparse source, a preallocated volume still owns all its blocks
+        Volume sparse = pool.volumes().create(spec("sparse-source", 64 * MIB));
+        writeRandom(pool.volumes().imagePath(sparse.id()), 8 * MIB, MIB, 6);
+        Snapshot snapshot = pool.snapshots().create("sparse-snap", sparse, pool.volumes().imagePath(sparse.id()));
+        for (ContentSource source : List.of(ContentSource.snapshot(snapshot.id()), ContentSource.volume(sparse.id()))) {
+            Volume copy = pool.volumes().create(new VolumeSpec("prealloc-from-" + source.kind(), 64 * MIB, "ext4",
+                    Allocation.PREALLOCATED, Set.of(AccessType.BLOCK), Map.of(), Optional.of(source)));
+            Path copyImage = pool.volumes().imagePath(copy.id());
+            assertThat(allocatedBytes(copyImage)).as("preallocated volume from %s", source.kind())
+                    .isGreaterThanOrEqualTo(64 * MIB);
+            assertThat(read(copyImage, 8 * MIB, MIB)).isEqualTo(read(pool.volumes().imagePath(sparse.id()), 8 * MIB,
+                    MIB));
+        }
     }
 
     private Pool open(Path root) {
