@@ -4,6 +4,7 @@ import csi.v1.Csi.VolumeCapability;
 import csi.v1.Csi.VolumeCapability.AccessMode;
 import dev.blockpool.common.CsiException;
 import dev.blockpool.pool.AccessType;
+import dev.blockpool.pool.Volume;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Optional;
@@ -39,6 +40,15 @@ final class Capabilities {
                     + " is not supported: use a single-node mode or MULTI_NODE_READER_ONLY");
         }
         return Optional.empty();
+    }
+
+    /** Why {@code capability} does not fit this existing volume, or empty when it does. */
+    static Optional<String> unsupported(VolumeCapability capability, Volume volume) {
+        return unsupported(capability).or(() -> {
+            String fsType = capability.hasMount() ? capability.getMount().getFsType() : "";
+            return fsType.isEmpty() || fsType.equals(volume.fsType()) ? Optional.empty()
+                    : Optional.of("volume " + volume.id() + " has fs type " + volume.fsType() + ", not " + fsType);
+        });
     }
 
     /** Checks every capability of a request; returns the access types they ask for. */

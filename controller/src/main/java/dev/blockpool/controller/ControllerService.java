@@ -123,9 +123,9 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         if (request.getVolumeCapabilitiesCount() == 0) {
             throw CsiException.invalidArgument("volume_capabilities are required");
         }
-        pool.volumes().get(volumeId);
+        Volume volume = pool.volumes().get(volumeId);
         Optional<String> unsupported = request.getVolumeCapabilitiesList().stream()
-                .map(Capabilities::unsupported).flatMap(Optional::stream).findFirst();
+                .map(capability -> Capabilities.unsupported(capability, volume)).flatMap(Optional::stream).findFirst();
         var result = ValidateVolumeCapabilitiesResponse.newBuilder();
         if (unsupported.isPresent()) {
             result.setMessage(unsupported.get());

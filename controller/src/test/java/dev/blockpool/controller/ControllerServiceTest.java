@@ -428,6 +428,13 @@ class ControllerServiceTest {
         assertThat(refused.hasConfirmed()).isFalse();
         assertThat(refused.getMessage()).isNotBlank();
 
+        VolumeCapability xfs = VolumeCapability.newBuilder().setMount(VolumeCapability.MountVolume.newBuilder()
+                .setFsType("xfs")).setAccessMode(singleWriter().getAccessMode()).build();
+        ValidateVolumeCapabilitiesResponse otherFs = controller.stub().validateVolumeCapabilities(
+                ValidateVolumeCapabilitiesRequest.newBuilder().setVolumeId(id).addVolumeCapabilities(xfs).build());
+        assertThat(otherFs.hasConfirmed()).as("an ext4 volume cannot be mounted as xfs").isFalse();
+        assertThat(otherFs.getMessage()).contains("ext4").contains("xfs");
+
         failure(() -> controller.stub().validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
                 .setVolumeId(id).build()), Status.Code.INVALID_ARGUMENT);
         failure(() -> controller.stub().validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
