@@ -33,7 +33,6 @@ import csi.v1.Csi.ListVolumesRequest;
 import csi.v1.Csi.ListVolumesResponse;
 import csi.v1.Csi.ValidateVolumeCapabilitiesRequest;
 import csi.v1.Csi.ValidateVolumeCapabilitiesResponse;
-import csi.v1.Csi.TopologyRequirement;
 import csi.v1.Csi.VolumeCapability;
 import dev.blockpool.common.CsiException;
 import dev.blockpool.common.OperationLocks;
@@ -82,9 +81,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                 parameters.allocation(), accessTypes, request.getParametersMap(), source);
         String sourceId = source.map(ContentSource::id).orElse("");
         Volume volume = locks.withLock(() -> pool.volumes().create(spec), Ids.volumeIdFor(name), sourceId);
-        Optional<TopologyRequirement> topology = request.hasAccessibilityRequirements()
-                ? Optional.of(request.getAccessibilityRequirements()) : Optional.empty();
-        reply(response, CreateVolumeResponse.newBuilder().setVolume(mapper.volume(volume, topology)).build());
+        reply(response, CreateVolumeResponse.newBuilder().setVolume(mapper.volume(volume)).build());
     }
 
     @Override
@@ -144,7 +141,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                 request.getStartingToken());
         var result = ListVolumesResponse.newBuilder().setNextToken(page.nextToken());
         for (Volume volume : page.entries()) {
-            result.addEntriesBuilder().setVolume(mapper.volume(volume, Optional.empty())).setStatus(mapper.listStatus(volume));
+            result.addEntriesBuilder().setVolume(mapper.volume(volume)).setStatus(mapper.listStatus(volume));
         }
         reply(response, result.build());
     }
@@ -154,7 +151,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                                     StreamObserver<ControllerGetVolumeResponse> response) {
         Volume volume = pool.volumes().get(Ids.requireId("volume_id", request.getVolumeId()));
         reply(response, ControllerGetVolumeResponse.newBuilder()
-                .setVolume(mapper.volume(volume, Optional.empty())).setStatus(mapper.getStatus(volume)).build());
+                .setVolume(mapper.volume(volume)).setStatus(mapper.getStatus(volume)).build());
     }
 
     @Override

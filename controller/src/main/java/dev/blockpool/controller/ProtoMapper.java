@@ -2,7 +2,6 @@ package dev.blockpool.controller;
 
 import csi.v1.Csi;
 import csi.v1.Csi.CreateVolumeRequest;
-import csi.v1.Csi.TopologyRequirement;
 import csi.v1.Csi.VolumeCondition;
 import csi.v1.Csi.VolumeContentSource;
 import dev.blockpool.common.CsiException;
@@ -44,22 +43,15 @@ final class ProtoMapper {
     }
 
     /**
-     * The CSI volume; when the CO stated topology requirements, the volume is reported
-     * accessible from the preferred (else first requisite) segment.
+     * The CSI volume. It carries no accessible_topology: the pool is one directory shared by every
+     * node (or a single node's own), so a volume is reachable wherever the driver runs.
      */
-    Csi.Volume volume(Volume volume, Optional<TopologyRequirement> requirement) {
+    Csi.Volume volume(Volume volume) {
         var result = Csi.Volume.newBuilder()
                 .setVolumeId(volume.id())
                 .setCapacityBytes(volume.capacityBytes())
                 .putVolumeContext(FS_TYPE_KEY, volume.fsType());
         volume.source().ifPresent(source -> result.setContentSource(contentSource(source)));
-        requirement.ifPresent(topology -> {
-            if (topology.getPreferredCount() > 0) {
-                result.addAccessibleTopology(topology.getPreferred(0));
-            } else if (topology.getRequisiteCount() > 0) {
-                result.addAccessibleTopology(topology.getRequisite(0));
-            }
-        });
         return result.build();
     }
 

@@ -66,8 +66,6 @@ public final class Driver {
         if (config.mode().servesController()) {
             services.add(new ControllerService(pool, new OperationLocks()).bindService());
             capabilities.add(IdentityService.service(PluginCapability.Service.Type.CONTROLLER_SERVICE));
-            capabilities.add(IdentityService.service(
-                    PluginCapability.Service.Type.VOLUME_ACCESSIBILITY_CONSTRAINTS));
             capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.ONLINE));
             capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.OFFLINE));
             tools.addAll(CONTROLLER_TOOLS);
