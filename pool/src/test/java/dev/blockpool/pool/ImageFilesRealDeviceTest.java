@@ -1,10 +1,13 @@
 package dev.blockpool.pool;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.CsiException;
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.ProcessCommandRunner;
+import io.grpc.Status;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -151,6 +154,21 @@ class ImageFilesRealDeviceTest {
             assertThat(read(copyImage, 8 * MIB, MIB)).isEqualTo(read(pool.volumes().imagePath(sparse.id()), 8 * MIB,
                     MIB));
         }
+
+        // what the filesystem can never hold is out of range; what it cannot hold now exhausts the pool
+        long total = pool.space().totalBytes();
+        long available = pool.space().availableBytes();
+        assertThat(available).isLessThan(total - 128 * MIB);
+        assertCode(Status.Code.OUT_OF_RANGE, () -> pool.volumes().create(spec("too-big", total + MIB)));
+        assertCode(Status.Code.RESOURCE_EXHAUSTED,
+                () -> pool.volumes().create(spec("no-room", (available + total) / 2 / MIB * MIB)));
+        assertCode(Status.Code.RESOURCE_EXHAUSTED, () -> pool.volumes().expand(volume.id(), available + 128 * MIB));
+        assertThat(pool.volumes().list()).extracting(Volume::name).doesNotContain("too-big", "no-room");
+    }
+
+    private static void assertCode(Status.Code code, Runnable call) {
+        assertThatThrownBy(call::run).isInstanceOfSatisfying(CsiException.class,
+                e -> assertThat(e.code()).isEqualTo(code));
     }
 
     private Pool open(Path root) {
