@@ -279,7 +279,7 @@ class ControllerServiceTest {
     }
 
     @Test
-    void provisionerMetadataKeysAndBlockVolumesAreAccepted() {
+    void provisionerMetadataKeysBlockVolumesAndTopologyRequirementsAreAccepted() {
         Volume volume = controller.stub().createVolume(CreateVolumeRequest.newBuilder().setName("pvc-block")
                 .addVolumeCapabilities(block(Mode.SINGLE_NODE_WRITER))
                 .putParameters("csi.storage.k8s.io/pvc/name", "data")
@@ -290,8 +290,8 @@ class ControllerServiceTest {
                 .build()).getVolume();
 
         assertThat(volume.getCapacityBytes()).as("the default size").isEqualTo(Sizes.DEFAULT_BYTES);
-        assertThat(volume.getAccessibleTopologyList()).extracting(t -> t.getSegmentsMap()
-                .get("topology.blockpool.csi.dev/node")).containsExactly("n1");
+        assertThat(volume.getAccessibleTopologyList()).as("volumes are not pinned to the node of their first pod")
+                .isEmpty();
     }
 
     @Test
