@@ -36,6 +36,7 @@ import csi.v1.Csi.ValidateVolumeCapabilitiesResponse;
 import csi.v1.Csi.VolumeCapability;
 import dev.blockpool.common.CsiException;
 import dev.blockpool.common.OperationLocks;
+import dev.blockpool.common.UnaryReply;
 import dev.blockpool.pool.Attachments;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Ids;
@@ -81,14 +82,14 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                 parameters.allocation(), accessTypes, request.getParametersMap(), source);
         String sourceId = source.map(ContentSource::id).orElse("");
         Volume volume = locks.withLock(() -> pool.volumes().create(spec), Ids.volumeIdFor(name), sourceId);
-        reply(response, CreateVolumeResponse.newBuilder().setVolume(mapper.volume(volume)).build());
+        UnaryReply.send(response, CreateVolumeResponse.newBuilder().setVolume(mapper.volume(volume)).build());
     }
 
     @Override
     public void deleteVolume(DeleteVolumeRequest request, StreamObserver<DeleteVolumeResponse> response) {
         String volumeId = Ids.requireId("volume_id", request.getVolumeId());
         locks.withLock(() -> pool.volumes().delete(volumeId), volumeId);
-        reply(response, DeleteVolumeResponse.getDefaultInstance());
+        UnaryReply.send(response, DeleteVolumeResponse.getDefaultInstance());
     }
 
     @Override
@@ -100,7 +101,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         VolumeCapability capability = request.getVolumeCapability();
         locks.withLock(() -> pool.attachments().attach(volumeId, nodeId, request.getReadonly(),
                 Capabilities.singleNode(capability)), volumeId);
-        reply(response, ControllerPublishVolumeResponse.newBuilder()
+        UnaryReply.send(response, ControllerPublishVolumeResponse.newBuilder()
                 .putPublishContext(ProtoMapper.READONLY_KEY, Boolean.toString(request.getReadonly())).build());
     }
 
@@ -110,7 +111,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         String volumeId = Ids.requireId("volume_id", request.getVolumeId());
         Optional<String> nodeId = Optional.of(request.getNodeId()).filter(id -> !id.isEmpty());
         locks.withLock(() -> pool.attachments().detach(volumeId, nodeId), volumeId);
-        reply(response, ControllerUnpublishVolumeResponse.getDefaultInstance());
+        UnaryReply.send(response, ControllerUnpublishVolumeResponse.getDefaultInstance());
     }
 
     @Override
@@ -132,7 +133,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                     .putAllVolumeContext(request.getVolumeContextMap())
                     .putAllParameters(request.getParametersMap()));
         }
-        reply(response, result.build());
+        UnaryReply.send(response, result.build());
     }
 
     @Override
@@ -143,14 +144,14 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         for (Volume volume : page.entries()) {
             result.addEntriesBuilder().setVolume(mapper.volume(volume)).setStatus(mapper.listStatus(volume));
         }
-        reply(response, result.build());
+        UnaryReply.send(response, result.build());
     }
 
     @Override
     public void controllerGetVolume(ControllerGetVolumeRequest request,
                                     StreamObserver<ControllerGetVolumeResponse> response) {
         Volume volume = pool.volumes().get(Ids.requireId("volume_id", request.getVolumeId()));
-        reply(response, ControllerGetVolumeResponse.newBuilder()
+        UnaryReply.send(response, ControllerGetVolumeResponse.newBuilder()
                 .setVolume(mapper.volume(volume)).setStatus(mapper.getStatus(volume)).build());
     }
 
@@ -160,7 +161,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
             Capabilities.require(capability);
         }
         long available = pool.space().availableBytes();
-        reply(response, GetCapacityResponse.newBuilder()
+        UnaryReply.send(response, GetCapacityResponse.newBuilder()
                 .setAvailableCapacity(available)
                 .setMaximumVolumeSize(Int64Value.of(available))
                 .build());
@@ -179,7 +180,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         long size = Sizes.choose(request.getCapacityRange());
         Volume volume = locks.withLock(() -> pool.volumes().expand(volumeId, size), volumeId);
         // The node must refresh the loop device and, for a filesystem, grow it.
-        reply(response, ControllerExpandVolumeResponse.newBuilder()
+        UnaryReply.send(response, ControllerExpandVolumeResponse.newBuilder()
                 .setCapacityBytes(volume.capacityBytes()).setNodeExpansionRequired(true).build());
     }
 
@@ -189,7 +190,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         var result = ControllerGetCapabilitiesResponse.newBuilder();
         CAPABILITIES.stream().sorted().forEach(type -> result.addCapabilities(ControllerServiceCapability.newBuilder()
                 .setRpc(ControllerServiceCapability.RPC.newBuilder().setType(type))));
-        reply(response, result.build());
+        UnaryReply.send(response, result.build());
     }
 
     @Override
@@ -200,14 +201,14 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
             Volume source = pool.volumes().get(sourceId);
             return pool.snapshots().create(name, source, pool.volumes().imagePath(sourceId));
         }, Ids.snapshotIdFor(name), sourceId);
-        reply(response, CreateSnapshotResponse.newBuilder().setSnapshot(ProtoMapper.snapshot(snapshot)).build());
+        UnaryReply.send(response, CreateSnapshotResponse.newBuilder().setSnapshot(ProtoMapper.snapshot(snapshot)).build());
     }
 
     @Override
     public void deleteSnapshot(DeleteSnapshotRequest request, StreamObserver<DeleteSnapshotResponse> response) {
         String snapshotId = Ids.requireId("snapshot_id", request.getSnapshotId());
         locks.withLock(() -> pool.snapshots().delete(snapshotId), snapshotId);
-        reply(response, DeleteSnapshotResponse.getDefaultInstance());
+        UnaryReply.send(response, DeleteSnapshotResponse.getDefaultInstance());
     }
 
     @Override
@@ -221,7 +222,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                 request.getStartingToken());
         var result = ListSnapshotsResponse.newBuilder().setNextToken(page.nextToken());
         page.entries().forEach(s -> result.addEntriesBuilder().setSnapshot(ProtoMapper.snapshot(s)));
-        reply(response, result.build());
+        UnaryReply.send(response, result.build());
     }
 
     @Override
@@ -229,7 +230,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         String snapshotId = Ids.requireId("snapshot_id", request.getSnapshotId());
         Snapshot snapshot = pool.snapshots().find(snapshotId).orElseThrow(() ->
                 CsiException.notFound("snapshot %s does not exist", Ids.quote(snapshotId)));
-        reply(response, GetSnapshotResponse.newBuilder().setSnapshot(ProtoMapper.snapshot(snapshot)).build());
+        UnaryReply.send(response, GetSnapshotResponse.newBuilder().setSnapshot(ProtoMapper.snapshot(snapshot)).build());
     }
 
     private static void requireCapability(boolean present, VolumeCapability capability) {
@@ -239,10 +240,6 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         Capabilities.require(capability);
     }
 
-    private static <T> void reply(StreamObserver<T> response, T message) {
-        response.onNext(message);
-        response.onCompleted();
-    }
 
     static Timestamp timestamp(java.time.Instant instant) {
         return Timestamp.newBuilder().setSeconds(instant.getEpochSecond()).setNanos(instant.getNano()).build();

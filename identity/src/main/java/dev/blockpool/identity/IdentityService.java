@@ -9,6 +9,7 @@ import csi.v1.Csi.ProbeRequest;
 import csi.v1.Csi.ProbeResponse;
 import csi.v1.IdentityGrpc;
 import com.google.protobuf.BoolValue;
+import dev.blockpool.common.UnaryReply;
 import io.grpc.stub.StreamObserver;
 import java.util.List;
 import org.slf4j.Logger;
@@ -45,15 +46,14 @@ public final class IdentityService extends IdentityGrpc.IdentityImplBase {
 
     @Override
     public void getPluginInfo(GetPluginInfoRequest request, StreamObserver<GetPluginInfoResponse> response) {
-        response.onNext(GetPluginInfoResponse.newBuilder().setName(driverName).setVendorVersion(version).build());
-        response.onCompleted();
+        UnaryReply.send(response,
+                GetPluginInfoResponse.newBuilder().setName(driverName).setVendorVersion(version).build());
     }
 
     @Override
     public void getPluginCapabilities(GetPluginCapabilitiesRequest request,
                                       StreamObserver<GetPluginCapabilitiesResponse> response) {
-        response.onNext(GetPluginCapabilitiesResponse.newBuilder().addAllCapabilities(capabilities).build());
-        response.onCompleted();
+        UnaryReply.send(response, GetPluginCapabilitiesResponse.newBuilder().addAllCapabilities(capabilities).build());
     }
 
     @Override
@@ -62,7 +62,6 @@ public final class IdentityService extends IdentityGrpc.IdentityImplBase {
         if (!problems.isEmpty()) {
             log.warn("not ready: {}", String.join("; ", problems));
         }
-        response.onNext(ProbeResponse.newBuilder().setReady(BoolValue.of(problems.isEmpty())).build());
-        response.onCompleted();
+        UnaryReply.send(response, ProbeResponse.newBuilder().setReady(BoolValue.of(problems.isEmpty())).build());
     }
 }

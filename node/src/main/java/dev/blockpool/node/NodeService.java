@@ -5,6 +5,7 @@ import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
 import csi.v1.NodeGrpc;
 import dev.blockpool.common.CsiException;
 import dev.blockpool.common.OperationLocks;
+import dev.blockpool.common.UnaryReply;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.node.host.FsType;
 import dev.blockpool.node.host.PathState;
@@ -58,7 +59,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         Capability capability = Capability.of(request.hasVolumeCapability(), request.getVolumeCapability());
         boolean readOnly = capability.readerOnly() || capability.options().contains("ro")
                 || "true".equals(request.getPublishContextMap().get(READONLY_CONTEXT));
-        reply(response, locked(volumeId, () -> {
+        UnaryReply.send(response, locked(volumeId, () -> {
             NodeVolume volume = existing(volumeId);
             capability.requireServableBy(volume);
             if (capability.block()) {
@@ -76,7 +77,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                                   StreamObserver<Csi.NodeUnstageVolumeResponse> response) {
         String volumeId = required("volume_id", request.getVolumeId());
         Path staging = absolutePath("staging_target_path", request.getStagingTargetPath());
-        reply(response, locked(volumeId, () -> {
+        UnaryReply.send(response, locked(volumeId, () -> {
             Optional<Path> image = volumes.imageOf(volumeId);
             if (image.isPresent()) {
                 host.unstage(image.get(), staging);
@@ -97,11 +98,11 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                 || "true".equals(request.getPublishContextMap().get(READONLY_CONTEXT));
         Map<String, String> context = request.getVolumeContextMap();
         if ("true".equals(context.get(VolumeCatalog.EPHEMERAL))) {
-            reply(response, locked(volumeId, () -> publishEphemeral(volumeId, target, capability, context, readOnly)));
+            UnaryReply.send(response, locked(volumeId, () -> publishEphemeral(volumeId, target, capability, context, readOnly)));
             return;
         }
         Path staging = absolutePath("staging_target_path", request.getStagingTargetPath());
-        reply(response, locked(volumeId, () -> {
+        UnaryReply.send(response, locked(volumeId, () -> {
             NodeVolume volume = existing(volumeId);
             capability.requireServableBy(volume);
             boolean singleWriter = capability.mode() == Mode.SINGLE_NODE_SINGLE_WRITER;
@@ -133,7 +134,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                                     StreamObserver<Csi.NodeUnpublishVolumeResponse> response) {
         String volumeId = required("volume_id", request.getVolumeId());
         Path target = absolutePath("target_path", request.getTargetPath());
-        reply(response, locked(volumeId, () -> {
+        UnaryReply.send(response, locked(volumeId, () -> {
             Optional<NodeVolume> volume = volumes.find(volumeId);
             Optional<Path> image = volume.map(NodeVolume::image).or(() -> volumes.imageOf(volumeId));
             if (image.isPresent()) {
@@ -158,7 +159,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         Path path = Path.of(volumePath);
         NodeHost.Usage usage = (path.isAbsolute() ? host.usage(volume.image(), path) : Optional.<NodeHost.Usage>empty())
                 .orElseThrow(() -> CsiException.notFound("volume %s is not mounted at %s", volumeId, volumePath));
-        reply(response, VolumeStatsMapper.toResponse(usage));
+        UnaryReply.send(response, VolumeStatsMapper.toResponse(usage));
     }
 
     @Override
@@ -168,7 +169,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         String volumePath = required("volume_path", request.getVolumePath());
         boolean block = request.hasVolumeCapability() && request.getVolumeCapability().hasBlock();
         long required = request.getCapacityRange().getRequiredBytes();
-        reply(response, locked(volumeId, () -> {
+        UnaryReply.send(response, locked(volumeId, () -> {
             NodeVolume volume = existing(volumeId);
             Path path = Path.of(volumePath);
             if (!path.isAbsolute() || PathState.of(path) instanceof PathState.Missing) {
@@ -197,12 +198,12 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             builder.addCapabilities(Csi.NodeServiceCapability.newBuilder()
                     .setRpc(Csi.NodeServiceCapability.RPC.newBuilder().setType(type)));
         }
-        reply(response, builder.build());
+        UnaryReply.send(response, builder.build());
     }
 
     @Override
     public void nodeGetInfo(Csi.NodeGetInfoRequest request, StreamObserver<Csi.NodeGetInfoResponse> response) {
-        reply(response, Csi.NodeGetInfoResponse.newBuilder()
+        UnaryReply.send(response, Csi.NodeGetInfoResponse.newBuilder()
                 .setNodeId(identity.nodeId())
                 .setMaxVolumesPerNode(identity.maxVolumesPerNode())
                 .setAccessibleTopology(Csi.Topology.newBuilder().putAllSegments(identity.topology()))
@@ -223,10 +224,6 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         return locks.withLock(work, volumeId);
     }
 
-    private static <T> void reply(StreamObserver<T> response, T value) {
-        response.onNext(value);
-        response.onCompleted();
-    }
 
     static String required(String field, String value) {
         if (value.isEmpty()) {
