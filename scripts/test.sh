@@ -3,7 +3,7 @@
 #   1. unit and integration tests (Maven; the integration tests drive real loop devices, mkfs
 #      and mount, and are skipped with a reason unless run as root)
 #   2. the real csi-sanity against the built binary, for mount and for block volumes
-#   3. the checks of the rendered Kubernetes manifests
+#   3. the checks of the rendered Kubernetes manifests, and a self-test of those checks
 #   4. the container image build and its check (BLOCKPOOL_SKIP_IMAGE=1 skips it)
 # It ends with one line: "tests: N passed, N failed, N skipped".
 set -uo pipefail
@@ -50,6 +50,10 @@ if [[ -x sidecars-deploy/test/check-manifests.sh ]]; then
   manifests_out=$(mktemp)
   sidecars-deploy/test/check-manifests.sh | tee "$manifests_out" || status=1
   read -r p f < <(sed -nE 's/^manifests: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' "$manifests_out" | tail -1)
+  add_counts "${p:-0}" "${f:-1}" 0
+  # The checks themselves: each rule must reject a manifest broken in its way.
+  sidecars-deploy/test/check-manifests-selftest.sh | tee "$manifests_out" || status=1
+  read -r p f < <(sed -nE 's/^selftest: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' "$manifests_out" | tail -1)
   add_counts "${p:-0}" "${f:-1}" 0
   rm -f "$manifests_out"
 fi
