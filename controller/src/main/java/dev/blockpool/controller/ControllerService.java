@@ -46,6 +46,7 @@ import dev.blockpool.pool.Volume;
 import dev.blockpool.pool.VolumeSpec;
 import io.grpc.stub.StreamObserver;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
@@ -78,8 +79,12 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         VolumeParameters parameters = VolumeParameters.parse(request.getParametersMap(),
                 Capabilities.fsType(request.getVolumeCapabilitiesList()));
         Optional<ContentSource> source = mapper.contentSource(request);
-        VolumeSpec spec = new VolumeSpec(name, Sizes.choose(request.getCapacityRange()), parameters.fsType(),
-                parameters.allocation(), accessTypes, request.getParametersMap(), source);
+        // Without a capacity range a restore or clone is as large as its source.
+        long size = source.isPresent() && !request.hasCapacityRange()
+                ? pool.volumes().sourceSize(source.get()) : Sizes.choose(request.getCapacityRange());
+        VolumeSpec spec = new VolumeSpec(name, size, parameters.fsType(),
+                parameters.allocation(), accessTypes, request.getParametersMap(), source,
+                request.getCapacityRange().getLimitBytes());
         String sourceId = source.map(ContentSource::id).orElse("");
         Volume volume = locks.withLock(() -> pool.volumes().create(spec), Ids.volumeIdFor(name), sourceId);
         UnaryReply.send(response, CreateVolumeResponse.newBuilder().setVolume(mapper.volume(volume)).build());
@@ -122,8 +127,14 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
             throw CsiException.invalidArgument("volume_capabilities are required");
         }
         Volume volume = pool.volumes().get(volumeId);
+        Map<String, String> context = mapper.volume(volume).getVolumeContextMap();
         Optional<String> unsupported = request.getVolumeCapabilitiesList().stream()
-                .map(capability -> Capabilities.unsupported(capability, volume)).flatMap(Optional::stream).findFirst();
+                .map(capability -> Capabilities.unsupported(capability, volume)).flatMap(Optional::stream).findFirst()
+                .or(() -> request.getParametersCount() > 0 && !request.getParametersMap().equals(volume.parameters())
+                        ? Optional.of("parameters differ from those the volume was created with") : Optional.empty())
+                .or(() -> !context.entrySet().containsAll(request.getVolumeContextMap().entrySet())
+                        ? Optional.of("volume_context differs from the one CreateVolume returned") : Optional.empty());
+        // Confirm only what was checked.
         var result = ValidateVolumeCapabilitiesResponse.newBuilder();
         if (unsupported.isPresent()) {
             result.setMessage(unsupported.get());
@@ -198,10 +209,17 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         String name = Ids.requireId("name", request.getName());
         String sourceId = Ids.requireId("source_volume_id", request.getSourceVolumeId());
         Snapshot snapshot = locks.withLock(() -> {
+            // A retry answers with the snapshot taken before, even once its source is deleted.
+            Optional<Snapshot> taken = pool.snapshots().find(Ids.snapshotIdFor(name))
+                    .filter(s -> s.sourceVolumeId().equals(sourceId));
+            if (taken.isPresent()) {
+                return taken.get();
+            }
             Volume source = pool.volumes().get(sourceId);
             return pool.snapshots().create(name, source, pool.volumes().imagePath(sourceId));
         }, Ids.snapshotIdFor(name), sourceId);
-        UnaryReply.send(response, CreateSnapshotResponse.newBuilder().setSnapshot(ProtoMapper.snapshot(snapshot)).build());
+        UnaryReply.send(response,
+                CreateSnapshotResponse.newBuilder().setSnapshot(ProtoMapper.snapshot(snapshot)).build());
     }
 
     @Override

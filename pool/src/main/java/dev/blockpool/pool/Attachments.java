@@ -33,9 +33,11 @@ public final class Attachments {
                 CsiException.notFound("node %s is not registered with the pool", Ids.quote(nodeId)));
         Optional<Attachment> existing = volume.attachmentOn(nodeId);
         if (existing.isPresent()) {
-            if (existing.get().readonly() != readonly) {
-                throw CsiException.alreadyExists("volume %s is already published to node %s with readonly=%s",
-                        volumeId, nodeId, existing.get().readonly());
+            if (existing.get().readonly() != readonly || existing.get().multiNode() == singleNode) {
+                throw CsiException.alreadyExists(
+                        "volume %s is already published to node %s with readonly=%s and a %s access mode",
+                        volumeId, nodeId, existing.get().readonly(),
+                        existing.get().multiNode() ? "multi-node" : "single-node");
             }
             return volume;
         }

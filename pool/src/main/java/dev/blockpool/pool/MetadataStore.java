@@ -42,10 +42,6 @@ final class MetadataStore<T> {
         this.type = type;
     }
 
-    Path directory() {
-        return directory;
-    }
-
     Path path(String id) {
         return directory.resolve(id + SUFFIX);
     }

@@ -8,9 +8,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * The room left on the pool's filesystem. Images are sparse, but the driver does not promise
- * more than the filesystem can hold: a volume larger than the whole filesystem is out of range,
- * one larger than what is free now exhausts the pool.
+ * The room left on the pool's filesystem. Sparse images make the pool thinly provisioned: each
+ * new volume must fit in what is free now (larger than the whole filesystem is out of range,
+ * larger than the free space exhausts the pool), but the sum of all volumes may exceed the
+ * filesystem, and writes into a full pool fail with ENOSPC inside the pod. Use the
+ * {@code preallocated} allocation where that is not acceptable.
  */
 public final class PoolSpace {
 

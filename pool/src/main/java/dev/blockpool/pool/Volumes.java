@@ -134,20 +134,29 @@ public final class Volumes {
         return Condition.HEALTHY;
     }
 
-    private void copyFromSource(ContentSource source, Path image, VolumeSpec spec) {
-        Path sourceImage;
-        long sourceSize;
+    /** The size of a snapshot or volume to copy from; NOT_FOUND when it does not exist. */
+    public long sourceSize(ContentSource source) {
+        return resolve(source).size();
+    }
+
+    private record SourceImage(Path image, long size) {
+    }
+
+    private SourceImage resolve(ContentSource source) {
         if (source.kind() == ContentSource.Kind.SNAPSHOT) {
             Snapshot snapshot = snapshots.find(source.id()).orElseThrow(() ->
                     CsiException.notFound("source snapshot %s does not exist", Ids.quote(source.id())));
-            sourceImage = snapshots.imagePath(snapshot.id());
-            sourceSize = snapshot.sizeBytes();
-        } else {
-            Volume sourceVolume = find(source.id()).orElseThrow(() ->
-                    CsiException.notFound("source volume %s does not exist", Ids.quote(source.id())));
-            sourceImage = imagePath(sourceVolume.id());
-            sourceSize = sourceVolume.capacityBytes();
+            return new SourceImage(snapshots.imagePath(snapshot.id()), snapshot.sizeBytes());
         }
+        Volume sourceVolume = find(source.id()).orElseThrow(() ->
+                CsiException.notFound("source volume %s does not exist", Ids.quote(source.id())));
+        return new SourceImage(imagePath(sourceVolume.id()), sourceVolume.capacityBytes());
+    }
+
+    private void copyFromSource(ContentSource source, Path image, VolumeSpec spec) {
+        SourceImage resolved = resolve(source);
+        Path sourceImage = resolved.image();
+        long sourceSize = resolved.size();
         if (sourceSize > spec.capacityBytes()) {
             throw CsiException.outOfRange("the source %s is %d bytes, larger than the requested %d bytes",
                     source.id(), sourceSize, spec.capacityBytes());
@@ -161,7 +170,7 @@ public final class Volumes {
     }
 
     private static Volume requireCompatible(Volume existing, VolumeSpec spec) {
-        boolean same = existing.capacityBytes() == spec.capacityBytes()
+        boolean same = spec.accepts(existing.capacityBytes())
                 && existing.fsType().equals(spec.fsType())
                 && existing.allocation() == spec.allocation()
                 && existing.accessTypes().equals(spec.accessTypes())
