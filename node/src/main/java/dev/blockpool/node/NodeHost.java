@@ -22,6 +22,7 @@ import java.io.IOException;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import org.slf4j.Logger;
@@ -130,22 +131,55 @@ public final class NodeHost {
         mounter.bind(staging, target, readOnly, options);
     }
 
+    /**
+     * Binds the volume's device node onto a file at the target. A read-only bind does not stop
+     * writes through a device node (the mount's flag covers the inode, not the device behind
+     * it), so a read-only publish of a read-write staged volume gets a read-only loop device of
+     * its own, which the kernel refuses to write; unpublish detaches it again.
+     */
     public void publishBlock(Path image, Path target, boolean readOnly, boolean singleWriter) {
-        LoopDevice loop = loops.reusableFor(image).orElseThrow(() -> CsiException.failedPrecondition(
+        LoopDevice staged = loops.reusableFor(image).orElseThrow(() -> CsiException.failedPrecondition(
                 "the volume has no loop device on this node; call NodeStageVolume first"));
         Optional<MountInfo> existing = table.at(target);
         if (existing.isPresent()) {
-            if (ownerOf(existing.get(), image) != Owner.THIS_VOLUME) {
+            Optional<LoopDevice> bound = loopOf(existing.get())
+                    .filter(l -> l.backingFile().equals(LoopSysfs.canonical(image)));
+            if (bound.isEmpty()) {
                 throw CsiException.alreadyExists("%s already has another device or filesystem mounted", target);
             }
             requireSameReadOnly(existing.get(), readOnly, target);
+            if (readOnly && !bound.get().readOnly()) {
+                throw CsiException.alreadyExists("%s is a writable device of the volume, not a read-only one", target);
+            }
             return;
         }
+        if (!readOnly && staged.readOnly()) {
+            throw CsiException.failedPrecondition(
+                    "the volume is staged read-only on this node (%s); a read-write publish is refused", staged.device());
+        }
         if (singleWriter) {
-            requireNoOtherPublish(usersOf(loop), List.of(target));
+            requireNoOtherPublish(loops.boundTo(image).stream().flatMap(l -> usersOf(l).stream()).toList(),
+                    List.of(target));
         }
         createFile(target);
-        mounter.bind(loop.device(), target, readOnly, List.of());
+        if (!readOnly || staged.readOnly()) {
+            mounter.bind(staged.device(), target, readOnly, List.of());
+            return;
+        }
+        LoopDevice own = loops.attach(image, true);
+        log.info("attached {} read-only to {} for the read-only publish at {}", image, own.device(), target);
+        try {
+            mounter.bind(own.device(), target, true, List.of());
+        } catch (RuntimeException e) {
+            try {
+                if (usersOf(own).isEmpty()) {
+                    loops.detach(own);
+                }
+            } catch (RuntimeException cleanup) {
+                e.addSuppressed(cleanup);
+            }
+            throw e;
+        }
     }
 
     /** An ephemeral inline volume: no staging, its filesystem is mounted straight at the target. */
@@ -165,10 +199,14 @@ public final class NodeHost {
         if (state instanceof PathState.Missing) {
             return;
         }
+        List<LoopDevice> unbound = new ArrayList<>();
         for (Optional<MountInfo> mount = table.at(target); mount.isPresent(); mount = table.at(target)) {
             Owner owner = ownerOf(mount.get(), image);
             if (owner == Owner.OTHER) {
                 throw CsiException.failedPrecondition("%s holds another volume or filesystem, not this volume", target);
+            }
+            if (owner == Owner.THIS_VOLUME && mount.get().root().matches("/loop[0-9]+")) {
+                loopOf(mount.get()).ifPresent(unbound::add);
             }
             mounter.unmount(target, owner == Owner.BROKEN || PathState.of(target) instanceof PathState.Broken);
         }
@@ -180,6 +218,24 @@ public final class NodeHost {
         } catch (IOException e) {
             throw CsiException.internal(e, "cannot remove %s: %s", target, e.getMessage());
         }
+        unbound.forEach(device -> releaseReadOnlyPublishDevice(image, device));
+    }
+
+    /**
+     * Detaches the device a read-only block publish attached for itself once nothing binds it:
+     * a read-only device of an image that also has a read-write one (the staged device, which
+     * stays until unstage).
+     */
+    private void releaseReadOnlyPublishDevice(Path image, LoopDevice device) {
+        Optional<LoopDevice> staged = loops.reusableFor(image);
+        Optional<LoopDevice> current = loops.byNumber(device.number())
+                .filter(l -> l.name().equals(device.name()) && l.backingFile().equals(device.backingFile()));
+        if (current.isEmpty() || !current.get().readOnly() || current.get().autoclear() || staged.isEmpty()
+                || staged.get().readOnly() || staged.get().name().equals(device.name())
+                || !usersOf(current.get()).isEmpty()) {
+            return;
+        }
+        loops.detach(current.get());
     }
 
     /** Detaches the image's loop devices once nothing mounts them. */
@@ -233,6 +289,11 @@ public final class NodeHost {
         LoopDevice loop = loops.reusableFor(image).orElseThrow(() -> CsiException.failedPrecondition(
                 "the volume has no loop device on this node; stage it before expanding"));
         loop = loops.refreshCapacity(loop);
+        for (LoopDevice other : loops.boundTo(image)) { // read-only devices of read-only block publishes
+            if (!other.name().equals(loop.name()) && !other.autoclear() && !other.backingFileDeleted()) {
+                loops.refreshCapacity(other);
+            }
+        }
         PathState state = PathState.of(path);
         if (block || state instanceof PathState.File) {
             return loop.sizeBytes();

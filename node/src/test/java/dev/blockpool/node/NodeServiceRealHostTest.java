@@ -334,6 +334,59 @@ class NodeServiceRealHostTest {
     }
 
     /**
+     * A read-only bind of a device node still lets a process write the device through it: a
+     * read-only publish must bind a device the kernel itself refuses to write.
+     */
+    @Test
+    void readOnlyRawBlockPublishCannotBeWritten() throws IOException {
+        Volume volume = createVolume("raw-ro", 64 * MiB, "", AccessType.BLOCK);
+        Path image = pool.volumes().imagePath(volume.id());
+        Csi.VolumeCapability capability = blockCapability(Mode.SINGLE_NODE_MULTI_WRITER);
+        Path writer = target("raw-writer");
+        Path reader = target("raw-reader");
+        byte[] payload = "written by the writer".getBytes(StandardCharsets.UTF_8);
+
+        stage(volume, capability);
+        publish(volume, writer, capability, false);
+        twice(() -> publish(volume, reader, capability, true), () -> assertMountedOnce(reader));
+        assertThat(RealHost.loopsOf(image)).as("the staged device and the reader's read-only one").hasSize(2)
+                .filteredOn(LoopDevice::readOnly).hasSize(1);
+        assertCode(() -> publish(volume, reader, capability, false), Status.Code.ALREADY_EXISTS);
+
+        try (FileChannel device = FileChannel.open(writer, StandardOpenOption.WRITE)) {
+            device.write(ByteBuffer.wrap(payload), 4 * MiB);
+            device.force(true);
+        }
+        ByteBuffer read = ByteBuffer.allocate(payload.length);
+        try (FileChannel device = FileChannel.open(reader, StandardOpenOption.READ)) {
+            device.read(read, 4 * MiB);
+        }
+        assertThat(read.array()).isEqualTo(payload);
+        // Depending on the kernel, opening a read-only block device for writing fails, or the write does.
+        assertThatThrownBy(() -> {
+            try (FileChannel device = FileChannel.open(reader, StandardOpenOption.WRITE)) {
+                device.write(ByteBuffer.wrap(new byte[512]), 4 * MiB);
+                device.force(true);
+            }
+        }).isInstanceOf(IOException.class);
+        try (FileChannel device = FileChannel.open(writer, StandardOpenOption.READ)) {
+            read.clear();
+            device.read(read, 4 * MiB);
+        }
+        assertThat(read.array()).as("the data is untouched").isEqualTo(payload);
+
+        twice(() -> unpublish(volume.id(), reader), () -> {
+            assertThat(reader).doesNotExist();
+            assertThat(RealHost.loopsOf(image)).as("the reader's device is detached").singleElement()
+                    .satisfies(l -> assertThat(l.readOnly()).isFalse());
+        });
+        unpublish(volume.id(), writer);
+        unstage(volume);
+        assertThat(RealHost.mountsUnder(dir)).isEmpty();
+        assertThat(RealHost.loopsUnder(dir)).isEmpty();
+    }
+
+    /**
      * The loop device is detached behind the driver's back. The kernel refuses to free a loop
      * device that a mounted filesystem holds; {@code losetup -d} then only marks it to go away
      * on last close (autoclear). To take the stage away too, its mount is lazily detached, as

@@ -25,9 +25,13 @@ public interface LoopDevices {
         return list().stream().filter(d -> d.backingFile().equals(wanted)).toList();
     }
 
-    /** The device a new user of {@code image} should share: bound to it and not detaching itself. */
+    /**
+     * The device a new user of {@code image} should share: bound to it and not detaching itself;
+     * a read-write one first (read-only devices next to it belong to read-only block publishes).
+     */
     default Optional<LoopDevice> reusableFor(Path image) {
-        return boundTo(image).stream().filter(d -> !d.autoclear() && !d.backingFileDeleted()).findFirst();
+        return boundTo(image).stream().filter(d -> !d.autoclear() && !d.backingFileDeleted())
+                .min(java.util.Comparator.comparing(LoopDevice::readOnly));
     }
 
     default Optional<LoopDevice> byNumber(DeviceNumber number) {
