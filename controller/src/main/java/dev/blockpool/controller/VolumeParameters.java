@@ -19,7 +19,9 @@ record VolumeParameters(String fsType, Allocation allocation) {
 
     static VolumeParameters parse(Map<String, String> parameters, Optional<String> capabilityFsType) {
         for (String key : parameters.keySet()) {
-            if (!key.equals(FS_TYPE) && !key.equals(ALLOCATION) && !key.startsWith(PROVISIONER_PREFIX)) {
+            // csi.storage.k8s.io/ephemeral marks the node's inline volumes, which NodeUnpublish deletes.
+            if (!key.equals(FS_TYPE) && !key.equals(ALLOCATION) && !key.startsWith(PROVISIONER_PREFIX)
+                    || key.equals(PROVISIONER_PREFIX + "ephemeral")) {
                 throw CsiException.invalidArgument(
                         "parameter %s is not supported: the driver accepts %s and %s", Ids.quote(key), FS_TYPE,
                         ALLOCATION);

@@ -65,6 +65,11 @@ class VolumeParametersTest {
                 new VolumeParameters("xfs", Allocation.SPARSE));
     }
 
+    @Test
+    void theMarkerOfEphemeralInlineVolumesIsRefused() {
+        assertInvalid(Map.of("csi.storage.k8s.io/ephemeral", "true"), Optional.empty(), "is not supported");
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"ext3", "btrfs", "nfs", "", "EXT4"})
     void unsupportedFsTypesAreInvalid(String fsType) {

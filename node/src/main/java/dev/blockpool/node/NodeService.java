@@ -98,6 +98,11 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                 || "true".equals(request.getPublishContextMap().get(READONLY_CONTEXT));
         Map<String, String> context = request.getVolumeContextMap();
         if ("true".equals(context.get(VolumeCatalog.EPHEMERAL))) {
+            if (volumes.isVolumeId(volumeId)) {
+                // kubelet names an inline volume csi-<hash>; a volume ID with this context is a PV's attributes.
+                throw CsiException.invalidArgument("volume %s is a volume of the pool, not an ephemeral inline volume: "
+                        + "its volume_context must not set %s", volumeId, VolumeCatalog.EPHEMERAL);
+            }
             UnaryReply.send(response, locked(volumeId, () -> publishEphemeral(volumeId, target, capability, context, readOnly)));
             return;
         }

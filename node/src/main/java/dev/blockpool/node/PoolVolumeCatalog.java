@@ -26,15 +26,21 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
         this.pool = pool;
     }
 
+    /**
+     * A volume ID names a volume, never an ephemeral one: whatever its parameters say, NodeUnpublish
+     * must not delete it. Only kubelet's handle of an inline volume (never a volume ID) finds
+     * an ephemeral volume, and only one whose name carries the prefix and the handle.
+     */
     @Override
     public Optional<NodeVolume> find(String volumeId) {
         if (Ids.isVolumeId(volumeId)) {
-            return pool.volumes().find(volumeId).map(this::toNodeVolume);
+            return pool.volumes().find(volumeId).map(v -> toNodeVolume(v, false));
         }
         Ids.requireId("volume_id", volumeId);
-        return pool.volumes().find(Ids.volumeIdFor(EPHEMERAL_NAME_PREFIX + volumeId))
-                .filter(v -> "true".equals(v.parameters().get(EPHEMERAL)))
-                .map(this::toNodeVolume);
+        String name = EPHEMERAL_NAME_PREFIX + volumeId;
+        return pool.volumes().find(Ids.volumeIdFor(name))
+                .filter(v -> name.equals(v.name()) && "true".equals(v.parameters().get(EPHEMERAL)))
+                .map(v -> toNodeVolume(v, true));
     }
 
     @Override
@@ -47,7 +53,7 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
         Ids.requireId("volume_id", handle);
         Volume volume = pool.volumes().create(new VolumeSpec(EPHEMERAL_NAME_PREFIX + handle, capacityBytes, fsType,
                 Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(EPHEMERAL, "true"), Optional.empty()));
-        return toNodeVolume(volume);
+        return toNodeVolume(volume, true);
     }
 
     @Override
@@ -55,12 +61,12 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
         pool.volumes().delete(volume.id());
     }
 
-    private NodeVolume toNodeVolume(Volume volume) {
+    private NodeVolume toNodeVolume(Volume volume, boolean ephemeral) {
         boolean any = volume.accessTypes().isEmpty();
         return new NodeVolume(volume.id(), volume.name(), volume.capacityBytes(), pool.volumes().imagePath(volume.id()),
                 Optional.ofNullable(volume.fsType()).filter(s -> !s.isEmpty()),
                 any || volume.accessTypes().contains(AccessType.MOUNT),
                 any || volume.accessTypes().contains(AccessType.BLOCK),
-                "true".equals(volume.parameters().get(EPHEMERAL)));
+                ephemeral);
     }
 }

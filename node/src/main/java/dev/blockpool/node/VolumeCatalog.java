@@ -23,6 +23,11 @@ public interface VolumeCatalog {
      */
     Optional<java.nio.file.Path> imageOf(String volumeId);
 
+    /** An ID the pool could issue; such an ID never names an ephemeral inline volume. */
+    default boolean isVolumeId(String volumeId) {
+        return imageOf(volumeId).isPresent();
+    }
+
     /** Creates (idempotently) the ephemeral inline volume for kubelet's handle. */
     NodeVolume createEphemeral(String handle, long capacityBytes, String fsType);
 

@@ -171,6 +171,15 @@ class NodeServiceTest {
     }
 
     @Test
+    void aVolumeIdIsNeverPublishedAsAnEphemeralInlineVolume() {
+        assertCode(() -> call(service::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId("vol-1").setTargetPath(target()).setVolumeCapability(WRITER)
+                .putVolumeContext(VolumeCatalog.EPHEMERAL, "true").build()), Status.Code.INVALID_ARGUMENT);
+        assertThat(fake.log).isEmpty();
+        assertThat(catalog).containsKey("vol-1");
+    }
+
+    @Test
     void aSecondOperationOnTheSameVolumeIsAborted() {
         locks.withLock(() -> assertCode(() -> call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder()
                 .setVolumeId("vol-1").setStagingTargetPath(staging()).setVolumeCapability(WRITER).build()),

@@ -1,0 +1,63 @@
+package dev.blockpool.node;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.pool.AccessType;
+import dev.blockpool.pool.Allocation;
+import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.Volume;
+import dev.blockpool.pool.VolumeSpec;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Which pool volumes the node treats as ephemeral inline volumes, i.e. deletes at NodeUnpublish. */
+class PoolVolumeCatalogTest {
+
+    @TempDir
+    Path dir;
+
+    private Pool pool;
+    private PoolVolumeCatalog catalog;
+
+    @BeforeEach
+    void setUp() {
+        pool = Pool.open(dir.resolve("pool"), new ProcessCommandRunner(), Clock.systemUTC(), Duration.ofHours(1));
+        catalog = new PoolVolumeCatalog(pool);
+    }
+
+    @Test
+    void aVolumeFoundByItsIdIsNeverEphemeralWhateverItsParametersSay() {
+        Volume persistent = pool.volumes().create(new VolumeSpec("pvc-1", 1 << 20, "ext4", Allocation.SPARSE,
+                Set.of(AccessType.MOUNT), Map.of(VolumeCatalog.EPHEMERAL, "true"), Optional.empty()));
+        assertThat(catalog.find(persistent.id())).get().extracting(NodeVolume::ephemeral).isEqualTo(false);
+    }
+
+    @Test
+    void onlyKubeletsHandleFindsTheEphemeralVolumeCreatedForIt() {
+        NodeVolume created = catalog.createEphemeral("csi-0123abcd", 1 << 20, "ext4");
+        assertThat(created.ephemeral()).isTrue();
+        assertThat(catalog.find("csi-0123abcd")).get().satisfies(v -> {
+            assertThat(v.id()).isEqualTo(created.id());
+            assertThat(v.ephemeral()).isTrue();
+        });
+        assertThat(catalog.find(created.id())).get().extracting(NodeVolume::ephemeral).isEqualTo(false);
+        assertThat(catalog.isVolumeId(created.id())).isTrue();
+        assertThat(catalog.isVolumeId("csi-0123abcd")).isFalse();
+        assertThat(catalog.find("csi-other")).isEmpty();
+    }
+
+    @Test
+    void aVolumeNamedLikeAnEphemeralOneIsNotEphemeralWithoutTheMarker() {
+        pool.volumes().create(new VolumeSpec(PoolVolumeCatalog.EPHEMERAL_NAME_PREFIX + "csi-feed", 1 << 20, "ext4",
+                Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.empty()));
+        assertThat(catalog.find("csi-feed")).isEmpty();
+    }
+}
