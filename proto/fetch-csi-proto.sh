@@ -6,6 +6,8 @@ set -euo pipefail
 version=$1 expected=$2 out=$3
 module=github.com/container-storage-interface/spec
 
+# sudo's secure_path drops the Go toolchain's usual home.
+command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
 command -v go >/dev/null || { echo "fetch-csi-proto: the go tool is needed to download $module@$version" >&2; exit 1; }
 
 # Run outside any Go module, so the download does not depend on the working directory.

@@ -15,7 +15,11 @@ public final class HostRequirements {
     }
 
     public static boolean isRoot() {
-        return "root".equals(System.getProperty("user.name"));
+        try {
+            return ((Integer) Files.getAttribute(Path.of("/proc/self"), "unix:uid")) == 0;
+        } catch (java.io.IOException | UnsupportedOperationException e) {
+            return false;
+        }
     }
 
     public static void assumeRootWithLoopDevices() {

@@ -39,7 +39,7 @@ public final class ImageFiles {
             Files.createFile(image);
             setLength(image, sizeBytes);
             if (allocation == Allocation.PREALLOCATED) {
-                commands.runChecked(COPY_TIMEOUT, List.of("fallocate", "--length", Long.toString(sizeBytes),
+                runChecked(List.of("fallocate", "--length", Long.toString(sizeBytes),
                         image.toString()));
             }
             DurableFiles.fsync(image);
@@ -52,7 +52,7 @@ public final class ImageFiles {
     public void grow(Path image, long sizeBytes, Allocation allocation) {
         setLength(image, sizeBytes);
         if (allocation == Allocation.PREALLOCATED) {
-            commands.runChecked(COPY_TIMEOUT, List.of("fallocate", "--length", Long.toString(sizeBytes),
+            runChecked(List.of("fallocate", "--length", Long.toString(sizeBytes),
                     image.toString()));
         }
         DurableFiles.fsync(image);
@@ -67,12 +67,23 @@ public final class ImageFiles {
         CopyMethod method = CopyMethod.REFLINK;
         if (!reflink.ok()) {
             log.debug("reflink of {} not possible ({}), copying sparsely", source, reflink.stderr().strip());
-            commands.runChecked(COPY_TIMEOUT, List.of("cp", "--reflink=never", "--sparse=always", "--",
+            runChecked(List.of("cp", "--reflink=never", "--sparse=always", "--",
                     source.toString(), target.toString()));
             method = CopyMethod.SPARSE_COPY;
         }
         DurableFiles.fsync(target);
         return method;
+    }
+
+    /** Runs a command that writes into the pool; a full pool is RESOURCE_EXHAUSTED, not INTERNAL. */
+    private void runChecked(List<String> command) {
+        CommandRunner.Result result = commands.run(COPY_TIMEOUT, command);
+        if (!result.ok()) {
+            if (result.stderr().contains("No space left on device")) {
+                throw CsiException.resourceExhausted("the pool is full: %s", result.describe());
+            }
+            throw CsiException.internal("%s", result.describe());
+        }
     }
 
     public static long size(Path image) {

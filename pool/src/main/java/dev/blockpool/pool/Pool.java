@@ -1,6 +1,7 @@
 package dev.blockpool.pool;
 
 import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.OperationLocks;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -42,7 +43,7 @@ public final class Pool {
 
     /**
      * Opens the pool at {@code root}, creating its directories when new, and reconciles work a
-     * crash left half-done (see {@link #reconcile()}).
+     * crash left half-done (see {@link #reconcile(OperationLocks)}).
      */
     public static Pool open(Path root, CommandRunner commands, Clock clock, Duration settleTime) {
         try {
@@ -53,17 +54,18 @@ public final class Pool {
             throw new UncheckedIOException("cannot create the pool directories under " + root, e);
         }
         Pool pool = new Pool(root, commands, clock, settleTime);
-        pool.reconcile();
+        pool.reconcile(new OperationLocks());
         return pool;
     }
 
     /**
      * Removes what interrupted work left behind: temporary files and images without metadata.
-     * Only files untouched for the settle time are considered, so that a create in progress, here
-     * or in another process sharing the pool, is never robbed of its image.
+     * Only files untouched for the settle time are considered, so that a create in progress in
+     * another process sharing the pool is never robbed of its image, and no image of an ID that
+     * holds one of {@code locks} (an operation in progress in this process).
      */
-    public void reconcile() {
-        new Reconciler(root, clock.instant().minus(settleTime)).run();
+    public void reconcile(OperationLocks locks) {
+        new Reconciler(root, clock.instant().minus(settleTime), locks).run();
     }
 
     public Path root() {

@@ -1,5 +1,7 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.common.CsiException;
+import dev.blockpool.common.OperationLocks;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -23,10 +25,13 @@ final class Reconciler {
 
     private final Path root;
     private final Instant olderThan;
+    private final OperationLocks locks;
 
-    Reconciler(Path root, Instant olderThan) {
+    /** Leaves alone files modified after {@code olderThan} and IDs with an operation in {@code locks}. */
+    Reconciler(Path root, Instant olderThan, OperationLocks locks) {
         this.root = root;
         this.olderThan = olderThan;
+        this.locks = locks;
     }
 
     void run() {
@@ -46,7 +51,15 @@ final class Reconciler {
         String id = name.substring(0, name.length() - Volumes.IMAGE_SUFFIX.length());
         Path metadata = image.resolveSibling(id + MetadataStore.SUFFIX);
         if (!Files.exists(metadata)) {
-            remove(image, "image without metadata: an interrupted create or delete");
+            try {
+                locks.withLock(() -> {
+                    if (!Files.exists(metadata)) {
+                        remove(image, "image without metadata: an interrupted create or delete");
+                    }
+                }, id);
+            } catch (CsiException busy) {
+                log.debug("reconcile: {} is in use, leaving its image", id);
+            }
             return;
         }
         Class<?> type = Ids.isSnapshotId(id) ? Snapshot.class : Volume.class;

@@ -2,6 +2,7 @@ package dev.blockpool.pool;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -104,6 +105,22 @@ class PoolReconcileTest {
     }
 
     @Test
+    void leavesTheImageOfAnOperationInProgressInThisProcess() throws IOException {
+        Pool pool = open(Duration.ZERO);
+        String id = Ids.volumeIdFor("being-cloned");
+        Path image = root.resolve("volumes").resolve(id + ".img");
+        Files.write(image, new byte[10]);
+        age(image);
+        OperationLocks locks = new OperationLocks();
+
+        locks.withLock(() -> pool.reconcile(locks), id);
+        assertThat(image).as("kept while its create holds the lock").exists();
+
+        pool.reconcile(locks);
+        assertThat(image).as("removed once nobody works on it").doesNotExist();
+    }
+
+    @Test
     void neverDeletesAnImageWhoseMetadataIsUnreadable() throws IOException {
         Pool pool = open(Duration.ZERO);
         Volume volume = pool.volumes().create(spec("damaged", 1 << 20));
@@ -117,7 +134,7 @@ class PoolReconcileTest {
         Stream.of(image, metadata, snapImage, snapMetadata).forEach(PoolReconcileTest::age);
 
         Pool reopened = open(Duration.ZERO);
-        reopened.reconcile();
+        reopened.reconcile(new OperationLocks());
 
         assertThat(image).exists().hasSize(1 << 20);
         assertThat(metadata).exists();
