@@ -15,6 +15,8 @@ GRPCURL=github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4
 install_tool() { # name module@version
   local name=$1 module=$2 stamp="$bin/.$1.version"
   if [[ -x $bin/$name && -f $stamp && $(<"$stamp") == "$module" ]]; then return; fi
+  # sudo's secure_path drops the Go toolchain's usual home.
+  command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
   command -v go >/dev/null || { echo "install-tools: the go tool is needed to install $name" >&2; exit 1; }
   echo "install-tools: go install $module" >&2
   GOBIN=$bin go install "$module"

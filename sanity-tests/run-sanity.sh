@@ -28,7 +28,6 @@ cleanup() {
   stop_driver
   # Whatever a failed spec left behind: mounts under the work dir, loop devices on its pool.
   grep -F " $work/" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
-  losetup -j "$work" -n -O NAME 2>/dev/null | xargs -r -n1 losetup -d 2>/dev/null || true
   for dev in $(losetup -n -O NAME,BACK-FILE 2>/dev/null | awk -v w="$work/" 'index($2, w) == 1 {print $1}'); do
     losetup -d "$dev" 2>/dev/null || true
   done

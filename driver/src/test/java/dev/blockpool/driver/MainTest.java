@@ -59,8 +59,9 @@ class MainTest {
     @Test
     void badModeIsOneLine() {
         assertThat(Main.run("--endpoint", dir.resolve("csi.sock").toString(), "--pool-dir", dir.toString(),
-                "--mode", "everything")).isEqualTo(1);
-        assertThat(stderr()).isEqualTo("blockpool-csi: --mode must be controller, node or all, not everything\n");
+                "--mode", "everything")).isEqualTo(2);
+        assertThat(stderr()).startsWith("blockpool-csi: Invalid value for option '--mode'")
+                .contains("everything").hasLineCount(1);
     }
 
     @Test

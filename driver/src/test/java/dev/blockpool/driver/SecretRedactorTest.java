@@ -49,8 +49,10 @@ class SecretRedactorTest {
     }
 
     @Test
-    void summaryLineNamesIdsButNeverSecrets() {
-        var request = CreateVolumeRequest.newBuilder().setName("pvc-1").putSecrets("k", "v").build();
-        assertThat(CallLoggingInterceptor.keyFields(request)).isEqualTo(" [name=pvc-1]");
+    void summaryLineNamesTheIdsOfTheRequestOnly() {
+        var request = csi.v1.Csi.ControllerPublishVolumeRequest.newBuilder().setVolumeId("vol-1").setNodeId("node-a")
+                .setReadonly(true).putVolumeContext("fsType", "ext4").putSecrets("k", "v").build();
+        assertThat(CallLoggingInterceptor.keyFields(request)).isEqualTo(" [volume_id=vol-1 node_id=node-a]");
+        assertThat(CallLoggingInterceptor.keyFields(csi.v1.Csi.ProbeRequest.getDefaultInstance())).isEmpty();
     }
 }
