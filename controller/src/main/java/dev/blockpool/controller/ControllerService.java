@@ -182,8 +182,8 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     public void controllerExpandVolume(ControllerExpandVolumeRequest request,
                                        StreamObserver<ControllerExpandVolumeResponse> response) {
         String volumeId = Ids.requireId("volume_id", request.getVolumeId());
-        if (!request.hasCapacityRange()) {
-            throw CsiException.invalidArgument("capacity_range is required");
+        if (request.getCapacityRange().getRequiredBytes() <= 0) {
+            throw CsiException.invalidArgument("capacity_range.required_bytes is required: the size to grow to");
         }
         if (request.hasVolumeCapability()) {
             Capabilities.require(request.getVolumeCapability());

@@ -11,7 +11,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.Optional;
 import java.util.Set;
 import org.junit.jupiter.api.BeforeEach;
@@ -38,6 +44,39 @@ class AttachmentsTest {
     private static void assertCode(Status.Code code, Runnable call) {
         assertThatThrownBy(call::run).isInstanceOfSatisfying(CsiException.class,
                 e -> assertThat(e.code()).isEqualTo(code));
+    }
+
+    @Test
+    void concurrentAttachesToOneNodeStopAtItsLimit() throws Exception {
+        pool.nodes().register(new NodeRecord("small-node", 3, Map.of()));
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            ids.add(pool.volumes().create(new VolumeSpec("pvc-" + i, 1 << 20, "ext4", Allocation.SPARSE,
+                    Set.of(AccessType.MOUNT), Map.of(), Optional.empty())).id());
+        }
+        CountDownLatch start = new CountDownLatch(1);
+        List<Future<Boolean>> results = new ArrayList<>();
+        try (ExecutorService threads = Executors.newFixedThreadPool(8)) {
+            for (String id : ids) {
+                results.add(threads.submit(() -> {
+                    start.await();
+                    try {
+                        pool.attachments().attach(id, "small-node", false, true);
+                        return true;
+                    } catch (CsiException e) {
+                        assertThat(e.code()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+                        return false;
+                    }
+                }));
+            }
+            start.countDown();
+        }
+        long attached = 0;
+        for (Future<Boolean> result : results) {
+            attached += result.get() ? 1 : 0;
+        }
+        assertThat(attached).isEqualTo(3);
+        assertThat(pool.volumes().list()).filteredOn(v -> v.attachmentOn("small-node").isPresent()).hasSize(3);
     }
 
     @Test
