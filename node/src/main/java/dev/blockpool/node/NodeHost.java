@@ -85,7 +85,7 @@ public final class NodeHost {
             return;
         }
         createDirectory(staging);
-        mountFresh(image, staging, request);
+        mountFresh(image, staging, request, false);
     }
 
     public void unstage(Path image, Path staging) {
@@ -182,7 +182,11 @@ public final class NodeHost {
         }
     }
 
-    /** An ephemeral inline volume: no staging, its filesystem is mounted straight at the target. */
+    /**
+     * An ephemeral inline volume: no staging, its filesystem is mounted straight at the target.
+     * The volume is new and empty, so it is formatted on a read-write device even when the pod
+     * is to see it read-only; only the mount is read-only then.
+     */
     public void publishEphemeral(Path image, Path target, FilesystemRequest request) {
         Optional<MountInfo> existing = table.at(target);
         if (existing.isPresent()) {
@@ -190,7 +194,7 @@ public final class NodeHost {
             return;
         }
         createDirectory(target);
-        mountFresh(image, target, request);
+        mountFresh(image, target, request, true);
     }
 
     /** Unmounts the target if this volume is there, and removes it; a target already gone is fine. */
@@ -236,6 +240,18 @@ public final class NodeHost {
             return;
         }
         loops.detach(current.get());
+    }
+
+    /**
+     * Detaches the image's loop devices when nothing mounts or binds any of them, and says
+     * whether it did; a device in use leaves every device of the image as it is.
+     */
+    public boolean releaseLoopsIfUnused(Path image) {
+        if (loops.boundTo(image).stream().anyMatch(loop -> !usersOf(loop).isEmpty())) {
+            return false;
+        }
+        releaseLoops(image);
+        return true;
     }
 
     /** Detaches the image's loop devices once nothing mounts them. */
@@ -351,13 +367,19 @@ public final class NodeHost {
         }
     }
 
-    private void mountFresh(Path image, Path mountPoint, FilesystemRequest request) {
+    /**
+     * Attaches (or reuses) the image's device, prepares its filesystem and mounts it. With
+     * {@code writableDevice} the device is attached read-write and an empty one is formatted
+     * even for a read-only mount.
+     */
+    private void mountFresh(Path image, Path mountPoint, FilesystemRequest request, boolean writableDevice) {
+        boolean readOnlyDevice = request.readOnly() && !writableDevice;
         boolean attached = loops.reusableFor(image).isEmpty();
-        LoopDevice loop = acquireLoop(image, request.readOnly());
+        LoopDevice loop = acquireLoop(image, readOnlyDevice);
         try {
-            FsType type = prepareFilesystem(loop, request);
-            List<String> options = request.readOnly() && !request.options().contains("ro")
-                    ? concat(request.options(), "ro") : request.options();
+            FsType type = prepareFilesystem(loop, request, readOnlyDevice);
+            // Capability.filesystem() strips ro/rw from the flags: read-only is request.readOnly() alone.
+            List<String> options = request.readOnly() ? concat(request.options(), "ro") : request.options();
             mounter.mount(loop.device(), mountPoint, type, options);
         } catch (RuntimeException e) {
             if (attached && usersOf(loop).isEmpty()) {
@@ -372,10 +394,10 @@ public final class NodeHost {
     }
 
     /** Formats an empty device, checks a formatted one before a read-write mount; returns its type. */
-    private FsType prepareFilesystem(LoopDevice loop, FilesystemRequest request) {
+    private FsType prepareFilesystem(LoopDevice loop, FilesystemRequest request, boolean readOnlyDevice) {
         Probe probe = filesystems.probe(loop.device());
         if (probe.empty()) {
-            if (request.readOnly()) {
+            if (readOnlyDevice) {
                 throw CsiException.failedPrecondition(
                         "the volume has no filesystem yet and is to be mounted read-only, so it cannot be formatted");
             }
@@ -394,7 +416,7 @@ public final class NodeHost {
             throw CsiException.failedPrecondition("the volume holds an %s filesystem, but %s was requested",
                     found.get(), request.requestedType().get());
         }
-        if (!request.readOnly()) {
+        if (!readOnlyDevice) {
             filesystems.check(loop.device(), found.get());
         }
         return found.get();

@@ -130,7 +130,20 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         String fsType = capability.fsType().or(() -> Optional.ofNullable(context.get(FS_TYPE_CONTEXT)).map(FsType::parse))
                 .orElse(FsType.EXT4).fsName();
         NodeVolume volume = volumes.createEphemeral(handle, size, fsType);
-        host.publishEphemeral(volume.image(), target, capability.filesystem(volume, context, readOnly));
+        try {
+            host.publishEphemeral(volume.image(), target, capability.filesystem(volume, context, readOnly));
+        } catch (RuntimeException e) {
+            // Nobody will unpublish what was never published: unless a retry finds the volume
+            // mounted (an earlier publish succeeded), it is released and deleted here.
+            try {
+                if (host.releaseLoopsIfUnused(volume.image())) {
+                    volumes.delete(volume);
+                }
+            } catch (RuntimeException cleanup) {
+                e.addSuppressed(cleanup);
+            }
+            throw e;
+        }
         return Csi.NodePublishVolumeResponse.getDefaultInstance();
     }
 

@@ -106,8 +106,17 @@ final class FakeHost implements MountTable, LoopDevices, Filesystems, Mounter {
         return new FsStats(1000, 100, 900, 10, 1, 9);
     }
 
+    /** When set, the next mount fails with it (and mounts nothing). */
+    RuntimeException mountFailure;
+
     @Override
     public void mount(Path device, Path target, FsType type, List<String> options) {
+        if (mountFailure != null) {
+            RuntimeException failure = mountFailure;
+            mountFailure = null;
+            log.add("mount failed " + device.getFileName());
+            throw failure;
+        }
         LoopDevice loop = loops.get(device.getFileName().toString());
         log.add("mount " + device.getFileName() + " " + type + " " + options);
         mounts.add(new MountInfo(nextMountId++, 1, loop.number(), "/", target, options.contains("ro")

@@ -459,6 +459,48 @@ class NodeServiceRealHostTest {
         assertThat(RealHost.loopsUnder(dir)).isEmpty();
     }
 
+    private void publishInline(String handle, Path target, boolean readOnly) {
+        call(node()::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId(handle).setTargetPath(target.toString()).setReadonly(readOnly)
+                .setVolumeCapability(mountCapability(Mode.SINGLE_NODE_WRITER))
+                .putVolumeContext(VolumeCatalog.EPHEMERAL, "true").putVolumeContext("size", "64Mi").build());
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"ext4", "xfs"})
+    void aReadOnlyEphemeralVolumeIsFormattedAndMountedReadOnly(String fsType) {
+        String handle = "csi-readonly-" + fsType;
+        Path target = target("inline-ro");
+        call(node()::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId(handle).setTargetPath(target.toString()).setReadonly(true)
+                .setVolumeCapability(mountCapability(Mode.SINGLE_NODE_WRITER))
+                .putVolumeContext(VolumeCatalog.EPHEMERAL, "true").putVolumeContext("size", "320Mi") // xfs: 300MB at least
+                .putVolumeContext("fsType", fsType).build());
+        assertMountedOnce(target);
+        assertThat(RealHost.mountsAt(target).getFirst()).satisfies(m -> {
+            assertThat(m.fsType()).isEqualTo(fsType);
+            assertThat(m.readOnly()).isTrue();
+        });
+        assertThatThrownBy(() -> Files.writeString(target.resolve("f"), "x")).isInstanceOf(IOException.class)
+                .hasMessageContaining("Read-only");
+
+        unpublish(handle, target);
+        assertThat(pool.volumes().list()).isEmpty();
+        assertThat(RealHost.mountsUnder(dir)).isEmpty();
+        assertThat(RealHost.loopsUnder(dir)).isEmpty();
+    }
+
+    @Test
+    void aFailedEphemeralPublishDeletesTheVolumeItCreated() throws IOException {
+        Path target = target("inline-blocked");
+        Files.createDirectories(target.getParent());
+        Files.writeString(target, "a file where the mount point should be");
+        assertCode(() -> publishInline("csi-blocked", target, false), Status.Code.INTERNAL);
+        assertThat(pool.volumes().list()).isEmpty();
+        assertThat(RealHost.loopsUnder(dir)).isEmpty();
+        assertThat(Files.readString(target)).startsWith("a file");
+    }
+
     @Test
     void statsOfAStagedVolumeComeFromItsFilesystem() {
         Volume volume = createVolume("stats", 64 * MiB, "ext4", AccessType.MOUNT);

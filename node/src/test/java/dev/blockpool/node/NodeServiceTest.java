@@ -50,12 +50,20 @@ class NodeServiceTest {
 
             @Override
             public NodeVolume createEphemeral(String handle, long capacityBytes, String fsType) {
-                throw new UnsupportedOperationException();
+                return catalog.computeIfAbsent(handle, h -> {
+                    try {
+                        return new NodeVolume("vol-eph-" + h, "ephemeral:" + h, capacityBytes,
+                                Files.createFile(dir.resolve("vol-eph-" + h + ".img")), Optional.of(fsType), true,
+                                false, true);
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                });
             }
 
             @Override
             public void delete(NodeVolume volume) {
-                catalog.remove(volume.id());
+                catalog.values().remove(volume);
             }
         };
         service = new NodeService(NodeIdentity.of("node-a", 16), volumes, fake.nodeHost(), locks);
@@ -177,6 +185,45 @@ class NodeServiceTest {
                 .putVolumeContext(VolumeCatalog.EPHEMERAL, "true").build()), Status.Code.INVALID_ARGUMENT);
         assertThat(fake.log).isEmpty();
         assertThat(catalog).containsKey("vol-1");
+    }
+
+    private Csi.NodePublishVolumeRequest inline(String handle, boolean readOnly) {
+        return Csi.NodePublishVolumeRequest.newBuilder().setVolumeId(handle).setTargetPath(target())
+                .setVolumeCapability(WRITER).setReadonly(readOnly).putVolumeContext(VolumeCatalog.EPHEMERAL, "true")
+                .build();
+    }
+
+    @Test
+    void aFailedEphemeralPublishLeavesNoVolumeAndNoLoopDevice() {
+        fake.mountFailure = CsiException.internal("mount: wrong fs type");
+        assertCode(() -> call(service::nodePublishVolume, inline("csi-abc", false)), Status.Code.INTERNAL);
+        assertThat(fake.log).containsExactly("attach vol-eph-csi-abc.img", "format loop0 ext4", "mount failed loop0",
+                "detach loop0");
+        assertThat(fake.loops).isEmpty();
+        assertThat(catalog).doesNotContainKey("csi-abc");
+    }
+
+    @Test
+    void aFailedRetryOfAnEphemeralPublishKeepsTheMountedVolume() {
+        call(service::nodePublishVolume, inline("csi-abc", false));
+        assertCode(() -> call(service::nodePublishVolume, inline("csi-abc", true)), Status.Code.ALREADY_EXISTS);
+        assertThat(catalog).containsKey("csi-abc");
+        assertThat(fake.mounts).singleElement().satisfies(m -> assertThat(m.readOnly()).isFalse());
+        assertThat(fake.loops).hasSize(1);
+    }
+
+    @Test
+    void aReadOnlyEphemeralVolumeIsFormattedReadWriteThenMountedReadOnly() {
+        call(service::nodePublishVolume, inline("csi-ro", true));
+        call(service::nodePublishVolume, inline("csi-ro", true));
+        assertThat(fake.log).containsExactly("attach vol-eph-csi-ro.img", "format loop0 ext4", "mount loop0 ext4 [ro]");
+        assertThat(fake.mounts).singleElement().satisfies(m -> assertThat(m.readOnly()).isTrue());
+
+        call(service::nodeUnpublishVolume, Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId("csi-ro")
+                .setTargetPath(target()).build());
+        assertThat(fake.mounts).isEmpty();
+        assertThat(fake.loops).isEmpty();
+        assertThat(catalog).doesNotContainKey("csi-ro");
     }
 
     @Test
