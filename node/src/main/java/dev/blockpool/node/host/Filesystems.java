@@ -11,7 +11,10 @@ public interface Filesystems {
     /** Makes a filesystem; callers format only a device whose {@link #probe} was empty. */
     void format(Path device, FsType type);
 
-    /** Checks (and for ext4, safely repairs) an unmounted filesystem before a read-write mount. */
+    /**
+     * Prepares an unmounted filesystem for a read-write mount: ext4 is checked and safely
+     * repaired (e2fsck -p); xfs is left to the mount, which replays its log.
+     */
     void check(Path device, FsType type);
 
     /** Grows a mounted filesystem to the size of its device. */
