@@ -298,39 +298,39 @@ public final class NodeHost {
     }
 
     /**
-     * Refreshes the loop device's size from its grown image and grows the filesystem: online
-     * when {@code path} is a mount of the volume, offline otherwise. Returns the device size.
+     * Refreshes the size of the volume's loop devices from its grown image and, when
+     * {@code path} is a filesystem mount of the volume, grows the filesystem online. A block
+     * target only needs the device refreshed. Any other path is NOT_FOUND: the filesystem of a
+     * volume that is not mounted is never grown here (xfs grows only while mounted, and a
+     * private mount elsewhere would outlive a crash); kubelet expands it after the next stage.
+     * Returns the size of the device behind {@code path}.
      */
     public long expand(Path image, Path path, boolean block) {
-        LoopDevice loop = loops.reusableFor(image).orElseThrow(() -> CsiException.failedPrecondition(
-                "the volume has no loop device on this node; stage it before expanding"));
-        loop = loops.refreshCapacity(loop);
-        for (LoopDevice other : loops.boundTo(image)) { // read-only devices of read-only block publishes
-            if (!other.name().equals(loop.name()) && !other.autoclear() && !other.backingFileDeleted()) {
-                loops.refreshCapacity(other);
+        MountInfo mount = table.at(path).filter(m -> ownerOf(m, image) == Owner.THIS_VOLUME)
+                .orElseThrow(() -> CsiException.notFound(
+                        "the volume is not mounted at %s: volume_path must be a mount or a block target of it", path));
+        LoopDevice mounted = loopOf(mount).orElseThrow(() -> CsiException.notFound(
+                "the loop device behind %s went away", path));
+        if (mounted.autoclear() || mounted.backingFileDeleted()) {
+            throw CsiException.failedPrecondition("%s behind %s was detached or lost its image while in use",
+                    mounted.device(), path);
+        }
+        LoopDevice refreshed = mounted;
+        for (LoopDevice loop : loops.boundTo(image)) { // the staged device and those of read-only block publishes
+            if (!loop.autoclear() && !loop.backingFileDeleted()) {
+                LoopDevice after = loops.refreshCapacity(loop);
+                if (loop.name().equals(mounted.name())) {
+                    refreshed = after;
+                }
             }
         }
-        PathState state = PathState.of(path);
-        if (block || state instanceof PathState.File) {
-            return loop.sizeBytes();
+        if (block || PathState.of(path) instanceof PathState.File) {
+            return refreshed.sizeBytes();
         }
-        Optional<MountInfo> mount = table.at(path).filter(m -> ownerOf(m, image) == Owner.THIS_VOLUME);
-        if (mount.isPresent()) {
-            FsType type = FsType.find(mount.get().fsType()).orElseThrow(() -> CsiException.failedPrecondition(
-                    "cannot grow a %s filesystem", mount.get().fsType()));
-            filesystems.growMounted(loop.device(), path, type);
-            return loop.sizeBytes();
-        }
-        if (!usersOf(loop).isEmpty()) {
-            throw CsiException.failedPrecondition("the volume is mounted, but not at %s", path);
-        }
-        Probe probe = filesystems.probe(loop.device());
-        Optional<FsType> type = probe.type().flatMap(FsType::find);
-        if (type.isEmpty()) {
-            return loop.sizeBytes(); // no filesystem yet: formatting will use the whole device
-        }
-        growOffline(loop, type.get());
-        return loop.sizeBytes();
+        FsType type = FsType.find(mount.fsType()).orElseThrow(() -> CsiException.failedPrecondition(
+                "cannot grow a %s filesystem", mount.fsType()));
+        filesystems.growMounted(refreshed.device(), path, type);
+        return refreshed.sizeBytes();
     }
 
     public boolean isMountPoint(Path path) {
@@ -338,34 +338,6 @@ public final class NodeHost {
     }
 
     // ---- helpers -------------------------------------------------------------------------
-
-    private void growOffline(LoopDevice loop, FsType type) {
-        if (type == FsType.EXT4) {
-            filesystems.growUnmountedExt4(loop.device());
-            return;
-        }
-        // xfs grows only while mounted: mount it privately for the duration.
-        Path scratch;
-        try {
-            scratch = Files.createTempDirectory("blockpool-grow-");
-        } catch (IOException e) {
-            throw CsiException.internal(e, "cannot create a scratch mount point: %s", e.getMessage());
-        }
-        try {
-            mounter.mount(loop.device(), scratch, type, List.of());
-            try {
-                filesystems.growMounted(loop.device(), scratch, type);
-            } finally {
-                mounter.unmount(scratch, false);
-            }
-        } finally {
-            try {
-                Files.deleteIfExists(scratch);
-            } catch (IOException e) {
-                log.warn("cannot remove scratch mount point {}: {}", scratch, e.getMessage());
-            }
-        }
-    }
 
     /**
      * Attaches (or reuses) the image's device, prepares its filesystem and mounts it. With

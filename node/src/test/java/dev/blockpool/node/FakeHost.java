@@ -66,7 +66,15 @@ final class FakeHost implements MountTable, LoopDevices, Filesystems, Mounter {
     @Override
     public LoopDevice refreshCapacity(LoopDevice device) {
         log.add("refresh " + device.name());
-        return loops.get(device.name());
+        LoopDevice l = loops.get(device.name());
+        try {
+            LoopDevice refreshed = new LoopDevice(l.name(), l.device(), l.number(), l.backingFile(),
+                    l.backingFileDeleted(), l.readOnly(), l.autoclear(), java.nio.file.Files.size(l.backingFile()));
+            loops.put(l.name(), refreshed);
+            return refreshed;
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     @Override
@@ -94,11 +102,6 @@ final class FakeHost implements MountTable, LoopDevices, Filesystems, Mounter {
     @Override
     public void growMounted(Path device, Path mountPoint, FsType type) {
         log.add("grow " + device.getFileName() + " " + type);
-    }
-
-    @Override
-    public void growUnmountedExt4(Path device) {
-        log.add("grow offline " + device.getFileName());
     }
 
     @Override

@@ -151,11 +151,30 @@ class NodeHostTest {
     }
 
     @Test
-    void expansionRefreshesTheDeviceThenGrowsTheMountedFilesystem() {
-        assertCode(() -> host.expand(image, staging, false), Status.Code.FAILED_PRECONDITION);
+    void expansionRefreshesTheDeviceThenGrowsTheMountedFilesystem() throws IOException {
+        assertCode(() -> host.expand(image, staging, false), Status.Code.NOT_FOUND);
         host.stageFilesystem(image, staging, ext4(false));
+        try (var file = new java.io.RandomAccessFile(image.toFile(), "rw")) {
+            file.setLength(3L << 30); // the controller grew the image
+        }
         fake.log.clear();
-        assertThat(host.expand(image, staging, false)).isEqualTo(1L << 30);
+        assertThat(host.expand(image, staging, false)).isEqualTo(3L << 30);
         assertThat(fake.log).containsExactly("refresh loop0", "grow loop0 ext4");
+        assertThat(fake.loops.get("loop0").sizeBytes()).isEqualTo(3L << 30);
+    }
+
+    @Test
+    void expansionNeedsAMountOfTheVolumeAtThePath() throws IOException {
+        Path other = Files.createFile(dir.resolve("vol-b.img"));
+        Path otherStaging = dir.resolve("other-staging");
+        host.stageFilesystem(image, staging, ext4(false));
+        host.stageFilesystem(other, otherStaging, ext4(false));
+        fake.log.clear();
+        assertCode(() -> host.expand(image, otherStaging, false), Status.Code.NOT_FOUND);
+        assertCode(() -> host.expand(image, dir, false), Status.Code.NOT_FOUND);
+        host.unstage(image, staging);
+        fake.log.clear();
+        assertCode(() -> host.expand(image, staging, false), Status.Code.NOT_FOUND);
+        assertThat(fake.log).isEmpty();
     }
 }

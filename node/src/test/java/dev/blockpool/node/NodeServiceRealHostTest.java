@@ -296,23 +296,53 @@ class NodeServiceRealHostTest {
         unstage(volume);
     }
 
-    @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"ext4", "xfs"})
-    void offlineExpansionGrowsAnUnmountedFilesystem(String fsType) {
-        Volume volume = createVolume("offline-" + fsType, 512 * MiB, fsType, AccessType.MOUNT);
-        Path image = pool.volumes().imagePath(volume.id());
-        NodeHost host = NodeHost.onThisHost(RealHost.RUNNER);
-        host.stageBlock(image, false); // the device is attached, its filesystem mounted nowhere
-        LoopDevice loop = RealHost.loopsOf(image).getFirst();
-        new dev.blockpool.node.host.HostFilesystems(RealHost.RUNNER).format(loop.device(),
-                dev.blockpool.node.host.FsType.parse(fsType));
+    private Csi.NodeExpandVolumeResponse expand(Volume volume, Path path, Csi.VolumeCapability capability) {
+        return call(node()::nodeExpandVolume, Csi.NodeExpandVolumeRequest.newBuilder().setVolumeId(volume.id())
+                .setVolumePath(path.toString()).setVolumeCapability(capability).build());
+    }
 
-        pool.volumes().expand(volume.id(), 1024 * MiB);
-        assertThat(host.expand(image, dir, false)).isEqualTo(1024 * MiB);
+    /** Only a mount or a block target of the volume is expanded; nothing is mounted anywhere else for it. */
+    @Test
+    void expansionNeedsAMountOfTheVolumeAtItsPath() throws IOException {
+        Volume volume = createVolume("expand-where", 64 * MiB, "ext4", AccessType.MOUNT);
+        Volume other = createVolume("expand-other", 64 * MiB, "ext4", AccessType.MOUNT);
+        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Path otherStaging = Files.createDirectories(dir.resolve("kubelet/staging/other"));
+        call(node()::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(other.id())
+                .setStagingTargetPath(otherStaging.toString()).setVolumeCapability(capability).build());
+        pool.volumes().expand(volume.id(), 128 * MiB);
 
-        stage(volume, mountCapability(Mode.SINGLE_NODE_WRITER)); // reuses the device, mounts the grown filesystem
-        assertOneLoop(volume);
-        assertThat(bytes(stats(volume.id(), staging)).getTotal()).isGreaterThan(900 * MiB);
+        assertCode(() -> expand(volume, dir, capability), Status.Code.NOT_FOUND); // a directory, not a mount
+        assertCode(() -> expand(volume, staging, capability), Status.Code.NOT_FOUND); // not staged
+        stage(volume, capability);
+        assertCode(() -> expand(volume, otherStaging, capability), Status.Code.NOT_FOUND); // another volume's mount
+        assertThat(RealHost.mountsUnder(dir)).hasSize(2);
+
+        unstage(volume);
+        call(node()::nodeUnstageVolume, Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(other.id())
+                .setStagingTargetPath(otherStaging.toString()).build());
+        assertThat(RealHost.mountsUnder(dir)).isEmpty();
+        assertThat(RealHost.loopsUnder(dir)).isEmpty();
+    }
+
+    @Test
+    void expandingABlockTargetRefreshesItsDevices() {
+        Volume volume = createVolume("expand-block", 64 * MiB, "", AccessType.BLOCK);
+        Csi.VolumeCapability capability = blockCapability(Mode.SINGLE_NODE_MULTI_WRITER);
+        Path writer = target("grow-writer");
+        Path reader = target("grow-reader");
+        stage(volume, capability);
+        publish(volume, writer, capability, false);
+        publish(volume, reader, capability, true);
+        pool.volumes().expand(volume.id(), 96 * MiB);
+
+        assertThat(expand(volume, writer, capability).getCapacityBytes()).isEqualTo(96 * MiB);
+        assertThat(RealHost.loopsOf(pool.volumes().imagePath(volume.id())))
+                .extracting(LoopDevice::sizeBytes).containsExactly(96 * MiB, 96 * MiB);
+        assertThat(bytes(stats(volume.id(), reader)).getTotal()).isEqualTo(96 * MiB);
+
+        unpublish(volume.id(), reader);
+        unpublish(volume.id(), writer);
         unstage(volume);
         assertThat(RealHost.loopsUnder(dir)).isEmpty();
     }

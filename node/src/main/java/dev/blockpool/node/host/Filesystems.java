@@ -20,9 +20,6 @@ public interface Filesystems {
     /** Grows a mounted filesystem to the size of its device. */
     void growMounted(Path device, Path mountPoint, FsType type);
 
-    /** Grows an unmounted ext4 filesystem to the size of its device (force-checking it first). */
-    void growUnmountedExt4(Path device);
-
     /** Bytes and inodes of the filesystem mounted at {@code path}. */
     FsStats stats(Path path);
 }

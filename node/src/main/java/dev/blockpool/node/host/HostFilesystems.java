@@ -81,16 +81,6 @@ public final class HostFilesystems implements Filesystems {
     }
 
     @Override
-    public void growUnmountedExt4(Path device) {
-        // resize2fs insists on a freshly checked filesystem when it is not mounted.
-        CommandRunner.Result check = runner.run(CHECK_TIMEOUT, List.of("e2fsck", "-f", "-p", device.toString()));
-        if (check.exitCode() > 2) {
-            throw CsiException.internal("the ext4 filesystem on %s needs manual repair: %s", device, check.describe());
-        }
-        runner.runChecked(FORMAT_TIMEOUT, List.of("resize2fs", device.toString()));
-    }
-
-    @Override
     public FsStats stats(Path path) {
         // statfs(2) in a child process: a hung mount times out instead of blocking a gRPC thread forever.
         CommandRunner.Result result = runner.runChecked(STATFS_TIMEOUT,
