@@ -11,6 +11,7 @@ import dev.blockpool.node.host.FsType;
 import dev.blockpool.node.host.PathState;
 import dev.blockpool.pool.Pool;
 import io.grpc.stub.StreamObserver;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -175,7 +176,8 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         String volumePath = required("volume_path", request.getVolumePath());
         NodeVolume volume = existing(volumeId);
         Path path = Path.of(volumePath);
-        NodeHost.Usage usage = (path.isAbsolute() ? host.usage(volume.image(), path) : Optional.<NodeHost.Usage>empty())
+        NodeHost.Usage usage = (path.isAbsolute() ? host.usage(volume.image(), hostPath(path))
+                : Optional.<NodeHost.Usage>empty())
                 .orElseThrow(() -> CsiException.notFound("volume %s is not mounted at %s", volumeId, volumePath));
         UnaryReply.send(response, VolumeStatsMapper.toResponse(usage));
     }
@@ -189,7 +191,8 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         long required = request.getCapacityRange().getRequiredBytes();
         UnaryReply.send(response, locked(volumeId, () -> {
             NodeVolume volume = existing(volumeId);
-            Path path = Path.of(volumePath);
+            Path given = Path.of(volumePath);
+            Path path = given.isAbsolute() ? hostPath(given) : given;
             if (!path.isAbsolute() || PathState.of(path) instanceof PathState.Missing) {
                 throw CsiException.notFound("volume path %s does not exist", volumePath);
             }
@@ -257,6 +260,24 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         Path path = Path.of(required(field, value));
         if (!path.isAbsolute() || path.getNameCount() == 0) {
             throw CsiException.invalidArgument("%s must be an absolute path below /, got \"%s\"", field, value);
+        }
+        return hostPath(path);
+    }
+
+    /**
+     * The path as the mount table shows it: the kernel records mount points with symlinks
+     * resolved, so the parent directory is resolved (when it exists) and the last name appended.
+     * The last name itself is not followed: it is the mount point, which may be a broken mount.
+     */
+    static Path hostPath(Path path) {
+        Path parent = path.getParent();
+        Path last = path.getFileName();
+        if (parent != null && last != null && !last.toString().equals(".") && !last.toString().equals("..")) {
+            try {
+                return parent.toRealPath().resolve(last);
+            } catch (IOException | SecurityException e) {
+                // the parent does not exist (yet): nothing can be mounted at the path
+            }
         }
         return path.normalize();
     }

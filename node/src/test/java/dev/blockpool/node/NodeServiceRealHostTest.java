@@ -214,6 +214,29 @@ class NodeServiceRealHostTest {
         assertThat(RealHost.loopsUnder(dir)).isEmpty();
     }
 
+    /** The kernel records mount points with symlinks resolved; kubelet's directory may be a symlink. */
+    @Test
+    void pathsThroughASymlinkedDirectoryAreFoundInTheMountTable() throws IOException {
+        Path link = Files.createSymbolicLink(dir.resolve("kubelet-link"), dir.resolve("kubelet"));
+        Volume volume = createVolume("symlinked", 64 * MiB, "ext4", AccessType.MOUNT);
+        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        String linkedStaging = link.resolve("staging/globalmount").toString();
+        Path linkedTarget = link.resolve("pods/linked/volumes/vol");
+        Runnable stageThroughLink = () -> call(node()::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId(volume.id()).setStagingTargetPath(linkedStaging).setVolumeCapability(capability).build());
+        Runnable publishThroughLink = () -> call(node()::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId(volume.id()).setStagingTargetPath(linkedStaging).setTargetPath(linkedTarget.toString())
+                .setVolumeCapability(capability).build());
+
+        twice(stageThroughLink, () -> assertMountedOnce(staging));
+        twice(publishThroughLink, () -> assertMountedOnce(linkedTarget));
+        assertThat(bytes(stats(volume.id(), linkedTarget)).getTotal()).isPositive();
+        twice(() -> unpublish(volume.id(), linkedTarget), () -> assertThat(linkedTarget).doesNotExist());
+        twice(() -> call(node()::nodeUnstageVolume, Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(volume.id())
+                .setStagingTargetPath(linkedStaging).build()), () -> assertThat(RealHost.mountsUnder(dir)).isEmpty());
+        assertThat(RealHost.loopsUnder(dir)).isEmpty();
+    }
+
     @Test
     void refusesWhatTheVolumeCannotServe() {
         Volume fs = createVolume("refusals", 64 * MiB, "ext4", AccessType.MOUNT);
