@@ -30,7 +30,8 @@ record Capability(boolean block, Optional<FsType> fsType, List<String> options, 
             throw CsiException.invalidArgument("volume_mount_group is not supported by this driver");
         }
         Optional<FsType> type = mount.getFsType().isEmpty() ? Optional.empty() : Optional.of(FsType.parse(mount.getFsType()));
-        List<String> options = MountOptions.validate(mount.getMountFlagsList(), type.map(FsType::fsName).orElse(""));
+        List<String> options = MountOptions.parse(mount.getMountFlagsList());
+        type.ifPresent(t -> MountOptions.requireAllowedFor(options, t));
         return new Capability(false, type, options, mode);
     }
 
@@ -64,6 +65,7 @@ record Capability(boolean block, Optional<FsType> fsType, List<String> options, 
         FsType fallback = Optional.ofNullable(volumeContext.get("fsType")).filter(s -> !s.isEmpty())
                 .or(volume::fsType).map(FsType::parse).orElse(FsType.EXT4);
         List<String> flags = options.stream().filter(o -> !o.equals("ro") && !o.equals("rw")).toList();
+        MountOptions.requireAllowedFor(flags, fsType.orElse(fallback)); // again for what is on the disk, at the mount
         return new NodeHost.FilesystemRequest(fsType, fallback, flags, readOnly);
     }
 }

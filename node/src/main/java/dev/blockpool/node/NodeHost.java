@@ -115,6 +115,7 @@ public final class NodeHost {
         MountInfo staged = table.at(staging).filter(m -> ownerOf(m, image) == Owner.THIS_VOLUME)
                 .orElseThrow(() -> CsiException.failedPrecondition(
                         "the volume is not staged at %s; call NodeStageVolume first", staging));
+        FsType.find(staged.fsType()).ifPresent(type -> MountOptions.requireAllowedFor(options, type));
         Optional<MountInfo> existing = table.at(target);
         if (existing.isPresent()) {
             MountInfo m = existing.get();
@@ -128,7 +129,8 @@ public final class NodeHost {
             requireNoOtherPublish(table.ofDevice(staged.device()), List.of(staging, target));
         }
         createDirectory(target);
-        mounter.bind(staging, target, readOnly, options);
+        // Filesystem flags took effect at stage; a bind takes only per-mount ones.
+        mounter.bind(staging, target, readOnly, MountOptions.forBind(options));
     }
 
     /**
@@ -350,6 +352,7 @@ public final class NodeHost {
         LoopDevice loop = acquireLoop(image, readOnlyDevice);
         try {
             FsType type = prepareFilesystem(loop, request, readOnlyDevice);
+            MountOptions.requireAllowedFor(request.options(), type);
             // Capability.filesystem() strips ro/rw from the flags: read-only is request.readOnly() alone.
             List<String> options = request.readOnly() ? concat(request.options(), "ro") : request.options();
             mounter.mount(loop.device(), mountPoint, type, options);

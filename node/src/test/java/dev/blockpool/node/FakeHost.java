@@ -129,7 +129,7 @@ final class FakeHost implements MountTable, LoopDevices, Filesystems, Mounter {
     @Override
     public void bind(Path source, Path target, boolean readOnly, List<String> options) {
         MountInfo from = at(source).orElseThrow();
-        log.add("bind " + target.getFileName() + (readOnly ? " ro" : ""));
+        log.add("bind " + target.getFileName() + (readOnly ? " ro" : "") + (options.isEmpty() ? "" : " " + options));
         mounts.add(new MountInfo(nextMountId++, 1, from.device(), "/", target,
                 readOnly ? List.of("ro") : List.of("rw"), List.of(), from.fsType(), from.source(), List.of("rw")));
     }

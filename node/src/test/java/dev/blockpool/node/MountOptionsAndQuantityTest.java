@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.CsiException;
+import dev.blockpool.node.host.FsType;
 import io.grpc.Status;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -17,21 +18,37 @@ class MountOptionsAndQuantityTest {
 
     @Test
     void allowListedFlagsPassSplitAndDeduplicated() {
-        assertThat(MountOptions.validate(List.of("noatime,nodev", "nosuid", "noatime", " ", "defaults"), "ext4"))
+        assertThat(MountOptions.parse(List.of("noatime,nodev", "nosuid", "noatime", " ", "defaults")))
                 .containsExactly("noatime", "nodev", "nosuid");
-        assertThat(MountOptions.validate(List.of("errors=remount-ro"), "ext4")).containsExactly("errors=remount-ro");
-        assertThat(MountOptions.validate(List.of("nouuid"), "xfs")).containsExactly("nouuid");
+        assertThat(MountOptions.parse(List.of("errors=remount-ro"))).containsExactly("errors=remount-ro");
+        assertThat(MountOptions.parse(List.of("nouuid"))).containsExactly("nouuid");
+        MountOptions.requireAllowedFor(List.of("noatime", "errors=remount-ro"), FsType.EXT4);
+        MountOptions.requireAllowedFor(List.of("noatime", "nouuid"), FsType.XFS);
     }
 
     @Test
     void anythingElseIsInvalid() {
-        invalid(() -> MountOptions.validate(List.of("bind"), "ext4"));
-        invalid(() -> MountOptions.validate(List.of("noatime,remount"), "ext4"));
-        invalid(() -> MountOptions.validate(List.of("loop,offset=4096"), ""));
-        invalid(() -> MountOptions.validate(List.of("nouuid"), "ext4"));
-        invalid(() -> MountOptions.validate(List.of("errors=remount-ro"), "xfs"));
-        invalid(() -> MountOptions.validate(List.of("ro", "rw"), "ext4"));
-        invalid(() -> MountOptions.validate(List.of("context=\"system_u:object_r:foo\""), "ext4"));
+        invalid(() -> MountOptions.parse(List.of("bind")));
+        invalid(() -> MountOptions.parse(List.of("noatime,remount")));
+        invalid(() -> MountOptions.parse(List.of("loop,offset=4096")));
+        invalid(() -> MountOptions.parse(List.of("ro", "rw")));
+        invalid(() -> MountOptions.parse(List.of("context=\"system_u:object_r:foo\"")));
+        invalid(() -> MountOptions.requireAllowedFor(List.of("nouuid"), FsType.EXT4));
+        invalid(() -> MountOptions.requireAllowedFor(List.of("errors=remount-ro"), FsType.XFS));
+    }
+
+    @Test
+    void flagsThatMakeAVolumeUnsafeOrPanicTheNodeAreInvalid() {
+        for (String flag : List.of("errors=panic", "noload", "norecovery")) {
+            invalid(() -> MountOptions.parse(List.of(flag)));
+        }
+    }
+
+    @Test
+    void aBindTakesOnlyPerMountFlags() {
+        assertThat(MountOptions.forBind(List.of("noatime", "data=journal", "nodev", "sync", "discard", "nosuid",
+                "noexec", "relatime", "ro", "nouuid"))).containsExactly("noatime", "nodev", "nosuid", "noexec",
+                "relatime");
     }
 
     @Test

@@ -214,6 +214,24 @@ class NodeServiceRealHostTest {
         assertThat(RealHost.loopsUnder(dir)).isEmpty();
     }
 
+    /** Filesystem flags take effect at stage; the bind of a publish takes only the per-mount ones. */
+    @Test
+    void filesystemFlagsApplyAtStageAndPerMountFlagsAtPublish() {
+        Volume volume = createVolume("flags", 64 * MiB, "ext4", AccessType.MOUNT);
+        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER).toBuilder()
+                .setMount(Csi.VolumeCapability.MountVolume.newBuilder()
+                        .addMountFlags("errors=remount-ro,data=journal").addMountFlags("noexec")).build();
+        Path target = target("flags");
+        call(node()::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString()).setVolumeCapability(capability).build());
+        publish(volume, target, capability, true);
+        assertThat(RealHost.mountsAt(staging).getFirst().superOptions()).contains("data=journal");
+        assertThat(RealHost.mountsAt(target).getFirst().mountOptions()).contains("ro", "noexec");
+        unpublish(volume.id(), target);
+        unstage(volume);
+        assertThat(RealHost.mountsUnder(dir)).isEmpty();
+    }
+
     /** The kernel records mount points with symlinks resolved; kubelet's directory may be a symlink. */
     @Test
     void pathsThroughASymlinkedDirectoryAreFoundInTheMountTable() throws IOException {

@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.BeforeEach;
@@ -224,6 +225,29 @@ class NodeServiceTest {
         assertThat(fake.mounts).isEmpty();
         assertThat(fake.loops).isEmpty();
         assertThat(catalog).doesNotContainKey("csi-ro");
+    }
+
+    private static Csi.VolumeCapability withFlags(String... flags) {
+        return WRITER.toBuilder().setMount(WRITER.getMount().toBuilder().addAllMountFlags(List.of(flags))).build();
+    }
+
+    @Test
+    void mountFlagsAreCheckedAgainstTheVolumesFilesystemNotTheRequestsEmptyFsType() {
+        assertCode(() -> call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
+                .setStagingTargetPath(staging()).setVolumeCapability(withFlags("nouuid")).build()),
+                Status.Code.INVALID_ARGUMENT);
+        assertThat(fake.log).as("refused before anything is attached").isEmpty();
+
+        call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
+                .setStagingTargetPath(staging()).setVolumeCapability(withFlags("errors=remount-ro,noatime")).build());
+        assertCode(() -> call(service::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder().setVolumeId("vol-1")
+                .setStagingTargetPath(staging()).setTargetPath(target()).setVolumeCapability(withFlags("inode64"))
+                .build()), Status.Code.INVALID_ARGUMENT);
+        call(service::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder().setVolumeId("vol-1")
+                .setStagingTargetPath(staging()).setTargetPath(target())
+                .setVolumeCapability(withFlags("errors=remount-ro,noatime,data=journal,nodev")).build());
+        assertThat(fake.log).containsExactly("attach vol-1.img", "format loop0 ext4",
+                "mount loop0 ext4 [errors=remount-ro, noatime]", "bind target [noatime, nodev]");
     }
 
     @Test
