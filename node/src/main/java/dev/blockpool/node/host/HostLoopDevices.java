@@ -5,6 +5,7 @@ import dev.blockpool.common.CsiException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 
 /** Loop devices through {@code losetup}, read back from sysfs. */
 public final class HostLoopDevices implements LoopDevices {
@@ -15,14 +16,20 @@ public final class HostLoopDevices implements LoopDevices {
 
     private final CommandRunner runner;
     private final LoopSysfs sysfs;
+    private final Duration detachGrace;
 
     public HostLoopDevices(CommandRunner runner) {
         this(runner, new LoopSysfs(Path.of("/sys/block"), Path.of("/dev")));
     }
 
     public HostLoopDevices(CommandRunner runner, LoopSysfs sysfs) {
+        this(runner, sysfs, DETACH_GRACE);
+    }
+
+    HostLoopDevices(CommandRunner runner, LoopSysfs sysfs, Duration detachGrace) {
         this.runner = runner;
         this.sysfs = sysfs;
+        this.detachGrace = detachGrace;
     }
 
     @Override
@@ -48,30 +55,40 @@ public final class HostLoopDevices implements LoopDevices {
                 "loop device %s vanished while its capacity was refreshed", device.device()));
     }
 
+    /**
+     * An autoclear device was detached already ({@code losetup -d} while it was open) and frees
+     * itself on last close, at any moment; its number may then go at once to another volume's
+     * stage. So it is never detached again, only waited for: a {@code losetup -d} could hit that
+     * other volume's device.
+     */
     @Override
     public void detach(LoopDevice device) {
-        if (stillBound(device)) {
+        Optional<LoopDevice> current = bound(device);
+        boolean detaching = current.isPresent() && current.get().autoclear();
+        if (current.isPresent() && !detaching) {
             CommandRunner.Result result = runner.run(TIMEOUT, List.of("losetup", "--detach", device.device().toString()));
             // "No such device or address": it was detached meanwhile, which is what we want.
-            if (!result.ok() && stillBound(device)) {
+            if (!result.ok() && bound(device).isPresent()) {
                 throw CsiException.internal("cannot detach %s from %s: %s", device.device(), device.backingFile(),
                         result.describe());
             }
         }
-        long deadline = System.nanoTime() + DETACH_GRACE.toNanos();
-        while (stillBound(device)) {
+        long deadline = System.nanoTime() + detachGrace.toNanos();
+        while (bound(device).isPresent()) {
             if (System.nanoTime() > deadline) {
                 List<String> holders = new DeviceHolders(Path.of("/proc")).of(device.device(), device.number());
-                throw CsiException.internal("%s is still bound to %s after losetup --detach, so it is still in use%s; "
+                throw CsiException.internal("%s is still bound to %s %s, so it is still in use%s; "
                         + "it detaches itself once released", device.device(), device.backingFile(),
+                        detaching ? "(it was detached while in use)" : "after losetup --detach",
                         holders.isEmpty() ? "" : ": " + String.join("; ", holders));
             }
             sleep();
         }
     }
 
-    private boolean stillBound(LoopDevice device) {
-        return sysfs.read(device.name()).filter(d -> d.backingFile().equals(device.backingFile())).isPresent();
+    /** The device as it is now, if it is still bound to the same image. */
+    private Optional<LoopDevice> bound(LoopDevice device) {
+        return sysfs.read(device.name()).filter(d -> d.backingFile().equals(device.backingFile()));
     }
 
     private static void sleep() {

@@ -1,7 +1,10 @@
 package dev.blockpool.node.host;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.blockpool.common.CsiException;
+import java.time.Duration;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -67,5 +70,40 @@ class LoopSysfsTest {
         assertThat(loops.reusableFor(Path.of("/pool/volumes/vol-a.img"))).get()
                 .extracting(LoopDevice::name).isEqualTo("loop1");
         assertThat(loops.byNumber(new DeviceNumber(7, 0))).get().extracting(LoopDevice::name).isEqualTo("loop0");
+    }
+
+    @Test
+    void anAutoclearDeviceIsNeverDetachedAgainOnlyWaitedFor() throws Exception {
+        device("loop4", "7:4", 2048, "0", "/pool/volumes/vol-a.img", "1");
+        LoopDevice leaving = new LoopSysfs(sys, Path.of("/dev")).read("loop4").orElseThrow();
+        ScriptedRunner runner = new ScriptedRunner(c -> null);
+        LoopDevices loops = new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(300));
+
+        assertThatThrownBy(() -> loops.detach(leaving)).isInstanceOfSatisfying(CsiException.class,
+                e -> assertThat(e.getMessage()).contains("detached while in use"));
+        assertThat(runner.commands).isEmpty();
+
+        // Freed on its last close and reused at once by another volume: not ours to touch.
+        device("loop4", "7:4", 2048, "0", "/pool/volumes/vol-b.img", "0");
+        loops.detach(leaving);
+        assertThat(runner.commands).isEmpty();
+        assertThat(new LoopSysfs(sys, Path.of("/dev")).read("loop4")).get().extracting(LoopDevice::backingFile)
+                .isEqualTo(Path.of("/pool/volumes/vol-b.img"));
+    }
+
+    @Test
+    void aDeviceInUseByNobodyElseIsDetachedWithLosetup() throws IOException {
+        device("loop5", "7:5", 2048, "0", "/pool/volumes/vol-a.img", "0");
+        LoopDevice loop = new LoopSysfs(sys, Path.of("/dev")).read("loop5").orElseThrow();
+        ScriptedRunner runner = new ScriptedRunner(c -> {
+            try {
+                Files.delete(sys.resolve("loop5/loop/backing_file")); // what the kernel does
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            return null;
+        });
+        new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(300)).detach(loop);
+        assertThat(runner.commands).containsExactly("losetup --detach /dev/loop5");
     }
 }
