@@ -35,8 +35,22 @@ record Capability(boolean block, Optional<FsType> fsType, List<String> options, 
         return new Capability(false, type, options, mode);
     }
 
-    boolean readerOnly() {
-        return mode == Mode.SINGLE_NODE_READER_ONLY || mode == Mode.MULTI_NODE_READER_ONLY;
+    private static final String READONLY_CONTEXT = "readonly";
+    private static final String FS_TYPE_CONTEXT = "fsType";
+
+    /**
+     * Whether the volume is to be mounted read-only: asked by the request (publish's readonly),
+     * the access mode, an "ro" flag, or the publish_context ControllerPublish returned.
+     */
+    boolean readOnly(boolean requested, Map<String, String> publishContext) {
+        return requested || mode == Mode.SINGLE_NODE_READER_ONLY || mode == Mode.MULTI_NODE_READER_ONLY
+                || options.contains("ro") || "true".equals(publishContext.get(READONLY_CONTEXT));
+    }
+
+    /** The filesystem when the request names none: the volume context's, else the volume's, else ext4. */
+    static FsType fallbackType(Map<String, String> volumeContext, Optional<String> volumeFsType) {
+        return Optional.ofNullable(volumeContext.get(FS_TYPE_CONTEXT)).filter(s -> !s.isEmpty()).or(() -> volumeFsType)
+                .map(FsType::parse).orElse(FsType.EXT4);
     }
 
     /** FAILED_PRECONDITION when the volume was not created for this kind of use. */
@@ -62,8 +76,7 @@ record Capability(boolean block, Optional<FsType> fsType, List<String> options, 
 
     /** The filesystem to mount: the requested type, else the volume context's or the volume's, else ext4. */
     NodeHost.FilesystemRequest filesystem(NodeVolume volume, Map<String, String> volumeContext, boolean readOnly) {
-        FsType fallback = Optional.ofNullable(volumeContext.get("fsType")).filter(s -> !s.isEmpty())
-                .or(volume::fsType).map(FsType::parse).orElse(FsType.EXT4);
+        FsType fallback = fallbackType(volumeContext, volume.fsType());
         List<String> flags = options.stream().filter(o -> !o.equals("ro") && !o.equals("rw")).toList();
         MountOptions.requireAllowedFor(flags, fsType.orElse(fallback)); // again for what is on the disk, at the mount
         return new NodeHost.FilesystemRequest(fsType, fallback, flags, readOnly);

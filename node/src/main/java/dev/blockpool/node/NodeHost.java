@@ -93,6 +93,10 @@ public final class NodeHost {
         if (mount.isPresent()) {
             Owner owner = ownerOf(mount.get(), image);
             if (owner == Owner.OTHER) {
+                // Another volume at the path. Stage and publish answer ALREADY_EXISTS, as the spec
+                // asks; it names no code for this case in a teardown, where ALREADY_EXISTS would
+                // make no sense. FAILED_PRECONDITION: the caller's view of the node is wrong, and
+                // nothing was touched. Unpublish answers the same.
                 throw CsiException.failedPrecondition("%s holds another filesystem, not this volume's", staging);
             }
             if (owner == Owner.THIS_VOLUME) {
@@ -208,7 +212,7 @@ public final class NodeHost {
         List<LoopDevice> unbound = new ArrayList<>();
         for (Optional<MountInfo> mount = table.at(target); mount.isPresent(); mount = table.at(target)) {
             Owner owner = ownerOf(mount.get(), image);
-            if (owner == Owner.OTHER) {
+            if (owner == Owner.OTHER) { // FAILED_PRECONDITION, not ALREADY_EXISTS: see unstage
                 throw CsiException.failedPrecondition("%s holds another volume or filesystem, not this volume", target);
             }
             if (owner == Owner.THIS_VOLUME && mount.get().root().matches("/loop[0-9]+")) {
@@ -275,11 +279,13 @@ public final class NodeHost {
         if (state instanceof PathState.Missing || mount.isEmpty()) {
             return Optional.empty();
         }
-        Owner owner = ownerOf(mount.get(), image);
+        // One look at the device: a concurrent unstage may detach it between two.
+        Optional<LoopDevice> device = loopOf(mount.get());
+        Owner owner = ownerOf(mount.get(), image, device);
         if (owner == Owner.OTHER) {
             return Optional.empty();
         }
-        if (owner == Owner.BROKEN) {
+        if (owner == Owner.BROKEN || device.isEmpty()) {
             return Optional.of(new Usage(Optional.empty(), Optional.empty(), true,
                     "the loop device behind %s is gone".formatted(path)));
         }
@@ -287,7 +293,7 @@ public final class NodeHost {
             return Optional.of(new Usage(Optional.empty(), Optional.empty(), true,
                     "%s cannot be read: %s".formatted(path, broken.reason())));
         }
-        LoopDevice loop = loopOf(mount.get()).orElseThrow();
+        LoopDevice loop = device.get();
         String problem = loop.autoclear() ? "%s was detached while in use".formatted(loop.device())
                 : loop.backingFileDeleted() ? "the image %s was deleted while in use".formatted(image)
                 : !Files.exists(image) ? "the image %s is missing".formatted(image) : "";
@@ -391,7 +397,9 @@ public final class NodeHost {
             throw CsiException.failedPrecondition("the volume holds an %s filesystem, but %s was requested",
                     found.get(), request.requestedType().get());
         }
-        if (!readOnlyDevice) {
+        // Never fsck a filesystem that is mounted (somewhere else on this node): e2fsck would
+        // repair it under the kernel's feet.
+        if (!readOnlyDevice && usersOf(loop).isEmpty()) {
             filesystems.check(loop.device(), found.get());
         }
         return found.get();
@@ -451,7 +459,10 @@ public final class NodeHost {
     }
 
     Owner ownerOf(MountInfo mount, Path image) {
-        Optional<LoopDevice> loop = loopOf(mount);
+        return ownerOf(mount, image, loopOf(mount));
+    }
+
+    private static Owner ownerOf(MountInfo mount, Path image, Optional<LoopDevice> loop) {
         if (loop.isPresent()) {
             return loop.get().backingFile().equals(LoopSysfs.canonical(image)) ? Owner.THIS_VOLUME : Owner.OTHER;
         }

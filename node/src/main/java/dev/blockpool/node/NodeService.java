@@ -7,7 +7,6 @@ import dev.blockpool.common.CsiException;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.UnaryReply;
 import dev.blockpool.common.ProcessCommandRunner;
-import dev.blockpool.node.host.FsType;
 import dev.blockpool.node.host.PathState;
 import dev.blockpool.pool.Pool;
 import io.grpc.stub.StreamObserver;
@@ -28,8 +27,6 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
 
     static final String EPHEMERAL_SIZE = "size";
     static final long DEFAULT_EPHEMERAL_BYTES = 1L << 30;
-    private static final String FS_TYPE_CONTEXT = "fsType";
-    private static final String READONLY_CONTEXT = "readonly";
 
     private final NodeIdentity identity;
     private final VolumeCatalog volumes;
@@ -58,8 +55,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         String volumeId = required("volume_id", request.getVolumeId());
         Path staging = absolutePath("staging_target_path", request.getStagingTargetPath());
         Capability capability = Capability.of(request.hasVolumeCapability(), request.getVolumeCapability());
-        boolean readOnly = capability.readerOnly() || capability.options().contains("ro")
-                || "true".equals(request.getPublishContextMap().get(READONLY_CONTEXT));
+        boolean readOnly = capability.readOnly(false, request.getPublishContextMap());
         UnaryReply.send(response, locked(volumeId, () -> {
             NodeVolume volume = existing(volumeId);
             capability.requireServableBy(volume);
@@ -82,7 +78,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             Optional<Path> image = volumes.imageOf(volumeId);
             if (image.isPresent()) {
                 host.unstage(image.get(), staging);
-            } else if (!(PathState.of(staging) instanceof PathState.Missing) && isMounted(staging)) {
+            } else if (!(PathState.of(staging) instanceof PathState.Missing) && host.isMountPoint(staging)) {
                 throw CsiException.notFound("volume %s does not exist; %s is left as it is", volumeId, staging);
             }
             return Csi.NodeUnstageVolumeResponse.getDefaultInstance();
@@ -95,8 +91,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         String volumeId = required("volume_id", request.getVolumeId());
         Path target = absolutePath("target_path", request.getTargetPath());
         Capability capability = Capability.of(request.hasVolumeCapability(), request.getVolumeCapability());
-        boolean readOnly = request.getReadonly() || capability.readerOnly() || capability.options().contains("ro")
-                || "true".equals(request.getPublishContextMap().get(READONLY_CONTEXT));
+        boolean readOnly = capability.readOnly(request.getReadonly(), request.getPublishContextMap());
         Map<String, String> context = request.getVolumeContextMap();
         if ("true".equals(context.get(VolumeCatalog.EPHEMERAL))) {
             if (volumes.isVolumeId(volumeId)) {
@@ -128,8 +123,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         }
         long size = Optional.ofNullable(context.get(EPHEMERAL_SIZE)).map(s -> Quantity.parseBytes(EPHEMERAL_SIZE, s))
                 .orElse(DEFAULT_EPHEMERAL_BYTES);
-        String fsType = capability.fsType().or(() -> Optional.ofNullable(context.get(FS_TYPE_CONTEXT)).map(FsType::parse))
-                .orElse(FsType.EXT4).fsName();
+        String fsType = capability.fsType().orElseGet(() -> Capability.fallbackType(context, Optional.empty())).fsName();
         NodeVolume volume = volumes.createEphemeral(handle, size, fsType);
         try {
             host.publishEphemeral(volume.image(), target, capability.filesystem(volume, context, readOnly));
@@ -235,10 +229,6 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
 
     private NodeVolume existing(String volumeId) {
         return volumes.find(volumeId).orElseThrow(() -> CsiException.notFound("volume %s does not exist", volumeId));
-    }
-
-    private boolean isMounted(Path path) {
-        return host.isMountPoint(path);
     }
 
     private <T> T locked(String volumeId, Supplier<T> work) {

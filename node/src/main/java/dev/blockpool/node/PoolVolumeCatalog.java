@@ -63,7 +63,7 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
 
     private NodeVolume toNodeVolume(Volume volume, boolean ephemeral) {
         boolean any = volume.accessTypes().isEmpty();
-        return new NodeVolume(volume.id(), volume.name(), volume.capacityBytes(), pool.volumes().imagePath(volume.id()),
+        return new NodeVolume(volume.id(), pool.volumes().imagePath(volume.id()),
                 Optional.ofNullable(volume.fsType()).filter(s -> !s.isEmpty()),
                 any || volume.accessTypes().contains(AccessType.MOUNT),
                 any || volume.accessTypes().contains(AccessType.BLOCK),

@@ -71,6 +71,14 @@ class NodeHostTest {
     }
 
     @Test
+    void aFilesystemMountedElsewhereIsNeverChecked() {
+        host.stageFilesystem(image, staging, ext4(false));
+        fake.log.clear();
+        host.stageFilesystem(image, dir.resolve("second-staging"), ext4(false));
+        assertThat(fake.log).containsExactly("mount loop0 ext4 [noatime]");
+    }
+
+    @Test
     void mountsWhatIsThereUnlessAnotherTypeWasAskedFor() {
         fake.attach(image, false);
         fake.content.put(dir.resolve("dev/loop0"), new Probe(Optional.of("xfs"), Optional.of("filesystem"),

@@ -35,7 +35,7 @@ class NodeServiceTest {
     @BeforeEach
     void setUp() throws IOException {
         fake = new FakeHost(dir.resolve("dev"));
-        fsVolume = new NodeVolume("vol-1", "pvc-1", 1L << 30, Files.createFile(dir.resolve("vol-1.img")),
+        fsVolume = new NodeVolume("vol-1", Files.createFile(dir.resolve("vol-1.img")),
                 Optional.of("ext4"), true, false, false);
         catalog.put(fsVolume.id(), fsVolume);
         VolumeCatalog volumes = new VolumeCatalog() {
@@ -53,7 +53,7 @@ class NodeServiceTest {
             public NodeVolume createEphemeral(String handle, long capacityBytes, String fsType) {
                 return catalog.computeIfAbsent(handle, h -> {
                     try {
-                        return new NodeVolume("vol-eph-" + h, "ephemeral:" + h, capacityBytes,
+                        return new NodeVolume("vol-eph-" + h,
                                 Files.createFile(dir.resolve("vol-eph-" + h + ".img")), Optional.of(fsType), true,
                                 false, true);
                     } catch (IOException e) {
