@@ -248,7 +248,8 @@ class NodeServiceRealHostTest {
 
         twice(stageThroughLink, () -> assertMountedOnce(staging));
         twice(publishThroughLink, () -> assertMountedOnce(linkedTarget));
-        assertThat(bytes(stats(volume.id(), linkedTarget)).getTotal()).isPositive();
+        assertThat(bytes(stats(volume.id(), linkedTarget)).getTotal()).isGreaterThan(48 * MiB)
+                .isLessThanOrEqualTo(64 * MiB);
         twice(() -> unpublish(volume.id(), linkedTarget), () -> assertThat(linkedTarget).doesNotExist());
         twice(() -> call(node()::nodeUnstageVolume, Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(volume.id())
                 .setStagingTargetPath(linkedStaging).build()), () -> assertThat(RealHost.mountsUnder(dir)).isEmpty());
@@ -296,6 +297,28 @@ class NodeServiceRealHostTest {
         unpublish(volume.id(), target("rw"));
         unpublish(volume.id(), target("ro"));
         unstage(volume);
+    }
+
+    /** EBUSY is an error, never success: the mount stays until the file is closed. */
+    @Test
+    void unpublishFailsWhileAFileIsOpenInTheTargetThenSucceeds() throws IOException {
+        Volume volume = createVolume("busy", 64 * MiB, "ext4", AccessType.MOUNT);
+        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Path target = target("busy");
+        stage(volume, capability);
+        publish(volume, target, capability, false);
+        try (FileChannel open = FileChannel.open(target.resolve("held"), StandardOpenOption.CREATE,
+                StandardOpenOption.WRITE)) {
+            assertThatThrownBy(() -> unpublish(volume.id(), target)).isInstanceOfSatisfying(CsiException.class,
+                    e -> assertThat(e.code()).isEqualTo(Status.Code.INTERNAL));
+            assertMountedOnce(target);
+            assertThat(open.isOpen()).isTrue();
+        }
+        unpublish(volume.id(), target);
+        assertThat(target).doesNotExist();
+        unstage(volume);
+        assertThat(RealHost.mountsUnder(dir)).isEmpty();
+        assertThat(RealHost.loopsUnder(dir)).isEmpty();
     }
 
     @ParameterizedTest(name = "{0}")
@@ -540,7 +563,7 @@ class NodeServiceRealHostTest {
             assertThat(RealHost.loopsOf(pool.volumes().imagePath(v.id()))).hasSize(1);
         });
         Files.writeString(target.resolve("scratch"), "temporary");
-        assertThat(bytes(stats(handle, target)).getTotal()).isPositive();
+        assertThat(bytes(stats(handle, target)).getTotal()).isGreaterThan(48 * MiB).isLessThanOrEqualTo(64 * MiB);
 
         twice(() -> unpublish(handle, target), () -> assertThat(target).doesNotExist());
         assertThat(pool.volumes().list()).isEmpty();
