@@ -72,7 +72,7 @@ FROM ${DEBIAN_IMAGE}
 ENV DEBIAN_FRONTEND=noninteractive \
     LANG=C.UTF-8
 # util-linux: blkid, blockdev; mount: mount, umount, losetup;
-# e2fsprogs: mkfs.ext4, e2fsck, resize2fs; xfsprogs: mkfs.xfs, xfs_repair, xfs_growfs.
+# e2fsprogs: mkfs.ext4, e2fsck, resize2fs; xfsprogs: mkfs.xfs, xfs_growfs.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends util-linux mount e2fsprogs xfsprogs \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log

@@ -314,7 +314,6 @@ check() {
   in_image "e2fsck" e2fsck -V
   in_image "resize2fs" sh -c 'resize2fs 2>&1 | head -n1; command -v resize2fs'
   in_image "xfs_growfs" xfs_growfs -V
-  in_image "xfs_repair" xfs_repair -V
   in_image "cp" cp --version
   in_image "fallocate" fallocate --version
   serve_check

@@ -30,7 +30,7 @@ public final class Driver {
 
     private static final List<String> CONTROLLER_TOOLS = List.of("cp", "fallocate");
     private static final List<String> NODE_TOOLS = List.of("losetup", "blkid", "mount", "umount", "mkfs.ext4",
-            "mkfs.xfs", "e2fsck", "xfs_repair", "resize2fs", "xfs_growfs");
+            "mkfs.xfs", "e2fsck", "resize2fs", "xfs_growfs");
 
     private final DriverConfig config;
     private final String version;
