@@ -26,6 +26,7 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
     /** Top-level request fields worth naming in the one-line summary. */
     private static final List<String> KEY_FIELDS = List.of("name", "volume_id", "snapshot_id", "source_volume_id",
             "node_id", "target_path", "staging_target_path", "volume_path");
+    private static final TextFormat.Printer ONE_LINE = TextFormat.printer().emittingSingleLine(true);
     /** Asked every few seconds by probes and sidecars: logged at debug level when they succeed. */
     private static final Set<String> ROUTINE_METHODS = Set.of("csi.v1.Identity/Probe", "csi.v1.Identity/GetPluginInfo",
             "csi.v1.Identity/GetPluginCapabilities", "csi.v1.Controller/ControllerGetCapabilities",
@@ -40,9 +41,7 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
         ServerCall<Q, R> logging = new ForwardingServerCall.SimpleForwardingServerCall<>(call) {
             @Override
             public void sendMessage(R message) {
-                if (log.isDebugEnabled() && message instanceof Message m) {
-                    log.debug("{} response: {}", method, TextFormat.shortDebugString(SecretRedactor.redact(m)));
-                }
+                logMessage(method, "response", message);
                 super.sendMessage(message);
             }
 
@@ -64,12 +63,17 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
             @Override
             public void onMessage(Q message) {
                 request[0] = message;
-                if (log.isDebugEnabled() && message instanceof Message m) {
-                    log.debug("{} request: {}", method, TextFormat.shortDebugString(SecretRedactor.redact(m)));
-                }
+                logMessage(method, "request", message);
                 super.onMessage(message);
             }
         };
+    }
+
+    /** At debug level: the whole message on one line, secrets masked. */
+    private static void logMessage(String method, String what, Object message) {
+        if (log.isDebugEnabled() && message instanceof Message m) {
+            log.debug("{} {}: {}", method, what, ONE_LINE.printToString(SecretRedactor.redact(m)));
+        }
     }
 
     static String keyFields(Message request) {

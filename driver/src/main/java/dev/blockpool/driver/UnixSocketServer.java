@@ -9,8 +9,9 @@ import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import java.io.IOException;
@@ -70,8 +71,8 @@ public final class UnixSocketServer {
         Files.createDirectories(socket.getParent());
         clearStaleSocket(socket);
 
-        EventLoopGroup boss = new EpollEventLoopGroup(1);
-        EventLoopGroup workers = new EpollEventLoopGroup(2);
+        EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+        EventLoopGroup workers = new MultiThreadIoEventLoopGroup(2, EpollIoHandler.newFactory());
         // Calls block on host commands (mkfs, cp); virtual threads keep that cheap.
         ExecutorService calls = Executors.newVirtualThreadPerTaskExecutor();
         NettyServerBuilder builder = NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()))

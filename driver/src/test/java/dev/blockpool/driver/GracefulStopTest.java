@@ -12,7 +12,9 @@ import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -39,7 +41,7 @@ class GracefulStopTest {
         Path socket = dir.resolve("csi.sock");
         UnixSocketServer server = UnixSocketServer.start(Endpoint.parse(socket.toString()),
                 List.of(slowIdentity.bindService()), List.of(new StatusInterceptor(), new CallLoggingInterceptor()));
-        EpollEventLoopGroup clientLoop = new EpollEventLoopGroup(1);
+        EventLoopGroup clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
         ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
                 .channelType(EpollDomainSocketChannel.class).eventLoopGroup(clientLoop).usePlaintext().build();
         try {

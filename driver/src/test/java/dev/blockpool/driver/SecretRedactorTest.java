@@ -16,7 +16,7 @@ class SecretRedactorTest {
                 .putParameters("fsType", "xfs")
                 .putSecrets("password", "hunter2")
                 .build();
-        String logged = TextFormat.shortDebugString(SecretRedactor.redact(request));
+        String logged = TextFormat.printer().emittingSingleLine(true).printToString(SecretRedactor.redact(request));
         assertThat(logged).doesNotContain("hunter2").contains("password").contains(SecretRedactor.MASK)
                 .contains("pvc-1").contains("xfs");
     }
