@@ -31,7 +31,7 @@ public interface CommandRunner {
         return run(DEFAULT_TIMEOUT, List.of(command));
     }
 
-    /** Runs the command and fails with INTERNAL, carrying its stderr, unless it exits 0. */
+    /** Runs the command and fails (internal), carrying its stderr, unless it exits 0. */
     default Result runChecked(String... command) {
         return runChecked(DEFAULT_TIMEOUT, List.of(command));
     }
@@ -39,7 +39,7 @@ public interface CommandRunner {
     default Result runChecked(Duration timeout, List<String> command) {
         Result result = run(timeout, command);
         if (!result.ok()) {
-            throw CsiException.internal("%s", result.describe());
+            throw StorageException.internal("%s", result.describe());
         }
         return result;
     }

@@ -63,4 +63,19 @@ public final class CsiException extends RuntimeException {
     public static CsiException internal(Throwable cause, String format, Object... args) {
         return new CsiException(Status.Code.INTERNAL, format.formatted(args), cause);
     }
+
+    /** The CSI status for a failure of the layers below the services. */
+    public static Status statusOf(StorageException e) {
+        Status.Code code = switch (e.kind()) {
+            case INVALID -> Status.Code.INVALID_ARGUMENT;
+            case NOT_FOUND -> Status.Code.NOT_FOUND;
+            case CONFLICT -> Status.Code.ALREADY_EXISTS;
+            case BUSY -> Status.Code.ABORTED;
+            case PRECONDITION -> Status.Code.FAILED_PRECONDITION;
+            case OUT_OF_RANGE -> Status.Code.OUT_OF_RANGE;
+            case NO_SPACE -> Status.Code.RESOURCE_EXHAUSTED;
+            case INTERNAL -> Status.Code.INTERNAL;
+        };
+        return Status.fromCode(code).withDescription(e.getMessage());
+    }
 }

@@ -23,7 +23,7 @@ public final class OperationLocks {
                 }
                 Thread previous = holders.putIfAbsent(id, Thread.currentThread());
                 if (previous != null) {
-                    throw CsiException.aborted("an operation on %s is already in progress; retry later", id);
+                    throw StorageException.busy("an operation on %s is already in progress; retry later", id);
                 }
                 taken++;
             }

@@ -22,11 +22,14 @@ public final class ProcessCommandRunner implements CommandRunner {
         log.debug("running {}", command);
         Process process;
         try {
-            process = new ProcessBuilder(command)
-                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
-                    .start();
+            ProcessBuilder builder = new ProcessBuilder(command)
+                    .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")));
+            // Output and stderr are parsed and matched ("No space left on device"): always in C.
+            builder.environment().put("LC_ALL", "C");
+            builder.environment().remove("LANGUAGE");
+            process = builder.start();
         } catch (IOException e) {
-            throw CsiException.internal(e, "cannot run `%s`: %s", String.join(" ", command), e.getMessage());
+            throw StorageException.internal(e, "cannot run `%s`: %s", String.join(" ", command), e.getMessage());
         }
         // Drain both pipes concurrently so a chatty command cannot block on a full pipe.
         CompletableFuture<String> stdout = readAsync(process.getInputStream());
@@ -35,16 +38,16 @@ public final class ProcessCommandRunner implements CommandRunner {
             if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
                 process.destroyForcibly();
                 process.waitFor();
-                throw CsiException.internal("`%s` did not finish within %s and was killed",
+                throw StorageException.internal("`%s` did not finish within %s and was killed",
                         String.join(" ", command), timeout);
             }
             return new Result(List.copyOf(command), process.exitValue(), stdout.get(), stderr.get());
         } catch (InterruptedException e) {
             process.destroyForcibly();
             Thread.currentThread().interrupt();
-            throw CsiException.internal("interrupted while running `%s`", String.join(" ", command));
+            throw StorageException.internal("interrupted while running `%s`", String.join(" ", command));
         } catch (ExecutionException e) {
-            throw CsiException.internal(e.getCause(), "cannot read the output of `%s`", String.join(" ", command));
+            throw StorageException.internal(e.getCause(), "cannot read the output of `%s`", String.join(" ", command));
         }
     }
 

@@ -36,6 +36,11 @@ public final class StatusInterceptor implements ServerInterceptor {
             private void guard(Runnable step) {
                 try {
                     step.run();
+                } catch (StorageException e) {
+                    if (e.getCause() != null) {
+                        log.debug("{} failed", call.getMethodDescriptor().getFullMethodName(), e);
+                    }
+                    call.close(CsiException.statusOf(e), new Metadata());
                 } catch (CsiException e) {
                     if (e.getCause() != null) {
                         log.debug("{} failed", call.getMethodDescriptor().getFullMethodName(), e);

@@ -3,7 +3,6 @@ package dev.blockpool.common;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.grpc.Status;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -25,8 +24,8 @@ class OperationLocksTest {
             }, "vol-1"));
             inside.await();
             assertThatThrownBy(() -> locks.withLock(() -> "second", "vol-1"))
-                    .isInstanceOfSatisfying(CsiException.class,
-                            e -> assertThat(e.code()).isEqualTo(Status.Code.ABORTED));
+                    .isInstanceOfSatisfying(StorageException.class,
+                            e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.BUSY));
             assertThat(locks.withLock(() -> "other", "vol-2")).isEqualTo("other");
             release.countDown();
             assertThat(first.get()).isEqualTo("first");
@@ -38,7 +37,7 @@ class OperationLocksTest {
     void failedAcquisitionReleasesWhatWasTaken() {
         locks.withLock(() -> {
             assertThatThrownBy(() -> locks.withLock(() -> "x", "vol-2", "vol-1"))
-                    .isInstanceOf(CsiException.class);
+                    .isInstanceOf(StorageException.class);
             return null;
         }, "vol-1");
         assertThat(locks.withLock(() -> "free", "vol-2")).isEqualTo("free");

@@ -21,7 +21,7 @@ class ProcessCommandRunnerTest {
     @Test
     void failureCarriesExitCodeAndStderr() {
         assertThatThrownBy(() -> runner.runChecked("ls", "/no/such/path"))
-                .isInstanceOf(CsiException.class)
+                .isInstanceOf(StorageException.class)
                 .hasMessageContaining("`ls /no/such/path` exited with 2")
                 .hasMessageContaining("No such file");
     }
@@ -29,14 +29,22 @@ class ProcessCommandRunnerTest {
     @Test
     void commandThatOverrunsItsTimeoutIsKilled() {
         assertThatThrownBy(() -> runner.run(Duration.ofMillis(200), List.of("sleep", "30")))
-                .isInstanceOf(CsiException.class)
+                .isInstanceOf(StorageException.class)
                 .hasMessageContaining("did not finish within");
     }
 
     @Test
     void missingExecutableIsReported() {
         assertThatThrownBy(() -> runner.run("no-such-command-blockpool"))
-                .isInstanceOf(CsiException.class)
+                .isInstanceOf(StorageException.class)
                 .hasMessageContaining("cannot run `no-such-command-blockpool`");
+    }
+
+    @Test
+    void childrenRunInTheCLocaleWhateverTheDriversLocale() {
+        // Host tools' messages are matched in English ("No space left on device"), so a child
+        // never inherits a translated locale.
+        var result = runner.run("sh", "-c", "echo \"$LC_ALL\"");
+        assertThat(result.stdout()).isEqualTo("C\n");
     }
 }
