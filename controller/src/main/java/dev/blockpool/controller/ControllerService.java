@@ -1,7 +1,6 @@
 package dev.blockpool.controller;
 
 import com.google.protobuf.Int64Value;
-import com.google.protobuf.Timestamp;
 import csi.v1.ControllerGrpc;
 import csi.v1.Csi.ControllerExpandVolumeRequest;
 import csi.v1.Csi.ControllerExpandVolumeResponse;
@@ -34,10 +33,13 @@ import csi.v1.Csi.ListVolumesResponse;
 import csi.v1.Csi.ValidateVolumeCapabilitiesRequest;
 import csi.v1.Csi.ValidateVolumeCapabilitiesResponse;
 import csi.v1.Csi.VolumeCapability;
-import dev.blockpool.common.CsiException;
 import dev.blockpool.common.OperationLocks;
-import dev.blockpool.common.UnaryReply;
-import dev.blockpool.pool.Attachments;
+import dev.blockpool.common.Quoting;
+import dev.blockpool.csi.Capability;
+import dev.blockpool.csi.CsiException;
+import dev.blockpool.csi.CsiKeys;
+import dev.blockpool.csi.RequestFields;
+import dev.blockpool.csi.UnaryReply;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.Pool;
@@ -74,16 +76,16 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
 
     @Override
     public void createVolume(CreateVolumeRequest request, StreamObserver<CreateVolumeResponse> response) {
-        String name = Ids.requireId("name", request.getName());
-        Set<dev.blockpool.pool.AccessType> accessTypes = Capabilities.require(request.getVolumeCapabilitiesList());
+        String name = RequestFields.id("name", request.getName());
+        List<Capability> capabilities = Capabilities.require(request.getVolumeCapabilitiesList());
         VolumeParameters parameters = VolumeParameters.parse(request.getParametersMap(),
-                Capabilities.fsType(request.getVolumeCapabilitiesList()));
+                Capabilities.fsType(capabilities));
         Optional<ContentSource> source = mapper.contentSource(request);
         // Without a capacity range a restore or clone is as large as its source.
         long size = source.isPresent() && !request.hasCapacityRange()
                 ? pool.volumes().sourceSize(source.get()) : Sizes.choose(request.getCapacityRange());
-        VolumeSpec spec = new VolumeSpec(name, size, parameters.fsType(),
-                parameters.allocation(), accessTypes, request.getParametersMap(), source,
+        VolumeSpec spec = new VolumeSpec(name, size, parameters.fsType().fsName(),
+                parameters.allocation(), Capabilities.accessTypes(capabilities), request.getParametersMap(), source,
                 request.getCapacityRange().getLimitBytes());
         String sourceId = source.map(ContentSource::id).orElse("");
         Volume volume = locks.withLock(() -> pool.volumes().create(spec), Ids.volumeIdFor(name), sourceId);
@@ -92,7 +94,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
 
     @Override
     public void deleteVolume(DeleteVolumeRequest request, StreamObserver<DeleteVolumeResponse> response) {
-        String volumeId = Ids.requireId("volume_id", request.getVolumeId());
+        String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         locks.withLock(() -> pool.volumes().delete(volumeId), volumeId);
         UnaryReply.send(response, DeleteVolumeResponse.getDefaultInstance());
     }
@@ -100,20 +102,20 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void controllerPublishVolume(ControllerPublishVolumeRequest request,
                                         StreamObserver<ControllerPublishVolumeResponse> response) {
-        String volumeId = Ids.requireId("volume_id", request.getVolumeId());
-        String nodeId = Ids.requireId("node_id", request.getNodeId());
-        requireCapability(request.hasVolumeCapability(), request.getVolumeCapability());
-        VolumeCapability capability = request.getVolumeCapability();
+        String volumeId = RequestFields.id("volume_id", request.getVolumeId());
+        String nodeId = RequestFields.id("node_id", request.getNodeId());
+        Capability capability = Capability.required(request.hasVolumeCapability(), request.getVolumeCapability())
+                .served();
         locks.withLock(() -> pool.attachments().attach(volumeId, nodeId, request.getReadonly(),
-                Capabilities.singleNode(capability)), volumeId);
+                capability.singleNode()), volumeId);
         UnaryReply.send(response, ControllerPublishVolumeResponse.newBuilder()
-                .putPublishContext(ProtoMapper.READONLY_KEY, Boolean.toString(request.getReadonly())).build());
+                .putPublishContext(CsiKeys.READONLY, Boolean.toString(request.getReadonly())).build());
     }
 
     @Override
     public void controllerUnpublishVolume(ControllerUnpublishVolumeRequest request,
                                           StreamObserver<ControllerUnpublishVolumeResponse> response) {
-        String volumeId = Ids.requireId("volume_id", request.getVolumeId());
+        String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Optional<String> nodeId = Optional.of(request.getNodeId()).filter(id -> !id.isEmpty());
         locks.withLock(() -> pool.attachments().detach(volumeId, nodeId), volumeId);
         UnaryReply.send(response, ControllerUnpublishVolumeResponse.getDefaultInstance());
@@ -122,7 +124,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest request,
                                            StreamObserver<ValidateVolumeCapabilitiesResponse> response) {
-        String volumeId = Ids.requireId("volume_id", request.getVolumeId());
+        String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         if (request.getVolumeCapabilitiesCount() == 0) {
             throw CsiException.invalidArgument("volume_capabilities are required");
         }
@@ -161,16 +163,14 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void controllerGetVolume(ControllerGetVolumeRequest request,
                                     StreamObserver<ControllerGetVolumeResponse> response) {
-        Volume volume = pool.volumes().get(Ids.requireId("volume_id", request.getVolumeId()));
+        Volume volume = pool.volumes().get(RequestFields.id("volume_id", request.getVolumeId()));
         UnaryReply.send(response, ControllerGetVolumeResponse.newBuilder()
                 .setVolume(mapper.volume(volume)).setStatus(mapper.getStatus(volume)).build());
     }
 
     @Override
     public void getCapacity(GetCapacityRequest request, StreamObserver<GetCapacityResponse> response) {
-        for (VolumeCapability capability : request.getVolumeCapabilitiesList()) {
-            Capabilities.require(capability);
-        }
+        request.getVolumeCapabilitiesList().forEach(Capability::parseServed);
         long available = pool.space().availableBytes();
         UnaryReply.send(response, GetCapacityResponse.newBuilder()
                 .setAvailableCapacity(available)
@@ -181,12 +181,12 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void controllerExpandVolume(ControllerExpandVolumeRequest request,
                                        StreamObserver<ControllerExpandVolumeResponse> response) {
-        String volumeId = Ids.requireId("volume_id", request.getVolumeId());
+        String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         if (request.getCapacityRange().getRequiredBytes() <= 0) {
             throw CsiException.invalidArgument("capacity_range.required_bytes is required: the size to grow to");
         }
         if (request.hasVolumeCapability()) {
-            Capabilities.require(request.getVolumeCapability());
+            Capability.parseServed(request.getVolumeCapability());
         }
         long size = Sizes.choose(request.getCapacityRange());
         Volume volume = locks.withLock(() -> pool.volumes().expand(volumeId, size), volumeId);
@@ -206,8 +206,8 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
 
     @Override
     public void createSnapshot(CreateSnapshotRequest request, StreamObserver<CreateSnapshotResponse> response) {
-        String name = Ids.requireId("name", request.getName());
-        String sourceId = Ids.requireId("source_volume_id", request.getSourceVolumeId());
+        String name = RequestFields.id("name", request.getName());
+        String sourceId = RequestFields.id("source_volume_id", request.getSourceVolumeId());
         Snapshot snapshot = locks.withLock(() -> {
             // A retry answers with the snapshot taken before, even once its source is deleted.
             Optional<Snapshot> taken = pool.snapshots().find(Ids.snapshotIdFor(name))
@@ -224,7 +224,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
 
     @Override
     public void deleteSnapshot(DeleteSnapshotRequest request, StreamObserver<DeleteSnapshotResponse> response) {
-        String snapshotId = Ids.requireId("snapshot_id", request.getSnapshotId());
+        String snapshotId = RequestFields.id("snapshot_id", request.getSnapshotId());
         locks.withLock(() -> pool.snapshots().delete(snapshotId), snapshotId);
         UnaryReply.send(response, DeleteSnapshotResponse.getDefaultInstance());
     }
@@ -245,21 +245,10 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
 
     @Override
     public void getSnapshot(GetSnapshotRequest request, StreamObserver<GetSnapshotResponse> response) {
-        String snapshotId = Ids.requireId("snapshot_id", request.getSnapshotId());
+        String snapshotId = RequestFields.id("snapshot_id", request.getSnapshotId());
         Snapshot snapshot = pool.snapshots().find(snapshotId).orElseThrow(() ->
-                CsiException.notFound("snapshot %s does not exist", Ids.quote(snapshotId)));
+                CsiException.notFound("snapshot %s does not exist", Quoting.quote(snapshotId)));
         UnaryReply.send(response, GetSnapshotResponse.newBuilder().setSnapshot(ProtoMapper.snapshot(snapshot)).build());
     }
 
-    private static void requireCapability(boolean present, VolumeCapability capability) {
-        if (!present) {
-            throw CsiException.invalidArgument("volume_capability is required");
-        }
-        Capabilities.require(capability);
-    }
-
-
-    static Timestamp timestamp(java.time.Instant instant) {
-        return Timestamp.newBuilder().setSeconds(instant.getEpochSecond()).setNanos(instant.getNano()).build();
-    }
 }

@@ -1,6 +1,6 @@
 package dev.blockpool.controller;
 
-import dev.blockpool.common.CsiException;
+import dev.blockpool.csi.CsiException;
 import java.nio.charset.StandardCharsets;
 import java.util.Base64;
 import java.util.List;

@@ -4,23 +4,21 @@ import csi.v1.Csi;
 import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.VolumeCondition;
 import csi.v1.Csi.VolumeContentSource;
-import dev.blockpool.common.CsiException;
+import dev.blockpool.csi.CsiException;
+import dev.blockpool.csi.CsiKeys;
+import dev.blockpool.csi.RequestFields;
 import dev.blockpool.pool.Attachments;
 import dev.blockpool.pool.Condition;
 import dev.blockpool.pool.ContentSource;
-import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.Snapshot;
 import dev.blockpool.pool.Volume;
+import com.google.protobuf.Timestamp;
+import java.time.Instant;
 import java.util.Optional;
 
 /** Between the pool's records and the CSI messages. */
 final class ProtoMapper {
-
-    /** publish_context key: whether the attachment is read-only. */
-    static final String READONLY_KEY = "readonly";
-    /** volume_context key: the filesystem NodeStage formats the volume with. */
-    static final String FS_TYPE_KEY = "fsType";
 
     private final Pool pool;
 
@@ -35,9 +33,9 @@ final class ProtoMapper {
         VolumeContentSource source = request.getVolumeContentSource();
         return switch (source.getTypeCase()) {
             case SNAPSHOT -> Optional.of(ContentSource.snapshot(
-                    Ids.requireId("volume_content_source.snapshot.snapshot_id", source.getSnapshot().getSnapshotId())));
+                    RequestFields.id("volume_content_source.snapshot.snapshot_id", source.getSnapshot().getSnapshotId())));
             case VOLUME -> Optional.of(ContentSource.volume(
-                    Ids.requireId("volume_content_source.volume.volume_id", source.getVolume().getVolumeId())));
+                    RequestFields.id("volume_content_source.volume.volume_id", source.getVolume().getVolumeId())));
             case TYPE_NOT_SET -> throw CsiException.invalidArgument("volume_content_source names neither a snapshot nor a volume");
         };
     }
@@ -50,7 +48,7 @@ final class ProtoMapper {
         var result = Csi.Volume.newBuilder()
                 .setVolumeId(volume.id())
                 .setCapacityBytes(volume.capacityBytes())
-                .putVolumeContext(FS_TYPE_KEY, volume.fsType());
+                .putVolumeContext(CsiKeys.FS_TYPE, volume.fsType());
         volume.source().ifPresent(source -> result.setContentSource(contentSource(source)));
         return result.build();
     }
@@ -72,9 +70,13 @@ final class ProtoMapper {
                 .setSnapshotId(snapshot.id())
                 .setSourceVolumeId(snapshot.sourceVolumeId())
                 .setSizeBytes(snapshot.sizeBytes())
-                .setCreationTime(ControllerService.timestamp(snapshot.createdAt()))
+                .setCreationTime(timestamp(snapshot.createdAt()))
                 .setReadyToUse(true)
                 .build();
+    }
+
+    static Timestamp timestamp(Instant instant) {
+        return Timestamp.newBuilder().setSeconds(instant.getEpochSecond()).setNanos(instant.getNano()).build();
     }
 
     private VolumeCondition condition(Volume volume) {

@@ -1,7 +1,7 @@
 package dev.blockpool.controller;
 
 import csi.v1.Csi.CapacityRange;
-import dev.blockpool.common.CsiException;
+import dev.blockpool.csi.CsiException;
 
 /** Turns a CSI capacity range into an image size. */
 final class Sizes {

@@ -1,8 +1,5 @@
 package dev.blockpool.controller;
 
-import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.catchThrowableOfType;
-
 import csi.v1.ControllerGrpc;
 import csi.v1.Csi.CapacityRange;
 import csi.v1.Csi.CreateVolumeRequest;
@@ -12,21 +9,12 @@ import csi.v1.Csi.VolumeContentSource;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
-import dev.blockpool.common.StatusInterceptor;
+import dev.blockpool.csi.CsiRequests;
+import dev.blockpool.csi.InProcessCsi;
 import dev.blockpool.pool.Pool;
-import io.grpc.ManagedChannel;
-import io.grpc.Server;
-import io.grpc.ServerInterceptors;
-import io.grpc.Status;
-import io.grpc.StatusRuntimeException;
-import io.grpc.inprocess.InProcessChannelBuilder;
-import io.grpc.inprocess.InProcessServerBuilder;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A {@link ControllerService} on a pool directory, served in-process through the same status
@@ -41,8 +29,7 @@ final class ControllerHarness implements AutoCloseable {
     private final Path poolDir;
     private final CommandRunner commands;
     private Pool pool;
-    private Server server;
-    private ManagedChannel channel;
+    private InProcessCsi served;
     private ControllerGrpc.ControllerBlockingStub stub;
 
     ControllerHarness(Path poolDir) {
@@ -58,17 +45,8 @@ final class ControllerHarness implements AutoCloseable {
     private void start() {
         // settle time zero: at start-up everything unfinished is treated as left by a crash
         pool = Pool.open(poolDir, commands, Clock.systemUTC(), Duration.ZERO);
-        String name = InProcessServerBuilder.generateName();
-        try {
-            server = InProcessServerBuilder.forName(name)
-                    .addService(ServerInterceptors.intercept(new ControllerService(pool, new OperationLocks()),
-                            new StatusInterceptor()))
-                    .build().start();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-        channel = InProcessChannelBuilder.forName(name).build();
-        stub = ControllerGrpc.newBlockingStub(channel);
+        served = InProcessCsi.serve(new ControllerService(pool, new OperationLocks()));
+        stub = ControllerGrpc.newBlockingStub(served.channel());
     }
 
     void restart() {
@@ -90,32 +68,13 @@ final class ControllerHarness implements AutoCloseable {
 
     @Override
     public void close() {
-        channel.shutdownNow();
-        server.shutdownNow();
-        try {
-            server.awaitTermination(10, TimeUnit.SECONDS);
-            channel.awaitTermination(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        served.close();
     }
 
-    // ---- request builders and assertions shared by the tests ----
-
-    static VolumeCapability mount(Mode mode) {
-        return VolumeCapability.newBuilder()
-                .setMount(VolumeCapability.MountVolume.getDefaultInstance())
-                .setAccessMode(VolumeCapability.AccessMode.newBuilder().setMode(mode)).build();
-    }
-
-    static VolumeCapability block(Mode mode) {
-        return VolumeCapability.newBuilder()
-                .setBlock(VolumeCapability.BlockVolume.getDefaultInstance())
-                .setAccessMode(VolumeCapability.AccessMode.newBuilder().setMode(mode)).build();
-    }
+    // ---- request builders of the controller's tests ----
 
     static VolumeCapability singleWriter() {
-        return mount(Mode.SINGLE_NODE_WRITER);
+        return CsiRequests.mount(Mode.SINGLE_NODE_WRITER);
     }
 
     static CreateVolumeRequest.Builder createRequest(String name, long bytes) {
@@ -133,23 +92,5 @@ final class ControllerHarness implements AutoCloseable {
     static VolumeContentSource fromVolume(String volumeId) {
         return VolumeContentSource.newBuilder()
                 .setVolume(VolumeContentSource.VolumeSource.newBuilder().setVolumeId(volumeId)).build();
-    }
-
-    /** The status code the call ends with: OK when it returns, the error's code when it throws. */
-    static Status.Code codeOf(Runnable call) {
-        try {
-            call.run();
-            return Status.Code.OK;
-        } catch (StatusRuntimeException e) {
-            return e.getStatus().getCode();
-        }
-    }
-
-    static StatusRuntimeException failure(Runnable call, Status.Code expected) {
-        StatusRuntimeException e = catchThrowableOfType(StatusRuntimeException.class, call::run);
-        assertThat(e).as("the call should fail with %s", expected).isNotNull();
-        assertThat(e.getStatus().getCode()).as("%s", e.getStatus()).isEqualTo(expected);
-        assertThat(e.getStatus().getDescription()).as("a message a person can act on").isNotBlank();
-        return e;
     }
 }

@@ -1,13 +1,13 @@
 package dev.blockpool.controller;
 
 import static dev.blockpool.controller.ControllerHarness.MIB;
-import static dev.blockpool.controller.ControllerHarness.block;
-import static dev.blockpool.controller.ControllerHarness.codeOf;
+import static dev.blockpool.csi.CsiRequests.block;
+import static dev.blockpool.csi.StatusAssertions.codeOf;
 import static dev.blockpool.controller.ControllerHarness.createRequest;
-import static dev.blockpool.controller.ControllerHarness.failure;
+import static dev.blockpool.csi.StatusAssertions.failure;
 import static dev.blockpool.controller.ControllerHarness.fromSnapshot;
 import static dev.blockpool.controller.ControllerHarness.fromVolume;
-import static dev.blockpool.controller.ControllerHarness.mount;
+import static dev.blockpool.csi.CsiRequests.mount;
 import static dev.blockpool.controller.ControllerHarness.singleWriter;
 import static org.assertj.core.api.Assertions.assertThat;
 

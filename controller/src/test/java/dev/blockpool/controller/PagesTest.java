@@ -3,7 +3,7 @@ package dev.blockpool.controller;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.blockpool.common.CsiException;
+import dev.blockpool.csi.CsiException;
 import io.grpc.Status;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;

@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import csi.v1.Csi.CapacityRange;
-import dev.blockpool.common.CsiException;
+import dev.blockpool.csi.CsiException;
 import io.grpc.Status;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

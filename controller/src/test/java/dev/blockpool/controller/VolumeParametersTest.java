@@ -1,9 +1,9 @@
 package dev.blockpool.controller;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static dev.blockpool.csi.StatusAssertions.assertStatusOfThrown;
 
-import dev.blockpool.common.CsiException;
+import dev.blockpool.common.FsType;
 import dev.blockpool.pool.Allocation;
 import io.grpc.Status;
 import java.util.Map;
@@ -16,31 +16,28 @@ class VolumeParametersTest {
 
     private static void assertInvalid(Map<String, String> parameters, Optional<String> capabilityFsType,
                                       String messagePart) {
-        assertThatThrownBy(() -> VolumeParameters.parse(parameters, capabilityFsType))
-                .isInstanceOfSatisfying(CsiException.class, e -> {
-                    assertThat(e.code()).isEqualTo(Status.Code.INVALID_ARGUMENT);
-                    assertThat(e.getMessage()).contains(messagePart);
-                });
+        assertThat(assertStatusOfThrown(() -> VolumeParameters.parse(parameters,
+                capabilityFsType.map(FsType::parse)), Status.Code.INVALID_ARGUMENT)).contains(messagePart);
     }
 
     @Test
     void defaultsAreExt4AndSparse() {
         assertThat(VolumeParameters.parse(Map.of(), Optional.empty()))
-                .isEqualTo(new VolumeParameters("ext4", Allocation.SPARSE));
+                .isEqualTo(new VolumeParameters(FsType.EXT4, Allocation.SPARSE));
     }
 
     @Test
     void fsTypeAndAllocationAreRead() {
         assertThat(VolumeParameters.parse(Map.of("fsType", "xfs", "allocation", "preallocated"), Optional.empty()))
-                .isEqualTo(new VolumeParameters("xfs", Allocation.PREALLOCATED));
+                .isEqualTo(new VolumeParameters(FsType.XFS, Allocation.PREALLOCATED));
         assertThat(VolumeParameters.parse(Map.of("allocation", "Sparse"), Optional.empty()).allocation())
                 .isEqualTo(Allocation.SPARSE);
     }
 
     @Test
     void theCapabilityFsTypeIsUsedWhenTheParametersNameNone() {
-        assertThat(VolumeParameters.parse(Map.of(), Optional.of("xfs")).fsType()).isEqualTo("xfs");
-        assertThat(VolumeParameters.parse(Map.of("fsType", "xfs"), Optional.of("xfs")).fsType()).isEqualTo("xfs");
+        assertThat(VolumeParameters.parse(Map.of(), Optional.of(FsType.XFS)).fsType()).isEqualTo(FsType.XFS);
+        assertThat(VolumeParameters.parse(Map.of("fsType", "xfs"), Optional.of(FsType.XFS)).fsType()).isEqualTo(FsType.XFS);
     }
 
     @Test
@@ -62,7 +59,7 @@ class VolumeParametersTest {
                 "csi.storage.k8s.io/pv/name", "pvc-1234",
                 "fsType", "xfs");
         assertThat(VolumeParameters.parse(parameters, Optional.empty())).isEqualTo(
-                new VolumeParameters("xfs", Allocation.SPARSE));
+                new VolumeParameters(FsType.XFS, Allocation.SPARSE));
     }
 
     @Test

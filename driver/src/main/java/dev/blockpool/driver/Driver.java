@@ -4,12 +4,14 @@ import csi.v1.Csi.PluginCapability;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
-import dev.blockpool.common.StatusInterceptor;
+import dev.blockpool.csi.StatusInterceptor;
 import dev.blockpool.controller.ControllerService;
 import dev.blockpool.identity.HostReadiness;
 import dev.blockpool.identity.IdentityService;
 import dev.blockpool.node.NodeIdentity;
+import dev.blockpool.host.NodeHost;
 import dev.blockpool.node.NodeService;
+import dev.blockpool.node.PoolVolumeCatalog;
 import dev.blockpool.pool.NodeRecord;
 import dev.blockpool.pool.Pool;
 import io.grpc.ServerServiceDefinition;
@@ -18,10 +20,18 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** Wires the services the mode asks for onto one Unix-socket gRPC server. */
+/**
+ * The composition root: builds the pool, the host side and the services the mode asks for,
+ * and serves them on one Unix-socket gRPC server.
+ */
 public final class Driver {
 
     private static final Logger log = LoggerFactory.getLogger(Driver.class);
@@ -40,20 +50,15 @@ public final class Driver {
         this.version = version;
     }
 
-    private static void reconcileForever(Pool pool, OperationLocks locks) {
-        while (true) {
-            try {
-                Thread.sleep(RECONCILE_SETTLE_TIME);
-                pool.reconcile(locks);
-            } catch (InterruptedException e) {
-                return;
-            } catch (RuntimeException e) {
-                log.error("pool reconcile failed; retrying in {}", RECONCILE_SETTLE_TIME, e);
-            }
+    /** A started driver: its server, and what must stop with it. */
+    public record Running(UnixSocketServer server, Optional<ScheduledExecutorService> reconcile) {
+        public void stop(Duration grace) {
+            reconcile.ifPresent(ExecutorService::shutdownNow);
+            server.stop(grace);
         }
     }
 
-    public UnixSocketServer start() throws IOException {
+    public Running start() throws IOException {
         CommandRunner commands = new ProcessCommandRunner();
         Pool pool = Pool.open(config.poolDir(), commands, Clock.systemUTC(), RECONCILE_SETTLE_TIME);
         // One operation per volume at a time, whichever service it comes through.
@@ -73,7 +78,8 @@ public final class Driver {
             NodeIdentity node = NodeIdentity.of(config.nodeId(), config.maxVolumesPerNode());
             // ControllerPublish checks the node and its attach limit against this record.
             pool.nodes().register(new NodeRecord(node.nodeId(), node.maxVolumesPerNode(), node.topology()));
-            services.add(NodeService.create(node, pool, locks).bindService());
+            NodeHost host = NodeHost.onThisHost(commands);
+            services.add(new NodeService(node, new PoolVolumeCatalog(pool), host, locks).bindService());
             tools.addAll(NODE_TOOLS);
         }
 
@@ -82,13 +88,25 @@ public final class Driver {
 
         UnixSocketServer server = UnixSocketServer.start(config.endpoint(), services,
                 List.of(new StatusInterceptor(), new CallLoggingInterceptor()));
-        if (config.mode().servesController()) {
-            // A crash shortly before a restart leaves files too young for the start-up reconcile.
-            // Only the controller repeats it: node plugins sharing the pool leave it to the one controller.
-            Thread.ofVirtual().name("pool-reconcile").start(() -> reconcileForever(pool, locks));
-        }
+        // A crash shortly before a restart leaves files too young for the start-up reconcile.
+        // Only the controller repeats it: node plugins sharing the pool leave it to the one controller.
+        Optional<ScheduledExecutorService> reconcile = config.mode().servesController()
+                ? Optional.of(scheduleReconcile(pool, locks)) : Optional.empty();
         log.info("{} {} serving {} on {} (node {}, pool {})", config.driverName(), version,
                 config.mode().name().toLowerCase(), config.endpoint(), config.nodeId(), config.poolDir());
-        return server;
+        return new Running(server, reconcile);
+    }
+
+    private static ScheduledExecutorService scheduleReconcile(Pool pool, OperationLocks locks) {
+        ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(
+                Thread.ofPlatform().name("pool-reconcile").daemon().factory());
+        executor.scheduleWithFixedDelay(() -> {
+            try {
+                pool.reconcile(locks);
+            } catch (RuntimeException e) {
+                log.error("pool reconcile failed; retrying in {}: {}", RECONCILE_SETTLE_TIME, e.getMessage(), e);
+            }
+        }, RECONCILE_SETTLE_TIME.toSeconds(), RECONCILE_SETTLE_TIME.toSeconds(), TimeUnit.SECONDS);
+        return executor;
     }
 }

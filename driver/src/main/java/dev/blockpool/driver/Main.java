@@ -84,10 +84,10 @@ public final class Main implements Callable<Integer> {
         DriverConfig config = validate();
         // Before the first logger exists: slf4j-simple reads its level once.
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel.name().toLowerCase(Locale.ROOT));
-        UnixSocketServer server = new Driver(config, version()).start();
+        Driver.Running driver = new Driver(config, version()).start();
         Duration grace = Duration.ofSeconds(shutdownGraceSeconds);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> server.stop(grace), "shutdown"));
-        server.awaitTermination();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> driver.stop(grace), "shutdown"));
+        driver.server().awaitTermination();
         return 0;
     }
 

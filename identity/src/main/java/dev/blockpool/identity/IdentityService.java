@@ -9,7 +9,7 @@ import csi.v1.Csi.ProbeRequest;
 import csi.v1.Csi.ProbeResponse;
 import csi.v1.IdentityGrpc;
 import com.google.protobuf.BoolValue;
-import dev.blockpool.common.UnaryReply;
+import dev.blockpool.csi.UnaryReply;
 import io.grpc.stub.StreamObserver;
 import java.util.List;
 import org.slf4j.Logger;

@@ -1,5 +1,7 @@
 package dev.blockpool.node;
 
+import dev.blockpool.csi.CsiKeys;
+import dev.blockpool.csi.RequestFields;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Ids;
@@ -36,10 +38,9 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
         if (Ids.isVolumeId(volumeId)) {
             return pool.volumes().find(volumeId).map(v -> toNodeVolume(v, false));
         }
-        Ids.requireId("volume_id", volumeId);
         String name = EPHEMERAL_NAME_PREFIX + volumeId;
         return pool.volumes().find(Ids.volumeIdFor(name))
-                .filter(v -> name.equals(v.name()) && "true".equals(v.parameters().get(EPHEMERAL)))
+                .filter(v -> name.equals(v.name()) && "true".equals(v.parameters().get(CsiKeys.EPHEMERAL)))
                 .map(v -> toNodeVolume(v, true));
     }
 
@@ -50,9 +51,9 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
 
     @Override
     public NodeVolume createEphemeral(String handle, long capacityBytes, String fsType) {
-        Ids.requireId("volume_id", handle);
+        RequestFields.id("volume_id", handle);
         Volume volume = pool.volumes().create(new VolumeSpec(EPHEMERAL_NAME_PREFIX + handle, capacityBytes, fsType,
-                Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(EPHEMERAL, "true"), Optional.empty()));
+                Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(CsiKeys.EPHEMERAL, "true"), Optional.empty()));
         return toNodeVolume(volume, true);
     }
 

@@ -8,9 +8,6 @@ import java.util.Optional;
  */
 public interface VolumeCatalog {
 
-    /** The parameter that marks a volume as an ephemeral inline volume. */
-    String EPHEMERAL = "csi.storage.k8s.io/ephemeral";
-
     /**
      * The volume with this ID, or the ephemeral inline volume created for this handle (kubelet
      * picks the handle of an inline volume). Empty when there is none.

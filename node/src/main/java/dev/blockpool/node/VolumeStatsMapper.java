@@ -1,15 +1,16 @@
 package dev.blockpool.node;
 
 import csi.v1.Csi;
-import dev.blockpool.node.host.FsStats;
+import dev.blockpool.host.FsStats;
+import dev.blockpool.host.VolumeStats;
 
-/** NodeHost's usage as a NodeGetVolumeStats response. */
+/** The host side's usage of a volume as a NodeGetVolumeStats response. */
 final class VolumeStatsMapper {
 
     private VolumeStatsMapper() {
     }
 
-    static Csi.NodeGetVolumeStatsResponse toResponse(NodeHost.Usage usage) {
+    static Csi.NodeGetVolumeStatsResponse toResponse(VolumeStats.Usage usage) {
         Csi.NodeGetVolumeStatsResponse.Builder builder = Csi.NodeGetVolumeStatsResponse.newBuilder()
                 .setVolumeCondition(Csi.VolumeCondition.newBuilder()
                         .setAbnormal(usage.abnormal()).setMessage(usage.message()));

@@ -1,19 +1,22 @@
 package dev.blockpool.node;
 
-import static dev.blockpool.node.Calls.call;
+import static dev.blockpool.csi.StatusAssertions.assertCode;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import csi.v1.Csi;
+import csi.v1.NodeGrpc;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
-import dev.blockpool.common.CsiException;
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
-import dev.blockpool.node.host.FsStats;
-import dev.blockpool.node.host.LoopDevice;
-import dev.blockpool.node.host.MountInfo;
+import dev.blockpool.csi.CsiKeys;
+import dev.blockpool.csi.InProcessCsi;
+import dev.blockpool.host.NodeHost;
+import dev.blockpool.host.FsStats;
+import dev.blockpool.host.LoopDevice;
+import dev.blockpool.host.MountInfo;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Pool;
@@ -29,6 +32,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -55,6 +59,7 @@ class NodeServiceRealHostTest {
     private Pool pool;
     private Path staging;
     private final OperationLocks locks = new OperationLocks();
+    private final List<InProcessCsi> served = new ArrayList<>();
 
     @BeforeEach
     void setUp() throws IOException {
@@ -71,14 +76,19 @@ class NodeServiceRealHostTest {
 
     @AfterEach
     void tearDown() throws IOException {
+        served.forEach(InProcessCsi::close);
         if (dir != null) {
             RealHost.cleanUp(dir);
         }
     }
 
     /** A freshly built service: every call below goes through a "restarted" driver. */
-    private NodeService node() {
-        return NodeService.create(NodeIdentity.of("it-node", 64), pool, locks);
+    private NodeGrpc.NodeBlockingStub node() {
+        NodeService fresh = new NodeService(NodeIdentity.of("it-node", 64), new PoolVolumeCatalog(pool),
+                NodeHost.onThisHost(RealHost.RUNNER), locks);
+        InProcessCsi server = InProcessCsi.serve(fresh);
+        served.add(server);
+        return NodeGrpc.newBlockingStub(server.channel());
     }
 
     private Volume createVolume(String name, long bytes, String fsType, AccessType type) {
@@ -103,29 +113,29 @@ class NodeServiceRealHostTest {
     }
 
     private void stage(Volume volume, Csi.VolumeCapability capability) {
-        call(node()::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(volume.id())
+        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(volume.id())
                 .setStagingTargetPath(staging.toString()).setVolumeCapability(capability)
                 .putVolumeContext("fsType", volume.fsType()).build());
     }
 
     private void publish(Volume volume, Path target, Csi.VolumeCapability capability, boolean readOnly) {
-        call(node()::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder().setVolumeId(volume.id())
+        node().nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder().setVolumeId(volume.id())
                 .setStagingTargetPath(staging.toString()).setTargetPath(target.toString())
                 .setVolumeCapability(capability).setReadonly(readOnly).build());
     }
 
     private void unpublish(String volumeId, Path target) {
-        call(node()::nodeUnpublishVolume, Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId(volumeId)
+        node().nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId(volumeId)
                 .setTargetPath(target.toString()).build());
     }
 
     private void unstage(Volume volume) {
-        call(node()::nodeUnstageVolume, Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(volume.id())
+        node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(volume.id())
                 .setStagingTargetPath(staging.toString()).build());
     }
 
     private Csi.NodeGetVolumeStatsResponse stats(String volumeId, Path path) {
-        return call(node()::nodeGetVolumeStats, Csi.NodeGetVolumeStatsRequest.newBuilder().setVolumeId(volumeId)
+        return node().nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder().setVolumeId(volumeId)
                 .setVolumePath(path.toString()).build());
     }
 
@@ -145,10 +155,6 @@ class NodeServiceRealHostTest {
         assertThat(RealHost.loopsOf(pool.volumes().imagePath(volume.id()))).as("loop devices of the image").hasSize(1);
     }
 
-    private static void assertCode(Runnable call, Status.Code code) {
-        assertThatThrownBy(call::run).isInstanceOfSatisfying(CsiException.class, e -> assertThat(e.code())
-                .as(e.getMessage()).isEqualTo(code));
-    }
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"ext4", "xfs"})
@@ -222,7 +228,7 @@ class NodeServiceRealHostTest {
                 .setMount(Csi.VolumeCapability.MountVolume.newBuilder()
                         .addMountFlags("errors=remount-ro,data=journal").addMountFlags("noexec")).build();
         Path target = target("flags");
-        call(node()::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(volume.id())
+        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(volume.id())
                 .setStagingTargetPath(staging.toString()).setVolumeCapability(capability).build());
         publish(volume, target, capability, true);
         assertThat(RealHost.mountsAt(staging).getFirst().superOptions()).contains("data=journal");
@@ -240,9 +246,9 @@ class NodeServiceRealHostTest {
         Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
         String linkedStaging = link.resolve("staging/globalmount").toString();
         Path linkedTarget = link.resolve("pods/linked/volumes/vol");
-        Runnable stageThroughLink = () -> call(node()::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder()
+        Runnable stageThroughLink = () -> node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
                 .setVolumeId(volume.id()).setStagingTargetPath(linkedStaging).setVolumeCapability(capability).build());
-        Runnable publishThroughLink = () -> call(node()::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder()
+        Runnable publishThroughLink = () -> node().nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
                 .setVolumeId(volume.id()).setStagingTargetPath(linkedStaging).setTargetPath(linkedTarget.toString())
                 .setVolumeCapability(capability).build());
 
@@ -251,7 +257,7 @@ class NodeServiceRealHostTest {
         assertThat(bytes(stats(volume.id(), linkedTarget)).getTotal()).isGreaterThan(48 * MiB)
                 .isLessThanOrEqualTo(64 * MiB);
         twice(() -> unpublish(volume.id(), linkedTarget), () -> assertThat(linkedTarget).doesNotExist());
-        twice(() -> call(node()::nodeUnstageVolume, Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(volume.id())
+        twice(() -> node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(volume.id())
                 .setStagingTargetPath(linkedStaging).build()), () -> assertThat(RealHost.mountsUnder(dir)).isEmpty());
         assertThat(RealHost.loopsUnder(dir)).isEmpty();
     }
@@ -272,7 +278,7 @@ class NodeServiceRealHostTest {
         assertCode(() -> publish(fs, target("two"), single, false), Status.Code.FAILED_PRECONDITION);
         assertCode(() -> publish(fs, target("one"), single, true), Status.Code.ALREADY_EXISTS);
         assertCode(() -> unstage(fs), Status.Code.FAILED_PRECONDITION); // still published
-        assertCode(() -> call(node()::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder()
+        assertCode(() -> node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
                 .setVolumeId(fs.id()).setStagingTargetPath(staging.toString())
                 .setVolumeCapability(single.toBuilder().setMount(single.getMount().toBuilder()
                         .addMountFlags("loop,offset=0"))).build()), Status.Code.INVALID_ARGUMENT);
@@ -309,8 +315,7 @@ class NodeServiceRealHostTest {
         publish(volume, target, capability, false);
         try (FileChannel open = FileChannel.open(target.resolve("held"), StandardOpenOption.CREATE,
                 StandardOpenOption.WRITE)) {
-            assertThatThrownBy(() -> unpublish(volume.id(), target)).isInstanceOfSatisfying(CsiException.class,
-                    e -> assertThat(e.code()).isEqualTo(Status.Code.INTERNAL));
+            assertCode(() -> unpublish(volume.id(), target), Status.Code.INTERNAL);
             assertMountedOnce(target);
             assertThat(open.isOpen()).isTrue();
         }
@@ -337,8 +342,7 @@ class NodeServiceRealHostTest {
 
         long before = bytes(stats(volume.id(), target)).getTotal();
         pool.volumes().expand(volume.id(), 1024 * MiB);
-        Csi.NodeExpandVolumeResponse expanded = call(node()::nodeExpandVolume,
-                Csi.NodeExpandVolumeRequest.newBuilder().setVolumeId(volume.id()).setVolumePath(target.toString())
+        Csi.NodeExpandVolumeResponse expanded = node().nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder().setVolumeId(volume.id()).setVolumePath(target.toString())
                         .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(1024 * MiB)).build());
         assertThat(expanded.getCapacityBytes()).isEqualTo(1024 * MiB);
 
@@ -361,7 +365,7 @@ class NodeServiceRealHostTest {
     }
 
     private Csi.NodeExpandVolumeResponse expand(Volume volume, Path path, Csi.VolumeCapability capability) {
-        return call(node()::nodeExpandVolume, Csi.NodeExpandVolumeRequest.newBuilder().setVolumeId(volume.id())
+        return node().nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder().setVolumeId(volume.id())
                 .setVolumePath(path.toString()).setVolumeCapability(capability).build());
     }
 
@@ -372,7 +376,7 @@ class NodeServiceRealHostTest {
         Volume other = createVolume("expand-other", 64 * MiB, "ext4", AccessType.MOUNT);
         Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
         Path otherStaging = Files.createDirectories(dir.resolve("kubelet/staging/other"));
-        call(node()::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(other.id())
+        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(other.id())
                 .setStagingTargetPath(otherStaging.toString()).setVolumeCapability(capability).build());
         pool.volumes().expand(volume.id(), 128 * MiB);
 
@@ -383,7 +387,7 @@ class NodeServiceRealHostTest {
         assertThat(RealHost.mountsUnder(dir)).hasSize(2);
 
         unstage(volume);
-        call(node()::nodeUnstageVolume, Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(other.id())
+        node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(other.id())
                 .setStagingTargetPath(otherStaging.toString()).build());
         assertThat(RealHost.mountsUnder(dir)).isEmpty();
         assertThat(RealHost.loopsUnder(dir)).isEmpty();
@@ -551,10 +555,10 @@ class NodeServiceRealHostTest {
     void ephemeralVolumeLivesAndDiesWithItsPublish() throws IOException {
         String handle = "csi-0123456789abcdef";
         Path target = target("inline");
-        Consumer<Boolean> publish = ignored -> call(node()::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder()
+        Consumer<Boolean> publish = ignored -> node().nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
                 .setVolumeId(handle).setTargetPath(target.toString())
                 .setVolumeCapability(mountCapability(Mode.SINGLE_NODE_WRITER))
-                .putVolumeContext(VolumeCatalog.EPHEMERAL, "true").putVolumeContext("size", "64Mi")
+                .putVolumeContext(CsiKeys.EPHEMERAL, "true").putVolumeContext("size", "64Mi")
                 .putVolumeContext("csi.storage.k8s.io/pod.name", "inline").build());
 
         twice(() -> publish.accept(true), () -> assertMountedOnce(target));
@@ -572,10 +576,10 @@ class NodeServiceRealHostTest {
     }
 
     private void publishInline(String handle, Path target, boolean readOnly) {
-        call(node()::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder()
+        node().nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
                 .setVolumeId(handle).setTargetPath(target.toString()).setReadonly(readOnly)
                 .setVolumeCapability(mountCapability(Mode.SINGLE_NODE_WRITER))
-                .putVolumeContext(VolumeCatalog.EPHEMERAL, "true").putVolumeContext("size", "64Mi").build());
+                .putVolumeContext(CsiKeys.EPHEMERAL, "true").putVolumeContext("size", "64Mi").build());
     }
 
     @ParameterizedTest(name = "{0}")
@@ -583,10 +587,10 @@ class NodeServiceRealHostTest {
     void aReadOnlyEphemeralVolumeIsFormattedAndMountedReadOnly(String fsType) {
         String handle = "csi-readonly-" + fsType;
         Path target = target("inline-ro");
-        call(node()::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder()
+        node().nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
                 .setVolumeId(handle).setTargetPath(target.toString()).setReadonly(true)
                 .setVolumeCapability(mountCapability(Mode.SINGLE_NODE_WRITER))
-                .putVolumeContext(VolumeCatalog.EPHEMERAL, "true").putVolumeContext("size", "320Mi") // xfs: 300MB at least
+                .putVolumeContext(CsiKeys.EPHEMERAL, "true").putVolumeContext("size", "320Mi") // xfs: 300MB at least
                 .putVolumeContext("fsType", fsType).build());
         assertMountedOnce(target);
         assertThat(RealHost.mountsAt(target).getFirst()).satisfies(m -> {

@@ -1,13 +1,17 @@
 package dev.blockpool.node;
 
-import static dev.blockpool.node.Calls.call;
+import static dev.blockpool.csi.StatusAssertions.assertCode;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import csi.v1.Csi;
+import csi.v1.NodeGrpc;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
-import dev.blockpool.common.CsiException;
+import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.common.OperationLocks;
+import dev.blockpool.common.StorageException;
+import dev.blockpool.csi.InProcessCsi;
+import dev.blockpool.host.FakeHost;
 import io.grpc.Status;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -16,6 +20,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -29,7 +34,8 @@ class NodeServiceTest {
     private final OperationLocks locks = new OperationLocks();
     private final Map<String, NodeVolume> catalog = new HashMap<>();
     private FakeHost fake;
-    private NodeService service;
+    private InProcessCsi served;
+    private NodeGrpc.NodeBlockingStub node;
     private NodeVolume fsVolume;
 
     @BeforeEach
@@ -67,7 +73,13 @@ class NodeServiceTest {
                 catalog.values().remove(volume);
             }
         };
-        service = new NodeService(NodeIdentity.of("node-a", 16), volumes, fake.nodeHost(), locks);
+        served = InProcessCsi.serve(new NodeService(NodeIdentity.of("node-a", 16), volumes, fake.nodeHost(), locks));
+        node = NodeGrpc.newBlockingStub(served.channel());
+    }
+
+    @AfterEach
+    void tearDown() {
+        served.close();
     }
 
     private static Csi.VolumeCapability mount(Mode mode) {
@@ -80,10 +92,6 @@ class NodeServiceTest {
             .setBlock(Csi.VolumeCapability.BlockVolume.getDefaultInstance())
             .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(Mode.SINGLE_NODE_WRITER)).build();
 
-    private static void assertCode(Runnable call, Status.Code code) {
-        assertThatThrownBy(call::run).isInstanceOfSatisfying(CsiException.class,
-                e -> assertThat(e.code()).as(e.getMessage()).isEqualTo(code));
-    }
 
     private String staging() {
         return dir.resolve("staging").toString();
@@ -97,83 +105,83 @@ class NodeServiceTest {
     void missingFieldsAreInvalidArguments() {
         var stage = Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1").setStagingTargetPath(staging())
                 .setVolumeCapability(WRITER).build();
-        assertCode(() -> call(service::nodeStageVolume, stage.toBuilder().clearVolumeId().build()),
+        assertCode(() -> node.nodeStageVolume(stage.toBuilder().clearVolumeId().build()),
                 Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> call(service::nodeStageVolume, stage.toBuilder().clearStagingTargetPath().build()),
+        assertCode(() -> node.nodeStageVolume(stage.toBuilder().clearStagingTargetPath().build()),
                 Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> call(service::nodeStageVolume, stage.toBuilder().clearVolumeCapability().build()),
+        assertCode(() -> node.nodeStageVolume(stage.toBuilder().clearVolumeCapability().build()),
                 Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> call(service::nodeStageVolume, stage.toBuilder().setStagingTargetPath("relative").build()),
+        assertCode(() -> node.nodeStageVolume(stage.toBuilder().setStagingTargetPath("relative").build()),
                 Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> call(service::nodeStageVolume, stage.toBuilder().setVolumeCapability(WRITER.toBuilder()
+        assertCode(() -> node.nodeStageVolume(stage.toBuilder().setVolumeCapability(WRITER.toBuilder()
                 .setMount(WRITER.getMount().toBuilder().setFsType("btrfs"))).build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> call(service::nodeStageVolume, stage.toBuilder().setVolumeCapability(WRITER.toBuilder()
+        assertCode(() -> node.nodeStageVolume(stage.toBuilder().setVolumeCapability(WRITER.toBuilder()
                 .clearAccessMode()).build()), Status.Code.INVALID_ARGUMENT);
 
         var publish = Csi.NodePublishVolumeRequest.newBuilder().setVolumeId("vol-1").setTargetPath(target())
                 .setStagingTargetPath(staging()).setVolumeCapability(WRITER).build();
-        assertCode(() -> call(service::nodePublishVolume, publish.toBuilder().clearVolumeId().build()),
+        assertCode(() -> node.nodePublishVolume(publish.toBuilder().clearVolumeId().build()),
                 Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> call(service::nodePublishVolume, publish.toBuilder().clearTargetPath().build()),
+        assertCode(() -> node.nodePublishVolume(publish.toBuilder().clearTargetPath().build()),
                 Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> call(service::nodePublishVolume, publish.toBuilder().clearVolumeCapability().build()),
+        assertCode(() -> node.nodePublishVolume(publish.toBuilder().clearVolumeCapability().build()),
                 Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> call(service::nodePublishVolume, publish.toBuilder().clearStagingTargetPath().build()),
+        assertCode(() -> node.nodePublishVolume(publish.toBuilder().clearStagingTargetPath().build()),
                 Status.Code.INVALID_ARGUMENT);
 
-        assertCode(() -> call(service::nodeUnpublishVolume, Csi.NodeUnpublishVolumeRequest.newBuilder()
+        assertCode(() -> node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
                 .setTargetPath(target()).build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> call(service::nodeUnpublishVolume, Csi.NodeUnpublishVolumeRequest.newBuilder()
+        assertCode(() -> node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
                 .setVolumeId("vol-1").build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> call(service::nodeUnstageVolume, Csi.NodeUnstageVolumeRequest.newBuilder()
+        assertCode(() -> node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
                 .setStagingTargetPath(staging()).build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> call(service::nodeUnstageVolume, Csi.NodeUnstageVolumeRequest.newBuilder()
+        assertCode(() -> node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
                 .setVolumeId("vol-1").build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> call(service::nodeGetVolumeStats, Csi.NodeGetVolumeStatsRequest.newBuilder()
+        assertCode(() -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
                 .setVolumePath("some/path").build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> call(service::nodeGetVolumeStats, Csi.NodeGetVolumeStatsRequest.newBuilder()
+        assertCode(() -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
                 .setVolumeId("vol-1").build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> call(service::nodeExpandVolume, Csi.NodeExpandVolumeRequest.newBuilder()
+        assertCode(() -> node.nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder()
                 .setVolumePath(target()).build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> call(service::nodeExpandVolume, Csi.NodeExpandVolumeRequest.newBuilder()
+        assertCode(() -> node.nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder()
                 .setVolumeId("vol-1").build()), Status.Code.INVALID_ARGUMENT);
         assertThat(fake.log).isEmpty();
     }
 
     @Test
     void unknownVolumesAreNotFoundAndTheirTeardownIsOk() {
-        assertCode(() -> call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder()
+        assertCode(() -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
                 .setVolumeId("vol-unknown").setStagingTargetPath(staging()).setVolumeCapability(WRITER).build()),
                 Status.Code.NOT_FOUND);
-        assertCode(() -> call(service::nodeGetVolumeStats, Csi.NodeGetVolumeStatsRequest.newBuilder()
+        assertCode(() -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
                 .setVolumeId("fake-vol-id").setVolumePath("some/path").build()), Status.Code.NOT_FOUND);
-        assertCode(() -> call(service::nodeGetVolumeStats, Csi.NodeGetVolumeStatsRequest.newBuilder()
+        assertCode(() -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
                 .setVolumeId("vol-1").setVolumePath("some/path").build()), Status.Code.NOT_FOUND);
-        assertCode(() -> call(service::nodeExpandVolume, Csi.NodeExpandVolumeRequest.newBuilder()
+        assertCode(() -> node.nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder()
                 .setVolumeId("fake-vol-id").setVolumePath("some/path").build()), Status.Code.NOT_FOUND);
-        call(service::nodeUnpublishVolume, Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId("fake-vol-id")
+        node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId("fake-vol-id")
                 .setTargetPath(target()).build());
-        call(service::nodeUnstageVolume, Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId("vol-gone")
+        node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId("vol-gone")
                 .setStagingTargetPath(staging()).build());
     }
 
     @Test
     void aCapabilityTheVolumeCannotServeIsAFailedPrecondition() {
-        assertCode(() -> call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
+        assertCode(() -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
                 .setStagingTargetPath(staging()).setVolumeCapability(BLOCK).build()), Status.Code.FAILED_PRECONDITION);
-        assertCode(() -> call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
+        assertCode(() -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
                 .setStagingTargetPath(staging()).setVolumeCapability(mount(Mode.MULTI_NODE_MULTI_WRITER)).build()),
                 Status.Code.FAILED_PRECONDITION);
-        assertCode(() -> call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
+        assertCode(() -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
                 .setStagingTargetPath(staging()).setVolumeCapability(WRITER.toBuilder().setMount(
                         WRITER.getMount().toBuilder().setFsType("xfs"))).build()), Status.Code.FAILED_PRECONDITION);
     }
 
     @Test
     void stageThenPublishReadOnlyFromPublishContext() {
-        call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
+        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
                 .setStagingTargetPath(staging()).setVolumeCapability(WRITER).build());
-        call(service::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder().setVolumeId("vol-1")
+        node.nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder().setVolumeId("vol-1")
                 .setStagingTargetPath(staging()).setTargetPath(target()).setVolumeCapability(WRITER)
                 .putPublishContext("readonly", "true").build());
         assertThat(fake.log).contains("format loop0 ext4", "bind target ro");
@@ -181,23 +189,23 @@ class NodeServiceTest {
 
     @Test
     void aVolumeIdIsNeverPublishedAsAnEphemeralInlineVolume() {
-        assertCode(() -> call(service::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder()
+        assertCode(() -> node.nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
                 .setVolumeId("vol-1").setTargetPath(target()).setVolumeCapability(WRITER)
-                .putVolumeContext(VolumeCatalog.EPHEMERAL, "true").build()), Status.Code.INVALID_ARGUMENT);
+                .putVolumeContext(CsiKeys.EPHEMERAL, "true").build()), Status.Code.INVALID_ARGUMENT);
         assertThat(fake.log).isEmpty();
         assertThat(catalog).containsKey("vol-1");
     }
 
     private Csi.NodePublishVolumeRequest inline(String handle, boolean readOnly) {
         return Csi.NodePublishVolumeRequest.newBuilder().setVolumeId(handle).setTargetPath(target())
-                .setVolumeCapability(WRITER).setReadonly(readOnly).putVolumeContext(VolumeCatalog.EPHEMERAL, "true")
+                .setVolumeCapability(WRITER).setReadonly(readOnly).putVolumeContext(CsiKeys.EPHEMERAL, "true")
                 .build();
     }
 
     @Test
     void aFailedEphemeralPublishLeavesNoVolumeAndNoLoopDevice() {
-        fake.mountFailure = CsiException.internal("mount: wrong fs type");
-        assertCode(() -> call(service::nodePublishVolume, inline("csi-abc", false)), Status.Code.INTERNAL);
+        fake.mountFailure = StorageException.internal("mount: wrong fs type");
+        assertCode(() -> node.nodePublishVolume(inline("csi-abc", false)), Status.Code.INTERNAL);
         assertThat(fake.log).containsExactly("attach vol-eph-csi-abc.img", "format loop0 ext4", "mount failed loop0",
                 "detach loop0");
         assertThat(fake.loops).isEmpty();
@@ -206,8 +214,8 @@ class NodeServiceTest {
 
     @Test
     void aFailedRetryOfAnEphemeralPublishKeepsTheMountedVolume() {
-        call(service::nodePublishVolume, inline("csi-abc", false));
-        assertCode(() -> call(service::nodePublishVolume, inline("csi-abc", true)), Status.Code.ALREADY_EXISTS);
+        node.nodePublishVolume(inline("csi-abc", false));
+        assertCode(() -> node.nodePublishVolume(inline("csi-abc", true)), Status.Code.ALREADY_EXISTS);
         assertThat(catalog).containsKey("csi-abc");
         assertThat(fake.mounts).singleElement().satisfies(m -> assertThat(m.readOnly()).isFalse());
         assertThat(fake.loops).hasSize(1);
@@ -215,12 +223,12 @@ class NodeServiceTest {
 
     @Test
     void aReadOnlyEphemeralVolumeIsFormattedReadWriteThenMountedReadOnly() {
-        call(service::nodePublishVolume, inline("csi-ro", true));
-        call(service::nodePublishVolume, inline("csi-ro", true));
+        node.nodePublishVolume(inline("csi-ro", true));
+        node.nodePublishVolume(inline("csi-ro", true));
         assertThat(fake.log).containsExactly("attach vol-eph-csi-ro.img", "format loop0 ext4", "mount loop0 ext4 [ro]");
         assertThat(fake.mounts).singleElement().satisfies(m -> assertThat(m.readOnly()).isTrue());
 
-        call(service::nodeUnpublishVolume, Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId("csi-ro")
+        node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId("csi-ro")
                 .setTargetPath(target()).build());
         assertThat(fake.mounts).isEmpty();
         assertThat(fake.loops).isEmpty();
@@ -233,17 +241,17 @@ class NodeServiceTest {
 
     @Test
     void mountFlagsAreCheckedAgainstTheVolumesFilesystemNotTheRequestsEmptyFsType() {
-        assertCode(() -> call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
+        assertCode(() -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
                 .setStagingTargetPath(staging()).setVolumeCapability(withFlags("nouuid")).build()),
                 Status.Code.INVALID_ARGUMENT);
         assertThat(fake.log).as("refused before anything is attached").isEmpty();
 
-        call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
+        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
                 .setStagingTargetPath(staging()).setVolumeCapability(withFlags("errors=remount-ro,noatime")).build());
-        assertCode(() -> call(service::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder().setVolumeId("vol-1")
+        assertCode(() -> node.nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder().setVolumeId("vol-1")
                 .setStagingTargetPath(staging()).setTargetPath(target()).setVolumeCapability(withFlags("inode64"))
                 .build()), Status.Code.INVALID_ARGUMENT);
-        call(service::nodePublishVolume, Csi.NodePublishVolumeRequest.newBuilder().setVolumeId("vol-1")
+        node.nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder().setVolumeId("vol-1")
                 .setStagingTargetPath(staging()).setTargetPath(target())
                 .setVolumeCapability(withFlags("errors=remount-ro,noatime,data=journal,nodev")).build());
         assertThat(fake.log).containsExactly("attach vol-1.img", "format loop0 ext4",
@@ -252,15 +260,14 @@ class NodeServiceTest {
 
     @Test
     void aSecondOperationOnTheSameVolumeIsAborted() {
-        locks.withLock(() -> assertCode(() -> call(service::nodeStageVolume, Csi.NodeStageVolumeRequest.newBuilder()
+        locks.withLock(() -> assertCode(() -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
                 .setVolumeId("vol-1").setStagingTargetPath(staging()).setVolumeCapability(WRITER).build()),
                 Status.Code.ABORTED), "vol-1");
     }
 
     @Test
     void capabilitiesAndInfo() {
-        Csi.NodeGetCapabilitiesResponse caps = call(service::nodeGetCapabilities,
-                Csi.NodeGetCapabilitiesRequest.getDefaultInstance());
+        Csi.NodeGetCapabilitiesResponse caps = node.nodeGetCapabilities(Csi.NodeGetCapabilitiesRequest.getDefaultInstance());
         assertThat(caps.getCapabilitiesList()).extracting(c -> c.getRpc().getType()).containsExactlyInAnyOrder(
                 Csi.NodeServiceCapability.RPC.Type.STAGE_UNSTAGE_VOLUME,
                 Csi.NodeServiceCapability.RPC.Type.GET_VOLUME_STATS,
@@ -268,10 +275,10 @@ class NodeServiceTest {
                 Csi.NodeServiceCapability.RPC.Type.VOLUME_CONDITION,
                 Csi.NodeServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER);
 
-        Csi.NodeGetInfoResponse info = call(service::nodeGetInfo, Csi.NodeGetInfoRequest.getDefaultInstance());
+        Csi.NodeGetInfoResponse info = node.nodeGetInfo(Csi.NodeGetInfoRequest.getDefaultInstance());
         assertThat(info.getNodeId()).isEqualTo("node-a");
         assertThat(info.getMaxVolumesPerNode()).isEqualTo(16);
         assertThat(info.getAccessibleTopology().getSegmentsMap())
-                .containsExactly(Map.entry(NodeIdentity.TOPOLOGY_KEY, "node-a"));
+                .containsExactly(Map.entry(CsiKeys.TOPOLOGY_NODE, "node-a"));
     }
 }

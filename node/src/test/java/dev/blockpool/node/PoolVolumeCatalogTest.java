@@ -2,6 +2,7 @@ package dev.blockpool.node;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;
@@ -36,7 +37,7 @@ class PoolVolumeCatalogTest {
     @Test
     void aVolumeFoundByItsIdIsNeverEphemeralWhateverItsParametersSay() {
         Volume persistent = pool.volumes().create(new VolumeSpec("pvc-1", 1 << 20, "ext4", Allocation.SPARSE,
-                Set.of(AccessType.MOUNT), Map.of(VolumeCatalog.EPHEMERAL, "true"), Optional.empty()));
+                Set.of(AccessType.MOUNT), Map.of(CsiKeys.EPHEMERAL, "true"), Optional.empty()));
         assertThat(catalog.find(persistent.id())).get().extracting(NodeVolume::ephemeral).isEqualTo(false);
     }
 

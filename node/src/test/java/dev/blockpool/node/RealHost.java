@@ -2,10 +2,10 @@ package dev.blockpool.node;
 
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.ProcessCommandRunner;
-import dev.blockpool.node.host.LoopDevice;
-import dev.blockpool.node.host.LoopSysfs;
-import dev.blockpool.node.host.MountInfo;
-import dev.blockpool.node.host.ProcMountTable;
+import dev.blockpool.host.LoopDevice;
+import dev.blockpool.host.LoopSysfs;
+import dev.blockpool.host.MountInfo;
+import dev.blockpool.host.ProcMountTable;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

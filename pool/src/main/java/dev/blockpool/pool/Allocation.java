@@ -1,6 +1,6 @@
 package dev.blockpool.pool;
 
-import dev.blockpool.common.CsiException;
+import dev.blockpool.common.StorageException;
 import java.util.Locale;
 
 /** How a new image's blocks are provided: on first write (sparse) or up front (fallocate). */
@@ -11,7 +11,7 @@ public enum Allocation {
         return switch (value.toLowerCase(Locale.ROOT)) {
             case "sparse" -> SPARSE;
             case "preallocated" -> PREALLOCATED;
-            default -> throw CsiException.invalidArgument(
+            default -> throw StorageException.invalid(
                     "allocation %s is not supported: use \"sparse\" or \"preallocated\"", Ids.quote(value));
         };
     }

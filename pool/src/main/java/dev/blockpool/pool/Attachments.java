@@ -1,6 +1,6 @@
 package dev.blockpool.pool;
 
-import dev.blockpool.common.CsiException;
+import dev.blockpool.common.StorageException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -30,11 +30,11 @@ public final class Attachments {
     public Volume attach(String volumeId, String nodeId, boolean readonly, boolean singleNode) {
         Volume volume = volumes.get(volumeId);
         NodeRecord node = nodes.find(nodeId).orElseThrow(() ->
-                CsiException.notFound("node %s is not registered with the pool", Ids.quote(nodeId)));
+                StorageException.notFound("node %s is not registered with the pool", Ids.quote(nodeId)));
         Optional<Attachment> existing = volume.attachmentOn(nodeId);
         if (existing.isPresent()) {
             if (existing.get().readonly() != readonly || existing.get().multiNode() == singleNode) {
-                throw CsiException.alreadyExists(
+                throw StorageException.conflict(
                         "volume %s is already published to node %s with readonly=%s and a %s access mode",
                         volumeId, nodeId, existing.get().readonly(),
                         existing.get().multiNode() ? "multi-node" : "single-node");
@@ -45,7 +45,7 @@ public final class Attachments {
         Optional<Attachment> exclusive = volume.attachments().stream()
                 .filter(a -> singleNode || !a.multiNode()).findFirst();
         if (exclusive.isPresent()) {
-            throw CsiException.failedPrecondition(
+            throw StorageException.precondition(
                     "volume %s is already published to node %s and a single-node access mode keeps other nodes out",
                     volumeId, exclusive.get().nodeId());
         }
@@ -53,7 +53,7 @@ public final class Attachments {
         try {
             long attached = volumes.list().stream().filter(v -> v.attachmentOn(nodeId).isPresent()).count();
             if (attached >= node.maxVolumesPerNode()) {
-                throw CsiException.resourceExhausted("node %s already has %d volumes attached, its limit", nodeId,
+                throw StorageException.noSpace("node %s already has %d volumes attached, its limit", nodeId,
                         attached);
             }
             List<Attachment> attachments = new ArrayList<>(volume.attachments());

@@ -1,11 +1,10 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.common.StorageException;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
@@ -39,7 +38,7 @@ public final class DurableFiles {
             syncDirectory(target.getParent());
         } catch (IOException e) {
             deleteQuietly(temp);
-            throw new UncheckedIOException("cannot write " + target, e);
+            throw StorageException.io(e, "cannot write %s", target);
         }
     }
 
@@ -52,7 +51,7 @@ public final class DurableFiles {
             }
             return deleted;
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot delete " + target, e);
+            throw StorageException.io(e, "cannot delete %s", target);
         }
     }
 
@@ -60,17 +59,15 @@ public final class DurableFiles {
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.WRITE)) {
             channel.force(true);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot fsync " + file, e);
+            throw StorageException.io(e, "cannot flush %s to disk", file);
         }
     }
 
     public static void syncDirectory(Path directory) {
         try (FileChannel channel = FileChannel.open(directory, StandardOpenOption.READ)) {
             channel.force(true);
-        } catch (NoSuchFileException e) {
-            throw new UncheckedIOException("directory vanished: " + directory, e);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot fsync directory " + directory, e);
+            throw StorageException.io(e, "cannot flush directory %s to disk", directory);
         }
     }
 

@@ -1,6 +1,6 @@
 package dev.blockpool.pool;
 
-import dev.blockpool.common.CsiException;
+import dev.blockpool.common.StorageException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -51,10 +51,10 @@ public final class Ids {
     /** Rejects an empty or over-long ID; returns it otherwise. */
     public static String requireId(String kind, String id) {
         if (id.isEmpty()) {
-            throw CsiException.invalidArgument("%s is required", kind);
+            throw StorageException.invalid("%s is required", kind);
         }
         if (id.getBytes(StandardCharsets.UTF_8).length > MAX_ID_BYTES) {
-            throw CsiException.invalidArgument("%s is longer than %d bytes", kind, MAX_ID_BYTES);
+            throw StorageException.invalid("%s is longer than %d bytes", kind, MAX_ID_BYTES);
         }
         return id;
     }
@@ -62,7 +62,7 @@ public final class Ids {
     public static String requireNodeId(String nodeId) {
         requireId("node_id", nodeId);
         if (!isNodeId(nodeId)) {
-            throw CsiException.invalidArgument("node_id %s has characters other than letters, digits, '.', '_' and '-'",
+            throw StorageException.invalid("node_id %s has characters other than letters, digits, '.', '_' and '-'",
                     quote(nodeId));
         }
         return nodeId;

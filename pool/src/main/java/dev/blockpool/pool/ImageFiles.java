@@ -1,10 +1,9 @@
 package dev.blockpool.pool;
 
 import dev.blockpool.common.CommandRunner;
-import dev.blockpool.common.CsiException;
+import dev.blockpool.common.StorageException;
 import java.io.IOException;
 import java.io.RandomAccessFile;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -37,15 +36,10 @@ public final class ImageFiles {
         try {
             Files.deleteIfExists(image);
             Files.createFile(image);
-            setLength(image, sizeBytes);
-            if (allocation == Allocation.PREALLOCATED) {
-                runChecked(List.of("fallocate", "--length", Long.toString(sizeBytes),
-                        image.toString()));
-            }
-            DurableFiles.fsync(image);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot create image " + image, e);
+            throw StorageException.io(e, "cannot create image %s", image);
         }
+        grow(image, sizeBytes, allocation);
     }
 
     /** Grows the image to {@code sizeBytes}; the new tail is a hole unless preallocated. */
@@ -60,7 +54,7 @@ public final class ImageFiles {
 
     public CopyMethod copy(Path source, Path target) {
         if (!Files.isRegularFile(source)) {
-            throw CsiException.internal("source image %s is missing", source);
+            throw StorageException.internal("source image %s is missing", source);
         }
         CommandRunner.Result reflink = commands.run(COPY_TIMEOUT,
                 List.of("cp", "--reflink=always", "--", source.toString(), target.toString()));
@@ -75,14 +69,14 @@ public final class ImageFiles {
         return method;
     }
 
-    /** Runs a command that writes into the pool; a full pool is RESOURCE_EXHAUSTED, not INTERNAL. */
+    /** Runs a command that writes into the pool; a full pool (or quota) is NO_SPACE, not INTERNAL. */
     private void runChecked(List<String> command) {
         CommandRunner.Result result = commands.run(COPY_TIMEOUT, command);
         if (!result.ok()) {
-            if (result.stderr().contains("No space left on device")) {
-                throw CsiException.resourceExhausted("the pool is full: %s", result.describe());
+            if (StorageException.isNoSpace(result.stderr())) {
+                throw StorageException.noSpace("the pool is full: %s", result.describe());
             }
-            throw CsiException.internal("%s", result.describe());
+            throw StorageException.internal("%s", result.describe());
         }
     }
 
@@ -90,7 +84,7 @@ public final class ImageFiles {
         try {
             return Files.size(image);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot stat " + image, e);
+            throw StorageException.io(e, "cannot read the size of image %s", image);
         }
     }
 
@@ -98,7 +92,7 @@ public final class ImageFiles {
         try (RandomAccessFile file = new RandomAccessFile(image.toFile(), "rw")) {
             file.setLength(sizeBytes);
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot size image " + image + " to " + sizeBytes + " bytes", e);
+            throw StorageException.io(e, "cannot size image %s to %d bytes", image, sizeBytes);
         }
     }
 }

@@ -2,8 +2,8 @@ package dev.blockpool.pool;
 
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.OperationLocks;
+import dev.blockpool.common.StorageException;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -51,7 +51,7 @@ public final class Pool {
                 Files.createDirectories(root.resolve(dir));
             }
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot create the pool directories under " + root, e);
+            throw StorageException.io(e, "cannot create the pool directories under %s", root);
         }
         Pool pool = new Pool(root, commands, clock, settleTime);
         pool.reconcile(new OperationLocks());

@@ -1,8 +1,7 @@
 package dev.blockpool.pool;
 
-import dev.blockpool.common.CsiException;
+import dev.blockpool.common.StorageException;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.FileStore;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -26,7 +25,7 @@ public final class PoolSpace {
         try {
             return store().getUsableSpace();
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot read the free space of " + root, e);
+            throw StorageException.io(e, "cannot read the free space of the pool %s", root);
         }
     }
 
@@ -34,18 +33,23 @@ public final class PoolSpace {
         try {
             return store().getTotalSpace();
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot read the size of " + root, e);
+            throw StorageException.io(e, "cannot read the size of the pool %s", root);
         }
     }
 
+    /** Refuses a size that cannot fit; compares only, so sizes near 2^63 cannot overflow. */
     void requireRoomFor(long bytes) {
+        if (bytes < 0) {
+            throw StorageException.invalid("%d bytes is not a size", bytes);
+        }
         long total = totalBytes();
         if (bytes > total) {
-            throw CsiException.outOfRange("%d bytes is more than the pool's filesystem holds (%d bytes)", bytes, total);
+            throw StorageException.outOfRange("%d bytes is more than the pool's filesystem holds (%d bytes)",
+                    bytes, total);
         }
         long available = availableBytes();
         if (bytes > available) {
-            throw CsiException.resourceExhausted("the pool has %d bytes free, %d bytes were asked for", available, bytes);
+            throw StorageException.noSpace("the pool has %d bytes free, %d bytes were asked for", available, bytes);
         }
     }
 

@@ -1,9 +1,8 @@
 package dev.blockpool.pool;
 
-import dev.blockpool.common.CsiException;
 import dev.blockpool.common.OperationLocks;
+import dev.blockpool.common.StorageException;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -57,15 +56,17 @@ final class Reconciler {
                         remove(image, "image without metadata: an interrupted create or delete");
                     }
                 }, id);
-            } catch (CsiException busy) {
+            } catch (StorageException e) {
+                if (e.kind() != StorageException.Kind.BUSY) {
+                    throw e;
+                }
                 log.debug("reconcile: {} is in use, leaving its image", id);
             }
             return;
         }
         Class<?> type = Ids.isSnapshotId(id) ? Snapshot.class : Volume.class;
-        if (!MetadataStore.isValidJson(metadata, type)) {
-            log.error("metadata {} cannot be read; keeping it and its image for an operator to inspect", metadata);
-        }
+        MetadataStore.problem(metadata, type).ifPresent(problem ->
+                log.error("reconcile: keeping {} and its metadata for an operator to inspect: {}", image, problem));
     }
 
     private boolean settled(Path file) {
@@ -85,7 +86,7 @@ final class Reconciler {
         try (Stream<Path> files = Files.list(dir)) {
             return files.toList();
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot list " + dir, e);
+            throw StorageException.io(e, "cannot list the pool directory %s", dir);
         }
     }
 }

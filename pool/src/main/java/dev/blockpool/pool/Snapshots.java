@@ -1,6 +1,6 @@
 package dev.blockpool.pool;
 
-import dev.blockpool.common.CsiException;
+import dev.blockpool.common.StorageException;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.List;
@@ -36,7 +36,7 @@ public final class Snapshots {
 
     public Path imagePath(String snapshotId) {
         if (!Ids.isSnapshotId(snapshotId)) {
-            throw CsiException.notFound("snapshot %s does not exist", Ids.quote(snapshotId));
+            throw StorageException.notFound("snapshot %s does not exist", Ids.quote(snapshotId));
         }
         return directory.resolve(snapshotId + Volumes.IMAGE_SUFFIX);
     }
@@ -54,7 +54,7 @@ public final class Snapshots {
         Optional<Snapshot> existing = store.read(id);
         if (existing.isPresent()) {
             if (!existing.get().sourceVolumeId().equals(source.id())) {
-                throw CsiException.alreadyExists("snapshot %s already exists for another volume (%s)", name,
+                throw StorageException.conflict("snapshot %s already exists for another volume (%s)", name,
                         existing.get().sourceVolumeId());
             }
             return existing.get();

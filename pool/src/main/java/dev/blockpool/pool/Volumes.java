@@ -1,6 +1,6 @@
 package dev.blockpool.pool;
 
-import dev.blockpool.common.CsiException;
+import dev.blockpool.common.StorageException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -45,12 +45,13 @@ public final class Volumes {
     }
 
     public Volume get(String volumeId) {
-        return find(volumeId).orElseThrow(() -> CsiException.notFound("volume %s does not exist", Ids.quote(volumeId)));
+        return find(volumeId).orElseThrow(() ->
+                StorageException.notFound("volume %s does not exist", Ids.quote(volumeId)));
     }
 
     public Path imagePath(String volumeId) {
         if (!Ids.isVolumeId(volumeId)) {
-            throw CsiException.notFound("volume %s does not exist", Ids.quote(volumeId));
+            throw StorageException.notFound("volume %s does not exist", Ids.quote(volumeId));
         }
         return directory.resolve(volumeId + IMAGE_SUFFIX);
     }
@@ -92,7 +93,7 @@ public final class Volumes {
             return;
         }
         if (!volume.get().attachments().isEmpty()) {
-            throw CsiException.failedPrecondition("volume %s is still published to node(s) %s; unpublish it first",
+            throw StorageException.precondition("volume %s is still published to node(s) %s; unpublish it first",
                     volumeId, volume.get().attachments().stream().map(Attachment::nodeId).toList());
         }
         store.delete(volumeId);
@@ -145,11 +146,11 @@ public final class Volumes {
     private SourceImage resolve(ContentSource source) {
         if (source.kind() == ContentSource.Kind.SNAPSHOT) {
             Snapshot snapshot = snapshots.find(source.id()).orElseThrow(() ->
-                    CsiException.notFound("source snapshot %s does not exist", Ids.quote(source.id())));
+                    StorageException.notFound("source snapshot %s does not exist", Ids.quote(source.id())));
             return new SourceImage(snapshots.imagePath(snapshot.id()), snapshot.sizeBytes());
         }
         Volume sourceVolume = find(source.id()).orElseThrow(() ->
-                CsiException.notFound("source volume %s does not exist", Ids.quote(source.id())));
+                StorageException.notFound("source volume %s does not exist", Ids.quote(source.id())));
         return new SourceImage(imagePath(sourceVolume.id()), sourceVolume.capacityBytes());
     }
 
@@ -158,7 +159,7 @@ public final class Volumes {
         Path sourceImage = resolved.image();
         long sourceSize = resolved.size();
         if (sourceSize > spec.capacityBytes()) {
-            throw CsiException.outOfRange("the source %s is %d bytes, larger than the requested %d bytes",
+            throw StorageException.outOfRange("the source %s is %d bytes, larger than the requested %d bytes",
                     source.id(), sourceSize, spec.capacityBytes());
         }
         ImageFiles.CopyMethod method = images.copy(sourceImage, image);
@@ -177,9 +178,10 @@ public final class Volumes {
                 && Objects.equals(existing.source(), spec.source())
                 && existing.parameters().equals(spec.parameters());
         if (!same) {
-            throw CsiException.alreadyExists(
+            throw StorageException.conflict(
                     "volume %s already exists with other arguments (%d bytes, fsType %s, source %s)", spec.name(),
-                    existing.capacityBytes(), existing.fsType(), existing.source().map(ContentSource::id).orElse("none"));
+                    existing.capacityBytes(), existing.fsType(),
+                    existing.source().map(ContentSource::id).orElse("none"));
         }
         return existing;
     }

@@ -3,9 +3,9 @@ package dev.blockpool.pool;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.blockpool.common.CsiException;
 import dev.blockpool.common.ProcessCommandRunner;
-import io.grpc.Status;
+import dev.blockpool.common.StorageException;
+import dev.blockpool.common.StorageException.Kind;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -41,9 +41,9 @@ class AttachmentsTest {
                 Set.of(AccessType.MOUNT), Map.of(), Optional.empty())).id();
     }
 
-    private static void assertCode(Status.Code code, Runnable call) {
-        assertThatThrownBy(call::run).isInstanceOfSatisfying(CsiException.class,
-                e -> assertThat(e.code()).isEqualTo(code));
+    private static void assertKind(Kind kind, Runnable call) {
+        assertThatThrownBy(call::run).isInstanceOfSatisfying(StorageException.class,
+                e -> assertThat(e.kind()).isEqualTo(kind));
     }
 
     @Test
@@ -63,8 +63,8 @@ class AttachmentsTest {
                     try {
                         pool.attachments().attach(id, "small-node", false, true);
                         return true;
-                    } catch (CsiException e) {
-                        assertThat(e.code()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED);
+                    } catch (StorageException e) {
+                        assertThat(e.kind()).isEqualTo(Kind.NO_SPACE);
                         return false;
                     }
                 }));
@@ -90,8 +90,8 @@ class AttachmentsTest {
     @Test
     void aSingleNodeAttachmentKeepsEveryOtherNodeOut() {
         pool.attachments().attach(volumeId, "node-1", false, true);
-        assertCode(Status.Code.FAILED_PRECONDITION, () -> pool.attachments().attach(volumeId, "node-2", true, false));
-        assertCode(Status.Code.FAILED_PRECONDITION, () -> pool.attachments().attach(volumeId, "node-2", false, true));
+        assertKind(Kind.PRECONDITION, () -> pool.attachments().attach(volumeId, "node-2", true, false));
+        assertKind(Kind.PRECONDITION, () -> pool.attachments().attach(volumeId, "node-2", false, true));
         pool.attachments().detach(volumeId, Optional.of("node-1"));
         pool.attachments().attach(volumeId, "node-2", false, true);
     }
@@ -101,7 +101,7 @@ class AttachmentsTest {
         pool.attachments().attach(volumeId, "node-1", true, false);
         pool.attachments().attach(volumeId, "node-2", true, false);
         pool.nodes().register(new NodeRecord("node-3", 8, Map.of()));
-        assertCode(Status.Code.FAILED_PRECONDITION, () -> pool.attachments().attach(volumeId, "node-3", false, true));
+        assertKind(Kind.PRECONDITION, () -> pool.attachments().attach(volumeId, "node-3", false, true));
         assertThat(Attachments.nodeIds(pool.volumes().get(volumeId))).containsExactly("node-1", "node-2");
     }
 
@@ -115,13 +115,13 @@ class AttachmentsTest {
         assertThat(Files.readString(metadata)).doesNotContain("multiNode");
 
         assertThat(pool.volumes().get(volumeId).attachments()).containsExactly(new Attachment("node-1", true, false));
-        assertCode(Status.Code.FAILED_PRECONDITION, () -> pool.attachments().attach(volumeId, "node-2", true, false));
+        assertKind(Kind.PRECONDITION, () -> pool.attachments().attach(volumeId, "node-2", true, false));
     }
 
     @Test
     void unknownNodesAndVolumesAreNotFound() {
-        assertCode(Status.Code.NOT_FOUND, () -> pool.attachments().attach(volumeId, "node-9", false, true));
-        assertCode(Status.Code.NOT_FOUND, () -> pool.attachments().attach(Ids.volumeIdFor("x"), "node-1", false,
+        assertKind(Kind.NOT_FOUND, () -> pool.attachments().attach(volumeId, "node-9", false, true));
+        assertKind(Kind.NOT_FOUND, () -> pool.attachments().attach(Ids.volumeIdFor("x"), "node-1", false,
                 true));
         pool.attachments().detach(Ids.volumeIdFor("x"), Optional.of("node-1"));
         pool.attachments().detach("../../x", Optional.empty());

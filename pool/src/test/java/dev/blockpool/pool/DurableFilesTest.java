@@ -3,8 +3,8 @@ package dev.blockpool.pool;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.blockpool.common.StorageException;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -35,7 +35,9 @@ class DurableFilesTest {
         Files.createDirectories(target.resolve("not-empty"));
 
         // renaming a file over a non-empty directory fails after the temporary file was written
-        assertThatThrownBy(() -> DurableFiles.write(target, new byte[] {1})).isInstanceOf(UncheckedIOException.class);
+        assertThatThrownBy(() -> DurableFiles.write(target, new byte[] {1}))
+                .isInstanceOfSatisfying(StorageException.class, e -> assertThat(e.getMessage())
+                        .startsWith("cannot write " + target + ": ").doesNotContain("Exception"));
 
         assertThat(target.resolve("not-empty")).isDirectory();
         try (Stream<Path> files = Files.list(dir)) {

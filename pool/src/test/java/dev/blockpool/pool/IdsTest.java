@@ -3,8 +3,8 @@ package dev.blockpool.pool;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.blockpool.common.CsiException;
-import io.grpc.Status;
+import dev.blockpool.common.StorageException;
+import dev.blockpool.common.StorageException.Kind;
 import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -59,8 +59,8 @@ class IdsTest {
     @ValueSource(strings = {"..", "../x", "a/b", "/etc/passwd", "node\0", ".hidden", "-flag", "a b", ""})
     void nodeIdsWithPathOrShellCharactersAreRefused(String id) {
         assertThat(Ids.isNodeId(id)).isFalse();
-        assertThatThrownBy(() -> Ids.requireNodeId(id)).isInstanceOfSatisfying(CsiException.class,
-                e -> assertThat(e.code()).isEqualTo(Status.Code.INVALID_ARGUMENT));
+        assertThatThrownBy(() -> Ids.requireNodeId(id)).isInstanceOfSatisfying(StorageException.class,
+                e -> assertThat(e.kind()).isEqualTo(Kind.INVALID));
     }
 
     @ParameterizedTest
@@ -80,9 +80,9 @@ class IdsTest {
     void requireIdRefusesEmptyAndOverLongValuesCountingBytesNotCharacters() {
         assertThat(Ids.requireId("volume_id", "x".repeat(128))).hasSize(128);
         for (String bad : List.of("", "x".repeat(129), "x".repeat(200), "é".repeat(65))) {
-            assertThatThrownBy(() -> Ids.requireId("volume_id", bad)).isInstanceOfSatisfying(CsiException.class,
+            assertThatThrownBy(() -> Ids.requireId("volume_id", bad)).isInstanceOfSatisfying(StorageException.class,
                     e -> {
-                        assertThat(e.code()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+                        assertThat(e.kind()).isEqualTo(Kind.INVALID);
                         assertThat(e.getMessage()).contains("volume_id");
                     });
         }

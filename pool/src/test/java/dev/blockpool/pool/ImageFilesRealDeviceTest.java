@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.CommandRunner;
-import dev.blockpool.common.CsiException;
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.ProcessCommandRunner;
-import io.grpc.Status;
+import dev.blockpool.common.StorageException;
+import dev.blockpool.common.StorageException.Kind;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -159,16 +159,16 @@ class ImageFilesRealDeviceTest {
         long total = pool.space().totalBytes();
         long available = pool.space().availableBytes();
         assertThat(available).isLessThan(total - 128 * MIB);
-        assertCode(Status.Code.OUT_OF_RANGE, () -> pool.volumes().create(spec("too-big", total + MIB)));
-        assertCode(Status.Code.RESOURCE_EXHAUSTED,
+        assertKind(Kind.OUT_OF_RANGE, () -> pool.volumes().create(spec("too-big", total + MIB)));
+        assertKind(Kind.NO_SPACE,
                 () -> pool.volumes().create(spec("no-room", (available + total) / 2 / MIB * MIB)));
-        assertCode(Status.Code.RESOURCE_EXHAUSTED, () -> pool.volumes().expand(volume.id(), available + 128 * MIB));
+        assertKind(Kind.NO_SPACE, () -> pool.volumes().expand(volume.id(), available + 128 * MIB));
         assertThat(pool.volumes().list()).extracting(Volume::name).doesNotContain("too-big", "no-room");
     }
 
-    private static void assertCode(Status.Code code, Runnable call) {
-        assertThatThrownBy(call::run).isInstanceOfSatisfying(CsiException.class,
-                e -> assertThat(e.code()).isEqualTo(code));
+    private static void assertKind(Kind kind, Runnable call) {
+        assertThatThrownBy(call::run).isInstanceOfSatisfying(StorageException.class,
+                e -> assertThat(e.kind()).isEqualTo(kind));
     }
 
     private Pool open(Path root) {

@@ -1,9 +1,11 @@
 package dev.blockpool.pool;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.common.StorageException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -143,6 +145,13 @@ class PoolReconcileTest {
         // a damaged record is left out of listings instead of failing them
         assertThat(reopened.volumes().list()).isEmpty();
         assertThat(reopened.snapshots().list()).isEmpty();
+        // reading it alone says which file and what is wrong with it, in words rather than class names
+        assertThatThrownBy(() -> reopened.volumes().get(volume.id())).isInstanceOfSatisfying(StorageException.class,
+                e -> assertThat(e.getMessage()).contains(metadata.toString(), "not valid JSON")
+                        .doesNotContain("Exception", "com.fasterxml", "dev.blockpool"));
+        assertThatThrownBy(() -> reopened.snapshots().find(Ids.snapshotIdFor("damaged")))
+                .isInstanceOfSatisfying(StorageException.class,
+                        e -> assertThat(e.getMessage()).contains(snapMetadata.toString(), "empty"));
     }
 
     @Test

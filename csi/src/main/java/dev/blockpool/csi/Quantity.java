@@ -1,0 +1,34 @@
+package dev.blockpool.csi;
+
+import dev.blockpool.common.Quoting;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/** A size as Kubernetes writes it ("1Gi", "500M", "1073741824"), in bytes. */
+public final class Quantity {
+
+    private static final Pattern SIZE = Pattern.compile("([0-9]+)([KMGTP]i?|k)?");
+    private static final Map<String, Long> UNITS = Map.ofEntries(
+            Map.entry("k", 1_000L), Map.entry("K", 1_000L), Map.entry("M", 1_000_000L),
+            Map.entry("G", 1_000_000_000L), Map.entry("T", 1_000_000_000_000L),
+            Map.entry("P", 1_000_000_000_000_000L),
+            Map.entry("Ki", 1L << 10), Map.entry("Mi", 1L << 20), Map.entry("Gi", 1L << 30),
+            Map.entry("Ti", 1L << 40), Map.entry("Pi", 1L << 50));
+
+    private Quantity() {
+    }
+
+    public static long parseBytes(String key, String text) {
+        Matcher m = SIZE.matcher(text.strip());
+        if (!m.matches()) {
+            throw CsiException.invalidArgument("%s %s is not a size such as 1Gi, 512Mi or 1073741824", key, Quoting.quote(text));
+        }
+        try {
+            long value = Long.parseLong(m.group(1));
+            return m.group(2) == null ? value : Math.multiplyExact(value, UNITS.get(m.group(2)));
+        } catch (ArithmeticException | NumberFormatException e) {
+            throw CsiException.outOfRange("%s %s is too large", key, Quoting.quote(text));
+        }
+    }
+}

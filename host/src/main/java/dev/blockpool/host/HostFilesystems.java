@@ -1,0 +1,100 @@
+package dev.blockpool.host;
+
+import dev.blockpool.common.FsType;
+import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.StorageException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** {@link Filesystems} through blkid, mkfs, e2fsck, resize2fs/xfs_growfs and stat(1). */
+public final class HostFilesystems implements Filesystems {
+
+    private static final Logger log = LoggerFactory.getLogger(HostFilesystems.class);
+    private static final Duration PROBE_TIMEOUT = Duration.ofSeconds(30);
+    private static final Duration FORMAT_TIMEOUT = Duration.ofMinutes(10);
+    private static final Duration CHECK_TIMEOUT = Duration.ofMinutes(30);
+    private static final Duration STATFS_TIMEOUT = Duration.ofSeconds(15);
+
+    private final CommandRunner runner;
+
+    public HostFilesystems(CommandRunner runner) {
+        this.runner = runner;
+    }
+
+    @Override
+    public Probe probe(Path device) {
+        // -p: low-level probe of the device itself, bypassing the blkid cache.
+        CommandRunner.Result result = runner.run(PROBE_TIMEOUT,
+                List.of("blkid", "-p", "-o", "export", device.toString()));
+        return switch (result.exitCode()) {
+            case 0 -> Probe.parseExport(result.stdout());
+            case 2 -> Probe.EMPTY; // nothing identified
+            // 8: ambivalent result (several signatures); anything else: the probe failed.
+            default -> throw StorageException.internal("cannot tell what is on %s, so it will not be formatted: %s",
+                    device, result.describe());
+        };
+    }
+
+    @Override
+    public void format(Path device, FsType type) {
+        // No force flags: if mkfs finds a signature blkid missed, it refuses instead of overwriting.
+        List<String> command = switch (type) {
+            case EXT4 -> List.of("mkfs.ext4", "-q", device.toString());
+            case XFS -> List.of("mkfs.xfs", "-q", device.toString());
+        };
+        log.info("formatting {} as {}", device, type);
+        runner.runChecked(FORMAT_TIMEOUT, command);
+    }
+
+    @Override
+    public void check(Path device, FsType type) {
+        switch (type) {
+            case EXT4 -> {
+                // -p: repair what is safe without questions. 0 clean, 1 fixed, 2 fixed (reboot
+                // advised, meaningless for an unmounted data volume); 4 and up: not usable.
+                CommandRunner.Result result = runner.run(CHECK_TIMEOUT, List.of("e2fsck", "-p", device.toString()));
+                if (result.exitCode() > 2) {
+                    throw StorageException.internal("the ext4 filesystem on %s needs manual repair: %s", device,
+                            result.describe());
+                }
+            }
+            case XFS -> {
+                // Nothing to run: mounting replays the log, which is what an unclean shutdown
+                // leaves behind, and xfs_repair -n reports a dirty log as corruption (a stage
+                // would fail forever). The kernel verifies xfs metadata as it reads it.
+            }
+        }
+    }
+
+    @Override
+    public void growMounted(Path device, Path mountPoint, FsType type) {
+        List<String> command = switch (type) {
+            case EXT4 -> List.of("resize2fs", device.toString());
+            case XFS -> List.of("xfs_growfs", mountPoint.toString());
+        };
+        log.info("growing the {} filesystem on {} mounted at {}", type, device, mountPoint);
+        CommandRunner.Result result = runner.run(FORMAT_TIMEOUT, command);
+        if (!result.ok()) {
+            // The kernel's online-resize ioctls need CAP_SYS_RESOURCE (ext4) / CAP_SYS_ADMIN (xfs).
+            String hint = result.stderr().contains("Permission denied")
+                    ? " (online growth needs the driver to run with CAP_SYS_RESOURCE and CAP_SYS_ADMIN)" : "";
+            throw StorageException.internal("cannot grow the %s filesystem mounted at %s: %s%s", type, mountPoint,
+                    result.describe(), hint);
+        }
+    }
+
+    @Override
+    public FsStats stats(Path path) {
+        // statfs(2) in a child process: a hung mount times out instead of blocking a gRPC thread forever.
+        CommandRunner.Result result = runner.runChecked(STATFS_TIMEOUT,
+                List.of("stat", "-f", "-c", "%S %b %f %a %c %d", path.toString()));
+        try {
+            return FsStats.parseStatFs(result.stdout());
+        } catch (IllegalArgumentException e) { // NumberFormatException included
+            throw StorageException.internal(e, "cannot read the usage of %s: %s", path, e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,182 @@
+package dev.blockpool.host;
+
+import dev.blockpool.common.StorageException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import java.util.regex.Pattern;
+
+/**
+ * The loop devices of volume images: attach or reuse one, the read-only device of a read-only
+ * block publish, release them once nothing uses them, and tell who uses a device. The kernel's
+ * loop sysfs and the mount table are the only records; nothing is remembered.
+ */
+public final class LoopAttachments {
+
+    private static final int LOOP_MAJOR = 7;
+    /**
+     * A bind of a device node /dev/loopN shows in mountinfo with root "/loopN" on the filesystem
+     * that holds /dev (devtmpfs): the one rule for recognising a raw block publish.
+     */
+    private static final Pattern DEVICE_NODE_ROOT = Pattern.compile("/(loop[0-9]+)");
+
+    private final LoopDevices loops;
+    private final MountTable table;
+
+    public LoopAttachments(LoopDevices loops, MountTable table) {
+        this.loops = loops;
+        this.table = table;
+    }
+
+    /**
+     * The image's device, attached now or reused: one device per image, so that two filesystem
+     * instances never write the same image. A read-write use of a read-only device is refused.
+     */
+    public LoopDevice acquire(Path image, boolean readOnly) {
+        Optional<LoopDevice> existing = loops.reusableFor(image);
+        if (existing.isPresent()) {
+            if (existing.get().readOnly() && !readOnly) {
+                throw StorageException.precondition(
+                        "the volume is attached read-only on this node (%s), a read-write use is refused",
+                        existing.get().device());
+            }
+            return existing.get();
+        }
+        if (!Files.isRegularFile(image)) {
+            throw StorageException.notFound("the image of the volume is missing from the pool: %s", image);
+        }
+        List<LoopDevice> leaving = loops.boundTo(image);
+        if (!leaving.isEmpty()) {
+            throw StorageException.precondition(
+                    "the image is still bound to %s, which was detached while in use and goes away once released",
+                    leaving.stream().map(LoopDevice::device).toList());
+        }
+        return loops.attach(image, readOnly);
+    }
+
+    /** The device a new user of the image shares, if it has one. */
+    public Optional<LoopDevice> reusable(Path image) {
+        return loops.reusableFor(image);
+    }
+
+    /** A second, read-only device of the image, for a read-only block publish of a writable volume. */
+    public LoopDevice attachReadOnlyCopy(Path image) {
+        return loops.attach(image, true);
+    }
+
+    /** Detaches the device when nothing uses it; for undoing an attach whose use failed. */
+    public void detachIfUnused(LoopDevice device) {
+        if (usersOf(device).isEmpty()) {
+            loops.detach(device);
+        }
+    }
+
+    /** Detaches the image's devices once nothing mounts or binds them; FAILED_PRECONDITION otherwise. */
+    public void releaseAll(Path image) {
+        for (LoopDevice loop : loops.boundTo(image)) {
+            List<Path> users = usersOf(loop).stream().map(MountInfo::mountPoint).toList();
+            if (!users.isEmpty()) {
+                throw StorageException.precondition("%s of this volume is still mounted at %s", loop.device(), users);
+            }
+            loops.detach(loop);
+        }
+    }
+
+    /** Like {@link #releaseAll}, but a device in use leaves them all as they are; says whether it released. */
+    public boolean releaseAllIfUnused(Path image) {
+        if (loops.boundTo(image).stream().anyMatch(loop -> !usersOf(loop).isEmpty())) {
+            return false;
+        }
+        releaseAll(image);
+        return true;
+    }
+
+    /**
+     * Detaches the device a read-only block publish attached for itself once nothing binds it: a
+     * read-only device of an image whose staged device is another, read-write one.
+     */
+    public void releaseReadOnlyCopy(Path image, LoopDevice device) {
+        Optional<LoopDevice> staged = loops.reusableFor(image);
+        Optional<LoopDevice> current = loops.byNumber(device.number())
+                .filter(l -> l.name().equals(device.name()) && l.backingFile().equals(device.backingFile()));
+        if (current.isEmpty() || !current.get().readOnly() || current.get().autoclear() || staged.isEmpty()
+                || staged.get().readOnly() || staged.get().name().equals(device.name())
+                || !usersOf(current.get()).isEmpty()) {
+            return;
+        }
+        loops.detach(current.get());
+    }
+
+    /** Every device bound to the image, including ones detaching themselves. */
+    public List<LoopDevice> boundTo(Path image) {
+        return loops.boundTo(image);
+    }
+
+    /** Picks up a grown image: every usable device of it re-reads its size; returns them afresh. */
+    public List<LoopDevice> refreshCapacity(Path image) {
+        return loops.boundTo(image).stream().filter(l -> !l.autoclear() && !l.backingFileDeleted())
+                .map(loops::refreshCapacity).toList();
+    }
+
+    /** Whose the mount is, from the device behind it. */
+    public MountOwner ownerOf(MountInfo mount, Path image) {
+        return ownerOf(mount, image, loopOf(mount));
+    }
+
+    static MountOwner ownerOf(MountInfo mount, Path image, Optional<LoopDevice> loop) {
+        if (loop.isPresent()) {
+            return loop.get().backingFile().equals(LoopSysfs.canonical(image)) ? MountOwner.THIS_VOLUME
+                    : MountOwner.OTHER;
+        }
+        // A vanished loop device: its filesystem's number, or a device-node bind of it whose
+        // node has gone (an ext4 or xfs mount of a directory named loopN is not one).
+        boolean deviceNodeBind = boundLoopName(mount).isPresent() && !mount.fsType().startsWith("ext")
+                && !mount.fsType().equals("xfs");
+        return mount.device().major() == LOOP_MAJOR || deviceNodeBind ? MountOwner.BROKEN : MountOwner.OTHER;
+    }
+
+    /** The loop device behind a mount: a filesystem on it, or its device node bound there. */
+    public Optional<LoopDevice> loopOf(MountInfo mount) {
+        Optional<LoopDevice> byNumber = loops.byNumber(mount.device());
+        if (byNumber.isPresent()) {
+            return byNumber;
+        }
+        return boundLoopName(mount).flatMap(name -> loops.list().stream()
+                .filter(l -> l.name().equals(name) && sameDeviceFilesystem(l, mount)).findFirst());
+    }
+
+    /** Whether the mount is a bind of a loop device's node (a raw block publish). */
+    public static boolean isDeviceNodeBind(MountInfo mount) {
+        return boundLoopName(mount).isPresent();
+    }
+
+    /** Every mount that uses the device: its filesystem, or binds of its device node. */
+    public List<MountInfo> usersOf(LoopDevice loop) {
+        return table.mounts().stream()
+                .filter(m -> m.device().equals(loop.number())
+                        || (boundLoopName(m).equals(Optional.of(loop.name())) && sameDeviceFilesystem(loop, m)))
+                .toList();
+    }
+
+    /** Every mount of the image through any of its devices. */
+    public List<MountInfo> usersOf(Path image) {
+        return loops.boundTo(image).stream().flatMap(l -> usersOf(l).stream()).toList();
+    }
+
+    private static Optional<String> boundLoopName(MountInfo mount) {
+        var matcher = DEVICE_NODE_ROOT.matcher(mount.root());
+        return matcher.matches() ? Optional.of(matcher.group(1)) : Optional.empty();
+    }
+
+    /** A device-node bind's mount shows the device of the filesystem holding the node (devtmpfs). */
+    private static boolean sameDeviceFilesystem(LoopDevice loop, MountInfo mount) {
+        try {
+            long dev = (Long) Files.getAttribute(loop.device(), "unix:dev");
+            return DeviceNumber.fromDevT(dev).equals(mount.device());
+        } catch (IOException | UnsupportedOperationException e) {
+            return false;
+        }
+    }
+}

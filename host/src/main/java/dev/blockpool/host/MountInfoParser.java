@@ -1,0 +1,82 @@
+package dev.blockpool.host;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The one parser of {@code /proc/<pid>/mountinfo} (see proc(5)):
+ * {@code id parent major:minor root mount-point options [optional fields...] - fstype source super-options}.
+ * Paths and the source are octal-escaped by the kernel ({@code \040} for a space, {@code \011},
+ * {@code \012}, {@code \134}).
+ */
+public final class MountInfoParser {
+
+    private MountInfoParser() {
+    }
+
+    public static List<MountInfo> parse(String content) {
+        List<MountInfo> mounts = new ArrayList<>();
+        for (String line : content.split("\n")) {
+            if (!line.isBlank()) {
+                mounts.add(parseLine(line));
+            }
+        }
+        return List.copyOf(mounts);
+    }
+
+    static MountInfo parseLine(String line) {
+        String[] fields = line.strip().split(" ");
+        int separator = Arrays.asList(fields).indexOf("-");
+        if (fields.length < 10 || separator < 6 || fields.length < separator + 3) {
+            throw new IllegalArgumentException("malformed mountinfo line: " + line);
+        }
+        try {
+            return new MountInfo(
+                    Integer.parseInt(fields[0]),
+                    Integer.parseInt(fields[1]),
+                    DeviceNumber.parse(fields[2]),
+                    unescape(fields[3]),
+                    Path.of(unescape(fields[4])),
+                    List.of(fields[5].split(",")),
+                    List.of(fields).subList(6, separator),
+                    unescape(fields[separator + 1]),
+                    unescape(fields[separator + 2]),
+                    separator + 3 < fields.length ? List.of(fields[separator + 3].split(",")) : List.of());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("malformed mountinfo line: " + line, e);
+        }
+    }
+
+    /** Decodes the kernel's {@code \ooo} octal escapes. */
+    static String unescape(String field) {
+        if (field.indexOf('\\') < 0) {
+            return field;
+        }
+        StringBuilder out = new StringBuilder(field.length());
+        for (int i = 0; i < field.length(); i++) {
+            char c = field.charAt(i);
+            if (c == '\\' && isOctal(field, i + 1)) {
+                out.append((char) Integer.parseInt(field.substring(i + 1, i + 4), 8));
+                i += 3;
+            } else {
+                out.append(c);
+            }
+        }
+        return out.toString();
+    }
+
+    private static boolean isOctal(String s, int from) {
+        if (from + 3 > s.length()) {
+            return false;
+        }
+        for (int i = from; i < from + 3; i++) {
+            char c = s.charAt(i);
+            if (c < '0' || c > '7') {
+                return false;
+            }
+        }
+        return true;
+    }
+}

@@ -1,0 +1,25 @@
+package dev.blockpool.host;
+
+import dev.blockpool.common.FsType;
+import java.nio.file.Path;
+import java.util.List;
+
+/** mount(8) and umount(8), with every result verified against the mount table. */
+public interface Mounter {
+
+    /** Mounts the filesystem on {@code device} at {@code target} with already-validated options. */
+    void mount(Path device, Path target, FsType type, List<String> options);
+
+    /**
+     * Bind-mounts {@code source} (a directory or a device node) onto {@code target}, then
+     * remounts the bind read-only and/or with the given per-mount flags when asked.
+     */
+    void bind(Path source, Path target, boolean readOnly, List<String> options);
+
+    /**
+     * Unmounts the topmost mount at {@code target} and checks the table that it is gone. A busy
+     * mount is an error, never success. {@code corrupted} allows a lazy unmount as a last resort
+     * for a mount whose device has vanished (nothing can be flushed to it any more).
+     */
+    void unmount(Path target, boolean corrupted);
+}

@@ -1,0 +1,30 @@
+package dev.blockpool.host;
+
+import dev.blockpool.common.CommandRunner;
+
+/**
+ * The node's work on the host, knowing nothing of gRPC, as the node service uses it: staging,
+ * publishing, stats and growth over the loop devices of the volumes. Every decision is taken
+ * from the live mount table and loop sysfs, so a restarted driver continues exactly where the
+ * host is.
+ */
+public record NodeHost(Staging staging, Publishing publishing, VolumeStats stats, VolumeResizer resizer,
+                       LoopAttachments loops) {
+
+    /** The host side over the given primitives (fakes in unit tests). */
+    public static NodeHost of(MountTable table, LoopDevices loopDevices, Filesystems filesystems, Mounter mounter) {
+        LoopAttachments loops = new LoopAttachments(loopDevices, table);
+        SafeFormatAndMount formatAndMount = new SafeFormatAndMount(loops, filesystems, mounter, table);
+        return new NodeHost(new Staging(loops, formatAndMount, mounter, table),
+                new Publishing(loops, formatAndMount, mounter, table),
+                new VolumeStats(loops, filesystems, table),
+                new VolumeResizer(loops, filesystems, table),
+                loops);
+    }
+
+    /** The host side on this machine: mount(8), losetup(8), blkid, mkfs, fsck and the resize tools. */
+    public static NodeHost onThisHost(CommandRunner runner) {
+        MountTable table = new ProcMountTable();
+        return of(table, new HostLoopDevices(runner), new HostFilesystems(runner), new HostMounter(runner, table));
+    }
+}

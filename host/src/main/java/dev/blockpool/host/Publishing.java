@@ -1,0 +1,145 @@
+package dev.blockpool.host;
+
+import dev.blockpool.common.FsType;
+import dev.blockpool.common.MountOptions;
+import dev.blockpool.common.StorageException;
+import java.io.IOException;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * NodePublish and NodeUnpublish on the host: a staged filesystem is bind-mounted into the pod's
+ * target directory, a block volume's device node is bound onto a target file, and an inline
+ * volume's filesystem is mounted straight at its target.
+ */
+public final class Publishing {
+
+    private final LoopAttachments loops;
+    private final SafeFormatAndMount formatAndMount;
+    private final Mounter mounter;
+    private final MountTable table;
+
+    public Publishing(LoopAttachments loops, SafeFormatAndMount formatAndMount, Mounter mounter, MountTable table) {
+        this.loops = loops;
+        this.formatAndMount = formatAndMount;
+        this.mounter = mounter;
+        this.table = table;
+    }
+
+    public void publishFilesystem(Path image, Path staging, Path target, boolean readOnly, List<String> flags,
+                                  boolean singleWriter) {
+        MountInfo staged = table.at(staging).filter(m -> loops.ownerOf(m, image) == MountOwner.THIS_VOLUME)
+                .orElseThrow(() -> StorageException.precondition(
+                        "the volume is not staged at %s; call NodeStageVolume first", staging));
+        FsType.find(staged.fsType()).ifPresent(type -> MountOptions.requireAllowedFor(flags, type));
+        Optional<MountInfo> existing = table.at(target);
+        if (existing.isPresent()) {
+            if (!existing.get().device().equals(staged.device())) {
+                throw StorageException.conflict("%s already has another filesystem mounted", target);
+            }
+            MountPoints.requireSameReadOnly(existing.get(), readOnly, target);
+            return;
+        }
+        if (singleWriter) {
+            requireNoOtherPublish(table.ofDevice(staged.device()), List.of(staging, target));
+        }
+        MountPoints.createDirectory(target);
+        // Filesystem flags took effect at stage; a bind takes only per-mount ones.
+        mounter.bind(staging, target, readOnly, MountOptions.forBind(flags));
+    }
+
+    /**
+     * Binds the volume's device node onto a file at the target. A read-only bind does not stop
+     * writes through a device node (the mount's flag covers the inode, not the device behind
+     * it), so a read-only publish of a read-write staged volume gets a read-only loop device of
+     * its own, which the kernel refuses to write; unpublish detaches it again.
+     */
+    public void publishBlock(Path image, Path target, boolean readOnly, boolean singleWriter) {
+        LoopDevice staged = loops.reusable(image).orElseThrow(() -> StorageException.precondition(
+                "the volume has no loop device on this node; call NodeStageVolume first"));
+        Optional<MountInfo> existing = table.at(target);
+        if (existing.isPresent()) {
+            requireSameBlockPublish(existing.get(), image, target, readOnly);
+            return;
+        }
+        if (!readOnly && staged.readOnly()) {
+            throw StorageException.precondition(
+                    "the volume is staged read-only on this node (%s); a read-write publish is refused", staged.device());
+        }
+        if (singleWriter) {
+            requireNoOtherPublish(loops.usersOf(image), List.of(target));
+        }
+        MountPoints.createFile(target);
+        if (!readOnly || staged.readOnly()) {
+            mounter.bind(staged.device(), target, readOnly, List.of());
+            return;
+        }
+        LoopDevice own = loops.attachReadOnlyCopy(image);
+        try {
+            mounter.bind(own.device(), target, true, List.of());
+        } catch (RuntimeException e) {
+            try {
+                loops.detachIfUnused(own);
+            } catch (RuntimeException cleanup) {
+                e.addSuppressed(cleanup);
+            }
+            throw e;
+        }
+    }
+
+    /** An ephemeral inline volume: no staging, its filesystem is mounted straight at the target. */
+    public void publishInline(Path image, Path target, FilesystemRequest request) {
+        formatAndMount.mountInline(image, target, request);
+    }
+
+    /** Unmounts the target if this volume is there, and removes it; a target already gone is fine. */
+    public void unpublish(Path image, Path target) {
+        if (PathState.of(target) instanceof PathState.Missing) {
+            return;
+        }
+        List<LoopDevice> unbound = new ArrayList<>();
+        for (Optional<MountInfo> mount = table.at(target); mount.isPresent(); mount = table.at(target)) {
+            MountOwner owner = loops.ownerOf(mount.get(), image);
+            if (owner == MountOwner.OTHER) { // FAILED_PRECONDITION, not ALREADY_EXISTS: see Staging.unstage
+                throw StorageException.precondition("%s holds another volume or filesystem, not this volume", target);
+            }
+            if (owner == MountOwner.THIS_VOLUME && LoopAttachments.isDeviceNodeBind(mount.get())) {
+                loops.loopOf(mount.get()).ifPresent(unbound::add);
+            }
+            mounter.unmount(target, owner == MountOwner.BROKEN || PathState.of(target) instanceof PathState.Broken);
+        }
+        try {
+            Files.deleteIfExists(target);
+        } catch (DirectoryNotEmptyException e) {
+            throw StorageException.precondition(
+                    "%s is unmounted but not empty: something wrote into the directory itself; it is kept", target);
+        } catch (IOException e) {
+            throw StorageException.io(e, "cannot remove %s", target);
+        }
+        unbound.forEach(device -> loops.releaseReadOnlyCopy(image, device));
+    }
+
+    private void requireSameBlockPublish(MountInfo mount, Path image, Path target, boolean readOnly) {
+        Optional<LoopDevice> bound = loops.loopOf(mount)
+                .filter(l -> l.backingFile().equals(LoopSysfs.canonical(image)));
+        if (bound.isEmpty()) {
+            throw StorageException.conflict("%s already has another device or filesystem mounted", target);
+        }
+        MountPoints.requireSameReadOnly(mount, readOnly, target);
+        if (readOnly && !bound.get().readOnly()) {
+            throw StorageException.conflict("%s is a writable device of the volume, not a read-only one", target);
+        }
+    }
+
+    private static void requireNoOtherPublish(List<MountInfo> mounts, List<Path> allowed) {
+        List<Path> others = mounts.stream().map(MountInfo::mountPoint).filter(p -> !allowed.contains(p)).toList();
+        if (!others.isEmpty()) {
+            throw StorageException.precondition(
+                    "the volume is SINGLE_NODE_SINGLE_WRITER and already published at %s", others);
+        }
+    }
+}

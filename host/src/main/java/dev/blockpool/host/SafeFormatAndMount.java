@@ -1,0 +1,113 @@
+package dev.blockpool.host;
+
+import dev.blockpool.common.FsType;
+import dev.blockpool.common.MountOptions;
+import dev.blockpool.common.StorageException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import java.util.stream.Stream;
+
+/**
+ * Mounts a volume's filesystem at a path, idempotently: attaches (or reuses) the image's loop
+ * device, formats it only when the probe proved it empty, checks an existing filesystem before
+ * a read-write mount, and mounts it. A path that already holds this volume as asked is success;
+ * anything else there is CONFLICT. What it attached for a mount that failed, it detaches.
+ */
+public final class SafeFormatAndMount {
+
+    private final LoopAttachments loops;
+    private final Filesystems filesystems;
+    private final Mounter mounter;
+    private final MountTable table;
+
+    public SafeFormatAndMount(LoopAttachments loops, Filesystems filesystems, Mounter mounter, MountTable table) {
+        this.loops = loops;
+        this.filesystems = filesystems;
+        this.mounter = mounter;
+        this.table = table;
+    }
+
+    /** The staged mount of a volume: a read-only mount uses a read-only device, which is never formatted. */
+    public void mountStaged(Path image, Path staging, FilesystemRequest request) {
+        mount(image, staging, request, request.readOnly());
+    }
+
+    /**
+     * The mount of an inline volume, new and empty: it is formatted on a read-write device even
+     * when the pod is to see it read-only; only the mount is read-only then.
+     */
+    public void mountInline(Path image, Path target, FilesystemRequest request) {
+        mount(image, target, request, false);
+    }
+
+    private void mount(Path image, Path mountPoint, FilesystemRequest request, boolean readOnlyDevice) {
+        Optional<MountInfo> existing = table.at(mountPoint);
+        if (existing.isPresent()) {
+            requireSameMount(existing.get(), image, mountPoint, request);
+            return;
+        }
+        MountPoints.createDirectory(mountPoint);
+        boolean attached = loops.reusable(image).isEmpty();
+        LoopDevice loop = loops.acquire(image, readOnlyDevice);
+        try {
+            FsType type = prepare(loop, request, readOnlyDevice);
+            MountOptions.requireAllowedFor(request.flags(), type);
+            List<String> options = request.readOnly()
+                    ? Stream.concat(request.flags().stream(), Stream.of("ro")).toList() : request.flags();
+            mounter.mount(loop.device(), mountPoint, type, options);
+        } catch (RuntimeException e) {
+            if (attached) {
+                try {
+                    loops.detachIfUnused(loop);
+                } catch (RuntimeException cleanup) {
+                    e.addSuppressed(cleanup);
+                }
+            }
+            throw e;
+        }
+    }
+
+    /** Formats an empty device, checks a formatted one before a read-write mount; returns its type. */
+    private FsType prepare(LoopDevice loop, FilesystemRequest request, boolean readOnlyDevice) {
+        Probe probe = filesystems.probe(loop.device());
+        if (probe.empty()) {
+            if (readOnlyDevice) {
+                throw StorageException.precondition(
+                        "the volume has no filesystem yet and is to be mounted read-only, so it cannot be formatted");
+            }
+            FsType type = request.requestedType().orElse(request.defaultType());
+            filesystems.format(loop.device(), type);
+            return type;
+        }
+        Optional<FsType> found = probe.partitionTable().isPresent() ? Optional.empty()
+                : probe.type().flatMap(FsType::find);
+        if (found.isEmpty()) {
+            throw StorageException.precondition("the volume holds %s, not an %s filesystem; it is left as it is",
+                    probe.describe(), FsType.supported());
+        }
+        if (request.requestedType().isPresent() && request.requestedType().get() != found.get()) {
+            throw StorageException.precondition("the volume holds an %s filesystem, but %s was requested",
+                    found.get(), request.requestedType().get());
+        }
+        // Never fsck a filesystem that is mounted (somewhere else on this node): e2fsck would
+        // repair it under the kernel's feet.
+        if (!readOnlyDevice && loops.usersOf(loop).isEmpty()) {
+            filesystems.check(loop.device(), found.get());
+        }
+        return found.get();
+    }
+
+    private void requireSameMount(MountInfo mount, Path image, Path path, FilesystemRequest request) {
+        MountOwner owner = loops.ownerOf(mount, image);
+        if (owner != MountOwner.THIS_VOLUME) {
+            throw StorageException.conflict("%s already has %s mounted", path,
+                    owner == MountOwner.BROKEN ? "a broken mount" : "another filesystem");
+        }
+        if (request.requestedType().isPresent() && !request.requestedType().get().fsName().equals(mount.fsType())) {
+            throw StorageException.conflict("the volume is mounted at %s as %s, not %s", path, mount.fsType(),
+                    request.requestedType().get());
+        }
+        MountPoints.requireSameReadOnly(mount, request.readOnly(), path);
+    }
+}

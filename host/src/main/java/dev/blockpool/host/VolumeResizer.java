@@ -1,0 +1,51 @@
+package dev.blockpool.host;
+
+import dev.blockpool.common.FsType;
+import dev.blockpool.common.StorageException;
+import java.nio.file.Path;
+
+/**
+ * NodeExpandVolume on the host: the loop devices pick up the grown image, and a mounted
+ * filesystem grows online. The filesystem of a volume that is not mounted is never grown here
+ * (xfs grows only while mounted, and a private mount elsewhere would outlive a crash); kubelet
+ * expands it after the next stage.
+ */
+public final class VolumeResizer {
+
+    private final LoopAttachments loops;
+    private final Filesystems filesystems;
+    private final MountTable table;
+
+    public VolumeResizer(LoopAttachments loops, Filesystems filesystems, MountTable table) {
+        this.loops = loops;
+        this.filesystems = filesystems;
+        this.table = table;
+    }
+
+    /**
+     * Refreshes the size of the volume's devices and, when {@code path} is a filesystem mount of
+     * the volume, grows the filesystem; a block target needs only the device refreshed. Any
+     * other path is NOT_FOUND. Returns the size of the device behind {@code path}.
+     */
+    public long expand(Path image, Path path, boolean block) {
+        MountInfo mount = table.at(path).filter(m -> loops.ownerOf(m, image) == MountOwner.THIS_VOLUME)
+                .orElseThrow(() -> StorageException.notFound(
+                        "the volume is not mounted at %s: volume_path must be a mount or a block target of it", path));
+        LoopDevice mounted = loops.loopOf(mount).orElseThrow(() -> StorageException.notFound(
+                "the loop device behind %s went away", path));
+        if (mounted.autoclear() || mounted.backingFileDeleted()) {
+            throw StorageException.precondition("%s behind %s was detached or lost its image while in use",
+                    mounted.device(), path);
+        }
+        // The staged device and those of read-only block publishes.
+        LoopDevice refreshed = loops.refreshCapacity(image).stream()
+                .filter(l -> l.name().equals(mounted.name())).findFirst().orElse(mounted);
+        if (block || PathState.of(path) instanceof PathState.File) {
+            return refreshed.sizeBytes();
+        }
+        FsType type = FsType.find(mount.fsType()).orElseThrow(() -> StorageException.precondition(
+                "cannot grow a %s filesystem", mount.fsType()));
+        filesystems.growMounted(refreshed.device(), path, type);
+        return refreshed.sizeBytes();
+    }
+}

@@ -1,0 +1,133 @@
+package dev.blockpool.host;
+
+import dev.blockpool.common.FsType;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * An in-memory host for the node's decision logic: a mount table, loop devices and the
+ * filesystems on them, kept consistent with each other, plus a log of what was done.
+ * Device nodes live under {@code devDir}, which does not exist, so nothing real is touched.
+ */
+public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mounter {
+
+    public final List<MountInfo> mounts = new ArrayList<>();
+    public final Map<String, LoopDevice> loops = new HashMap<>();
+    public final Map<Path, Probe> content = new HashMap<>();
+    public final List<String> log = new ArrayList<>();
+    private final Path devDir;
+    private int nextMountId = 100;
+
+    public FakeHost(Path devDir) {
+        this.devDir = devDir;
+    }
+
+    public NodeHost nodeHost() {
+        return NodeHost.of(this, this, this, this);
+    }
+
+    @Override
+    public List<MountInfo> mounts() {
+        return List.copyOf(mounts);
+    }
+
+    @Override
+    public List<LoopDevice> list() {
+        return loops.values().stream().sorted(java.util.Comparator.comparing(LoopDevice::name)).toList();
+    }
+
+    @Override
+    public LoopDevice attach(Path image, boolean readOnly) {
+        int n = loops.size();
+        while (loops.containsKey("loop" + n)) {
+            n++;
+        }
+        LoopDevice loop = new LoopDevice("loop" + n, devDir.resolve("loop" + n), new DeviceNumber(7, n),
+                LoopSysfs.canonical(image), false, readOnly, false, 1L << 30);
+        loops.put(loop.name(), loop);
+        log.add("attach " + image.getFileName() + (readOnly ? " ro" : ""));
+        return loop;
+    }
+
+    @Override
+    public LoopDevice refreshCapacity(LoopDevice device) {
+        log.add("refresh " + device.name());
+        LoopDevice l = loops.get(device.name());
+        try {
+            LoopDevice refreshed = new LoopDevice(l.name(), l.device(), l.number(), l.backingFile(),
+                    l.backingFileDeleted(), l.readOnly(), l.autoclear(), java.nio.file.Files.size(l.backingFile()));
+            loops.put(l.name(), refreshed);
+            return refreshed;
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    @Override
+    public void detach(LoopDevice device) {
+        log.add("detach " + device.name());
+        loops.remove(device.name());
+    }
+
+    @Override
+    public Probe probe(Path device) {
+        return content.getOrDefault(device, Probe.EMPTY);
+    }
+
+    @Override
+    public void format(Path device, FsType type) {
+        log.add("format " + device.getFileName() + " " + type);
+        content.put(device, new Probe(Optional.of(type.fsName()), Optional.of("filesystem"), Optional.empty()));
+    }
+
+    @Override
+    public void check(Path device, FsType type) {
+        log.add("check " + device.getFileName() + " " + type);
+    }
+
+    @Override
+    public void growMounted(Path device, Path mountPoint, FsType type) {
+        log.add("grow " + device.getFileName() + " " + type);
+    }
+
+    @Override
+    public FsStats stats(Path path) {
+        return new FsStats(1000, 100, 900, 10, 1, 9);
+    }
+
+    /** When set, the next mount fails with it (and mounts nothing). */
+    public RuntimeException mountFailure;
+
+    @Override
+    public void mount(Path device, Path target, FsType type, List<String> options) {
+        if (mountFailure != null) {
+            RuntimeException failure = mountFailure;
+            mountFailure = null;
+            log.add("mount failed " + device.getFileName());
+            throw failure;
+        }
+        LoopDevice loop = loops.get(device.getFileName().toString());
+        log.add("mount " + device.getFileName() + " " + type + " " + options);
+        mounts.add(new MountInfo(nextMountId++, 1, loop.number(), "/", target, options.contains("ro")
+                ? List.of("ro") : List.of("rw"), List.of(), type.fsName(), device.toString(), List.of("rw")));
+    }
+
+    @Override
+    public void bind(Path source, Path target, boolean readOnly, List<String> options) {
+        MountInfo from = at(source).orElseThrow();
+        log.add("bind " + target.getFileName() + (readOnly ? " ro" : "") + (options.isEmpty() ? "" : " " + options));
+        mounts.add(new MountInfo(nextMountId++, 1, from.device(), "/", target,
+                readOnly ? List.of("ro") : List.of("rw"), List.of(), from.fsType(), from.source(), List.of("rw")));
+    }
+
+    @Override
+    public void unmount(Path target, boolean corrupted) {
+        MountInfo top = at(target).orElseThrow();
+        log.add("umount " + target.getFileName());
+        mounts.remove(top);
+    }
+}

@@ -1,0 +1,109 @@
+package dev.blockpool.host;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.blockpool.common.StorageException;
+import java.time.Duration;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class LoopSysfsTest {
+
+    @TempDir
+    Path sys;
+
+    private void device(String name, String dev, long sectors, String ro, String backing, String autoclear)
+            throws IOException {
+        Path dir = Files.createDirectories(sys.resolve(name));
+        Files.writeString(dir.resolve("dev"), dev + "\n");
+        Files.writeString(dir.resolve("size"), sectors + "\n");
+        Files.writeString(dir.resolve("ro"), ro + "\n");
+        if (backing != null) {
+            Files.createDirectories(dir.resolve("loop"));
+            Files.writeString(dir.resolve("loop/backing_file"), backing + "\n");
+            Files.writeString(dir.resolve("loop/autoclear"), autoclear + "\n");
+        }
+    }
+
+    @Test
+    void readsBoundDevicesAndSkipsFreeOnes() throws IOException {
+        device("loop0", "7:0", 131072, "0", "/var/lib/blockpool/volumes/vol-a.img", "0");
+        device("loop1", "7:1", 0, "0", null, null); // free
+        device("loop2", "7:2", 2048, "1", "/var/lib/blockpool/volumes/vol b.img (deleted)", "1");
+        Files.createDirectories(sys.resolve("vda"));
+
+        LoopSysfs sysfs = new LoopSysfs(sys, Path.of("/dev"));
+        assertThat(sysfs.list()).hasSize(2);
+
+        LoopDevice a = sysfs.read("loop0").orElseThrow();
+        assertThat(a.device()).isEqualTo(Path.of("/dev/loop0"));
+        assertThat(a.number()).isEqualTo(new DeviceNumber(7, 0));
+        assertThat(a.backingFile()).isEqualTo(Path.of("/var/lib/blockpool/volumes/vol-a.img"));
+        assertThat(a.sizeBytes()).isEqualTo(64L << 20);
+        assertThat(a.readOnly()).isFalse();
+        assertThat(a.autoclear()).isFalse();
+        assertThat(a.backingFileDeleted()).isFalse();
+
+        LoopDevice b = sysfs.read("loop2").orElseThrow();
+        assertThat(b.backingFile()).isEqualTo(Path.of("/var/lib/blockpool/volumes/vol b.img"));
+        assertThat(b.backingFileDeleted()).isTrue();
+        assertThat(b.readOnly()).isTrue();
+        assertThat(b.autoclear()).isTrue();
+
+        assertThat(sysfs.read("loop1")).isEmpty();
+        assertThat(sysfs.read("loop9")).isEmpty();
+    }
+
+    @Test
+    void aDeviceOnItsWayOutIsNeverReused() throws IOException {
+        device("loop0", "7:0", 2048, "0", "/pool/volumes/vol-a.img", "1");
+        device("loop1", "7:1", 2048, "0", "/pool/volumes/vol-a.img", "0");
+        LoopSysfs sysfs = new LoopSysfs(sys, Path.of("/dev"));
+        LoopDevices loops = new HostLoopDevices((timeout, command) -> {
+            throw new AssertionError("no command expected");
+        }, sysfs);
+        assertThat(loops.boundTo(Path.of("/pool/volumes/vol-a.img"))).hasSize(2);
+        assertThat(loops.reusableFor(Path.of("/pool/volumes/vol-a.img"))).get()
+                .extracting(LoopDevice::name).isEqualTo("loop1");
+        assertThat(loops.byNumber(new DeviceNumber(7, 0))).get().extracting(LoopDevice::name).isEqualTo("loop0");
+    }
+
+    @Test
+    void anAutoclearDeviceIsNeverDetachedAgainOnlyWaitedFor() throws Exception {
+        device("loop4", "7:4", 2048, "0", "/pool/volumes/vol-a.img", "1");
+        LoopDevice leaving = new LoopSysfs(sys, Path.of("/dev")).read("loop4").orElseThrow();
+        ScriptedRunner runner = new ScriptedRunner(c -> null);
+        LoopDevices loops = new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(300));
+
+        assertThatThrownBy(() -> loops.detach(leaving)).isInstanceOfSatisfying(StorageException.class,
+                e -> assertThat(e.getMessage()).contains("detached while in use"));
+        assertThat(runner.commands).isEmpty();
+
+        // Freed on its last close and reused at once by another volume: not ours to touch.
+        device("loop4", "7:4", 2048, "0", "/pool/volumes/vol-b.img", "0");
+        loops.detach(leaving);
+        assertThat(runner.commands).isEmpty();
+        assertThat(new LoopSysfs(sys, Path.of("/dev")).read("loop4")).get().extracting(LoopDevice::backingFile)
+                .isEqualTo(Path.of("/pool/volumes/vol-b.img"));
+    }
+
+    @Test
+    void aDeviceInUseByNobodyElseIsDetachedWithLosetup() throws IOException {
+        device("loop5", "7:5", 2048, "0", "/pool/volumes/vol-a.img", "0");
+        LoopDevice loop = new LoopSysfs(sys, Path.of("/dev")).read("loop5").orElseThrow();
+        ScriptedRunner runner = new ScriptedRunner(c -> {
+            try {
+                Files.delete(sys.resolve("loop5/loop/backing_file")); // what the kernel does
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            return null;
+        });
+        new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(300)).detach(loop);
+        assertThat(runner.commands).containsExactly("losetup --detach /dev/loop5");
+    }
+}

@@ -1,0 +1,185 @@
+package dev.blockpool.host;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.blockpool.common.StorageException;
+import dev.blockpool.common.StorageException.Kind;
+import dev.blockpool.common.FsType;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The node's decisions — format or not, fsck or not, reuse or attach, refuse — on a fake host. */
+class NodeHostTest {
+
+    @TempDir
+    Path dir;
+
+    private FakeHost fake;
+    private NodeHost host;
+    private Path image;
+    private Path staging;
+
+    @BeforeEach
+    void setUp() throws IOException {
+        fake = new FakeHost(dir.resolve("dev"));
+        host = fake.nodeHost();
+        image = Files.createFile(dir.resolve("vol-a.img"));
+        staging = dir.resolve("staging");
+    }
+
+    private static FilesystemRequest ext4(boolean readOnly) {
+        return new FilesystemRequest(Optional.empty(), FsType.EXT4, List.of("noatime"), readOnly);
+    }
+
+    private static void assertCode(Runnable call, Kind kind) {
+        assertThatThrownBy(call::run).isInstanceOfSatisfying(StorageException.class,
+                e -> assertThat(e.kind()).as(e.getMessage()).isEqualTo(kind));
+    }
+
+    @Test
+    void formatsAnEmptyDeviceOnceAndChecksItOnEveryLaterReadWriteStage() {
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        host.staging().stageFilesystem(image, staging, ext4(false)); // repeated: already mounted, nothing to do
+        assertThat(fake.log).containsExactly("attach vol-a.img", "format loop0 ext4", "mount loop0 ext4 [noatime]");
+
+        host.staging().unstage(image, staging);
+        fake.log.clear();
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        assertThat(fake.log).containsExactly("attach vol-a.img", "check loop0 ext4", "mount loop0 ext4 [noatime]");
+    }
+
+    @Test
+    void neverFormatsAPartitionTableOrAForeignSignature() {
+        fake.attach(image, false);
+        fake.log.clear();
+        Path device = dir.resolve("dev/loop0");
+        fake.content.put(device, new Probe(Optional.empty(), Optional.empty(), Optional.of("gpt")));
+        assertCode(() -> host.staging().stageFilesystem(image, staging, ext4(false)), Kind.PRECONDITION);
+        fake.content.put(device, new Probe(Optional.of("LVM2_member"), Optional.of("raid"), Optional.empty()));
+        assertCode(() -> host.staging().stageFilesystem(image, staging, ext4(false)), Kind.PRECONDITION);
+        assertThat(fake.log).noneMatch(s -> s.startsWith("format") || s.startsWith("mount"));
+    }
+
+    @Test
+    void aFilesystemMountedElsewhereIsNeverChecked() {
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        fake.log.clear();
+        host.staging().stageFilesystem(image, dir.resolve("second-staging"), ext4(false));
+        assertThat(fake.log).containsExactly("mount loop0 ext4 [noatime]");
+    }
+
+    @Test
+    void mountsWhatIsThereUnlessAnotherTypeWasAskedFor() {
+        fake.attach(image, false);
+        fake.content.put(dir.resolve("dev/loop0"), new Probe(Optional.of("xfs"), Optional.of("filesystem"),
+                Optional.empty()));
+        assertCode(() -> host.staging().stageFilesystem(image, staging, new FilesystemRequest(Optional.of(FsType.EXT4),
+                FsType.EXT4, List.of(), false)), Kind.PRECONDITION);
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        assertThat(fake.mounts).singleElement().extracting(MountInfo::fsType).isEqualTo("xfs");
+    }
+
+    @Test
+    void readOnlyStageNeitherFormatsNorChecks() {
+        assertCode(() -> host.staging().stageFilesystem(image, staging, ext4(true)), Kind.PRECONDITION);
+        assertThat(fake.loops).as("the device attached for the failed stage is detached again").isEmpty();
+
+        fake.attach(image, true);
+        fake.content.put(dir.resolve("dev/loop0"), new Probe(Optional.of("ext4"), Optional.empty(), Optional.empty()));
+        fake.log.clear();
+        host.staging().stageFilesystem(image, staging, ext4(true));
+        assertThat(fake.log).containsExactly("mount loop0 ext4 [noatime, ro]");
+        assertCode(() -> host.staging().stageFilesystem(image, staging, ext4(false)), Kind.CONFLICT);
+    }
+
+    @Test
+    void anotherVolumeAtThePathIsRefused() throws IOException {
+        Path other = Files.createFile(dir.resolve("vol-b.img"));
+        host.staging().stageFilesystem(other, staging, ext4(false));
+        assertCode(() -> host.staging().stageFilesystem(image, staging, ext4(false)), Kind.CONFLICT);
+        assertCode(() -> host.staging().unstage(image, staging), Kind.PRECONDITION);
+        assertCode(() -> host.publishing().unpublish(image, staging), Kind.PRECONDITION);
+        assertThat(fake.mounts).hasSize(1);
+    }
+
+    @Test
+    void publishBindsTheStagedMountAndEnforcesSingleWriter() {
+        Path a = dir.resolve("pods/a/mount");
+        Path b = dir.resolve("pods/b/mount");
+        assertCode(() -> host.publishing().publishFilesystem(image, staging, a, false, List.of(), true),
+                Kind.PRECONDITION);
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        host.publishing().publishFilesystem(image, staging, a, false, List.of(), true);
+        host.publishing().publishFilesystem(image, staging, a, false, List.of(), true);
+        assertCode(() -> host.publishing().publishFilesystem(image, staging, b, false, List.of(), true),
+                Kind.PRECONDITION);
+        assertCode(() -> host.publishing().publishFilesystem(image, staging, a, true, List.of(), true), Kind.CONFLICT);
+        host.publishing().publishFilesystem(image, staging, b, true, List.of(), false);
+        assertThat(fake.log.stream().filter(s -> s.startsWith("bind"))).containsExactly("bind mount", "bind mount ro");
+
+        assertCode(() -> host.staging().unstage(image, staging), Kind.PRECONDITION);
+        host.publishing().unpublish(image, a);
+        host.publishing().unpublish(image, b);
+        host.publishing().unpublish(image, b);
+        assertThat(a).doesNotExist();
+        host.staging().unstage(image, staging);
+        host.staging().unstage(image, staging);
+        assertThat(fake.mounts).isEmpty();
+        assertThat(fake.loops).isEmpty();
+    }
+
+    @Test
+    void aMountWhoseLoopDeviceIsGoneIsBrokenAndStillUnmounted() throws IOException {
+        Files.createDirectories(staging);
+        fake.mounts.add(new MountInfo(5, 1, new DeviceNumber(7, 9), "/", staging, List.of("rw"), List.of(), "ext4",
+                "/dev/loop9", List.of("rw")));
+        assertThat(host.stats().usage(image, staging)).get().satisfies(u -> assertThat(u.abnormal()).isTrue());
+        host.staging().unstage(image, staging);
+        assertThat(fake.mounts).isEmpty();
+    }
+
+    @Test
+    void neverAttachesASecondDeviceWhileADetachedOneStillHoldsTheImage() {
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        host.publishing().unpublish(image, staging); // as an administrator's umount would
+        fake.loops.replaceAll((name, l) -> new dev.blockpool.host.LoopDevice(l.name(), l.device(), l.number(),
+                l.backingFile(), false, false, true, l.sizeBytes())); // losetup -d while still open elsewhere
+        assertCode(() -> host.staging().stageFilesystem(image, staging, ext4(false)), Kind.PRECONDITION);
+        assertThat(fake.loops).hasSize(1);
+    }
+
+    @Test
+    void expansionRefreshesTheDeviceThenGrowsTheMountedFilesystem() throws IOException {
+        assertCode(() -> host.resizer().expand(image, staging, false), Kind.NOT_FOUND);
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        try (var file = new java.io.RandomAccessFile(image.toFile(), "rw")) {
+            file.setLength(3L << 30); // the controller grew the image
+        }
+        fake.log.clear();
+        assertThat(host.resizer().expand(image, staging, false)).isEqualTo(3L << 30);
+        assertThat(fake.log).containsExactly("refresh loop0", "grow loop0 ext4");
+        assertThat(fake.loops.get("loop0").sizeBytes()).isEqualTo(3L << 30);
+    }
+
+    @Test
+    void expansionNeedsAMountOfTheVolumeAtThePath() throws IOException {
+        Path other = Files.createFile(dir.resolve("vol-b.img"));
+        Path otherStaging = dir.resolve("other-staging");
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        host.staging().stageFilesystem(other, otherStaging, ext4(false));
+        fake.log.clear();
+        assertCode(() -> host.resizer().expand(image, otherStaging, false), Kind.NOT_FOUND);
+        assertCode(() -> host.resizer().expand(image, dir, false), Kind.NOT_FOUND);
+        host.staging().unstage(image, staging);
+        fake.log.clear();
+        assertCode(() -> host.resizer().expand(image, staging, false), Kind.NOT_FOUND);
+        assertThat(fake.log).isEmpty();
+    }
+}

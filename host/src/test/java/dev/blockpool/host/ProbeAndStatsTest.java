@@ -1,0 +1,86 @@
+package dev.blockpool.host;
+
+import dev.blockpool.common.FsType;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.StorageException;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class ProbeAndStatsTest {
+
+    @Test
+    void parsesBlkidExportOutput() {
+        Probe ext4 = Probe.parseExport("""
+                DEVNAME=/dev/loop0
+                UUID=6f1f7a0e-5a4c-4a43-9f8b-1c4a0c3c2f11
+                VERSION=1.0
+                BLOCK_SIZE=4096
+                TYPE=ext4
+                USAGE=filesystem
+                """);
+        assertThat(ext4.empty()).isFalse();
+        assertThat(ext4.type()).contains("ext4");
+        assertThat(ext4.usage()).contains("filesystem");
+
+        Probe table = Probe.parseExport("DEVNAME=/dev/loop1\nPTUUID=1a2b3c4d\nPTTYPE=dos\n");
+        assertThat(table.empty()).isFalse();
+        assertThat(table.partitionTable()).contains("dos");
+        assertThat(table.describe()).isEqualTo("a dos partition table");
+
+        Probe swap = Probe.parseExport("DEVNAME=/dev/loop2\nTYPE=swap\nUSAGE=other\n");
+        assertThat(swap.empty()).isFalse();
+        assertThat(swap.describe()).isEqualTo("a swap signature (other)");
+    }
+
+    private static CommandRunner answering(int exitCode, String stdout, String stderr) {
+        return (timeout, command) -> new CommandRunner.Result(command, exitCode, stdout, stderr);
+    }
+
+    @Test
+    void blkidExitCodesDistinguishEmptyFromFailure() {
+        Path device = Path.of("/dev/loop0");
+        assertThat(new HostFilesystems(answering(2, "", "")).probe(device).empty()).isTrue();
+        assertThat(new HostFilesystems(answering(0, "TYPE=xfs\n", "")).probe(device).type()).contains("xfs");
+        // 8: ambivalent (several signatures); 4: usage/IO error. Neither may ever read as "empty".
+        for (int code : List.of(8, 4, 1)) {
+            assertThatThrownBy(() -> new HostFilesystems(answering(code, "", "blkid: error")).probe(device))
+                    .isInstanceOfSatisfying(StorageException.class,
+                            e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.INTERNAL))
+                    .hasMessageContaining("will not be formatted");
+        }
+    }
+
+    @Test
+    void fsckExitCodesAreInterpretedPerFilesystem() {
+        Path device = Path.of("/dev/loop0");
+        new HostFilesystems(answering(1, "", "errors corrected")).check(device, FsType.EXT4);
+        new HostFilesystems(answering(2, "", "")).check(device, FsType.EXT4);
+        assertThatThrownBy(() -> new HostFilesystems(answering(4, "", "UNEXPECTED INCONSISTENCY")).check(device, FsType.EXT4))
+                .hasMessageContaining("manual repair").hasMessageContaining("UNEXPECTED INCONSISTENCY");
+    }
+
+    @Test
+    void xfsIsNotCheckedBeforeAMountBecauseTheMountReplaysItsLog() {
+        // xfs_repair -n calls a dirty log (any unclean shutdown) corruption: stage would fail forever.
+        ScriptedRunner runner = new ScriptedRunner(c -> ScriptedRunner.exit(c, 1, "dirty log"));
+        new HostFilesystems(runner).check(Path.of("/dev/loop0"), FsType.XFS);
+        assertThat(runner.commands).isEmpty();
+    }
+
+    @Test
+    void statfsNumbersAreComputedLikeDf() {
+        // `stat -f -c '%S %b %f %a %c %d'` of a 1 GiB ext4: block size, blocks, free, available, inodes, free inodes
+        FsStats stats = FsStats.parseStatFs("4096 249830 244990 231418 65536 65525\n");
+        assertThat(stats.totalBytes()).isEqualTo(249830L * 4096);
+        assertThat(stats.usedBytes()).isEqualTo((249830L - 244990) * 4096);
+        assertThat(stats.availableBytes()).isEqualTo(231418L * 4096);
+        assertThat(stats.totalInodes()).isEqualTo(65536);
+        assertThat(stats.usedInodes()).isEqualTo(11);
+        assertThat(stats.freeInodes()).isEqualTo(65525);
+        assertThatThrownBy(() -> FsStats.parseStatFs("4096 1 2")).isInstanceOf(IllegalArgumentException.class);
+    }
+}
