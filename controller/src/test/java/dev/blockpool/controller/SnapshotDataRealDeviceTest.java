@@ -10,6 +10,7 @@ import csi.v1.Csi.CreateSnapshotRequest;
 import csi.v1.Csi.DeleteVolumeRequest;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.HostRequirements;
+import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.ProcessCommandRunner;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -29,6 +30,7 @@ import org.junit.jupiter.api.io.TempDir;
  * Snapshot, restore and clone keep data byte for byte: the data is written and read back through
  * real loop devices attached to the pool's images. Needs root; skipped otherwise.
  */
+@NeedsRoot
 class SnapshotDataRealDeviceTest {
 
     private static final int SIZE = (int) (64 * MIB);

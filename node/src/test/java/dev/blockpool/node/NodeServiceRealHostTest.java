@@ -9,6 +9,7 @@ import csi.v1.Csi;
 import csi.v1.NodeGrpc;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
 import dev.blockpool.common.HostRequirements;
+import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.csi.CsiKeys;
@@ -51,6 +52,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * A new {@link NodeService} is built for every call, as if the driver restarted in between:
  * nothing the service does may depend on memory.
  */
+@NeedsRoot
 class NodeServiceRealHostTest {
 
     private static final long MiB = 1L << 20;
