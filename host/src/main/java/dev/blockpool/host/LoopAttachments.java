@@ -66,10 +66,17 @@ public final class LoopAttachments {
         return loops.attach(image, true);
     }
 
-    /** Detaches the device when nothing uses it; for undoing an attach whose use failed. */
-    public void detachIfUnused(LoopDevice device) {
-        if (usersOf(device).isEmpty()) {
-            loops.detach(device);
+    /**
+     * Undoes an attach whose use failed: detaches the device unless something uses it. A failure
+     * to detach is added to {@code failure}, which is what the caller reports.
+     */
+    public void detachAfter(RuntimeException failure, LoopDevice device) {
+        try {
+            if (usersOf(device).isEmpty()) {
+                loops.detach(device);
+            }
+        } catch (RuntimeException cleanup) {
+            failure.addSuppressed(cleanup);
         }
     }
 

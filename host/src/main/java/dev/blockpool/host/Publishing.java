@@ -82,11 +82,7 @@ public final class Publishing {
         try {
             mounter.bind(own.device(), target, true, List.of());
         } catch (RuntimeException e) {
-            try {
-                loops.detachIfUnused(own);
-            } catch (RuntimeException cleanup) {
-                e.addSuppressed(cleanup);
-            }
+            loops.detachAfter(e, own);
             throw e;
         }
     }

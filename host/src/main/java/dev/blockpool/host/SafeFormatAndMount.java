@@ -58,11 +58,7 @@ public final class SafeFormatAndMount {
             mounter.mount(loop.device(), mountPoint, type, options);
         } catch (RuntimeException e) {
             if (attached) {
-                try {
-                    loops.detachIfUnused(loop);
-                } catch (RuntimeException cleanup) {
-                    e.addSuppressed(cleanup);
-                }
+                loops.detachAfter(e, loop);
             }
             throw e;
         }
