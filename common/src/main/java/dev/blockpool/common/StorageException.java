@@ -31,8 +31,8 @@ public final class StorageException extends RuntimeException {
         PRECONDITION,
         /** A size beyond what the pool or the request's limit allows. */
         OUT_OF_RANGE,
-        /** The pool's filesystem is full or over its quota. */
-        NO_SPACE,
+        /** The pool's filesystem is full or over its quota, or a node's attach limit is reached. */
+        EXHAUSTED,
         /** Anything else: a host tool or the filesystem failed unexpectedly. */
         INTERNAL
     }
@@ -72,8 +72,14 @@ public final class StorageException extends RuntimeException {
         return new StorageException(Kind.OUT_OF_RANGE, format.formatted(args), null);
     }
 
+    /** The pool's filesystem is full or over its quota. */
     public static StorageException noSpace(String format, Object... args) {
-        return new StorageException(Kind.NO_SPACE, format.formatted(args), null);
+        return new StorageException(Kind.EXHAUSTED, format.formatted(args), null);
+    }
+
+    /** A limit on how many of something there may be is reached (a node's attached volumes). */
+    public static StorageException limitReached(String format, Object... args) {
+        return new StorageException(Kind.EXHAUSTED, format.formatted(args), null);
     }
 
     public static StorageException internal(String format, Object... args) {
@@ -86,12 +92,12 @@ public final class StorageException extends RuntimeException {
 
     /**
      * An I/O error where it arose, as "what we were doing: what the system said". A full
-     * filesystem or an exceeded quota is {@link Kind#NO_SPACE}; anything else INTERNAL.
+     * filesystem or an exceeded quota is {@link Kind#EXHAUSTED}; anything else INTERNAL.
      */
     public static StorageException io(IOException cause, String format, Object... args) {
         String doing = format.formatted(args);
         String said = systemReason(cause);
-        Kind kind = isNoSpace(said) ? Kind.NO_SPACE : Kind.INTERNAL;
+        Kind kind = isNoSpace(said) ? Kind.EXHAUSTED : Kind.INTERNAL;
         return new StorageException(kind, said.isEmpty() ? doing : doing + ": " + said, cause);
     }
 

@@ -18,6 +18,7 @@ import csi.v1.Csi.DeleteVolumeRequest;
 import csi.v1.Csi.GetSnapshotRequest;
 import csi.v1.Csi.ListSnapshotsRequest;
 import csi.v1.Csi.ValidateVolumeCapabilitiesRequest;
+import dev.blockpool.common.Quoting;
 import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.NodeRecord;
 import io.grpc.Status;
@@ -145,9 +146,9 @@ class PathSafetyTest {
             lookups.forEach((rpc, call) -> check(softly, rpc, id, call, LOOKUP));
             removals.forEach((rpc, call) -> check(softly, rpc, id, call, REMOVAL));
             softly.assertThat(stub.listSnapshots(ListSnapshotsRequest.newBuilder().setSnapshotId(id).build())
-                    .getEntriesList()).as("ListSnapshots(snapshot_id=%s)", Ids.quote(id)).isEmpty();
+                    .getEntriesList()).as("ListSnapshots(snapshot_id=%s)", Quoting.quote(id)).isEmpty();
             softly.assertThat(stub.listSnapshots(ListSnapshotsRequest.newBuilder().setSourceVolumeId(id).build())
-                    .getEntriesList()).as("ListSnapshots(source_volume_id=%s)", Ids.quote(id)).isEmpty();
+                    .getEntriesList()).as("ListSnapshots(source_volume_id=%s)", Quoting.quote(id)).isEmpty();
         }
         softly.assertAll();
 
@@ -190,10 +191,10 @@ class PathSafetyTest {
         } catch (StatusRuntimeException e) {
             status = e.getStatus();
         }
-        softly.assertThat(status.getCode()).as("%s(%s): %s", rpc, Ids.quote(id), status.getDescription())
+        softly.assertThat(status.getCode()).as("%s(%s): %s", rpc, Quoting.quote(id), status.getDescription())
                 .isIn(allowed);
         if (status.getDescription() != null) {
-            softly.assertThat(status.getDescription()).as("%s(%s) must not leak file content", rpc, Ids.quote(id))
+            softly.assertThat(status.getDescription()).as("%s(%s) must not leak file content", rpc, Quoting.quote(id))
                     .doesNotContain(SECRET);
         }
     }

@@ -68,7 +68,7 @@ public final class StatusInterceptor implements ServerInterceptor {
             case BUSY -> Status.Code.ABORTED;
             case PRECONDITION -> Status.Code.FAILED_PRECONDITION;
             case OUT_OF_RANGE -> Status.Code.OUT_OF_RANGE;
-            case NO_SPACE -> Status.Code.RESOURCE_EXHAUSTED;
+            case EXHAUSTED -> Status.Code.RESOURCE_EXHAUSTED;
             case INTERNAL -> Status.Code.INTERNAL;
         };
     }

@@ -44,7 +44,7 @@ class StatusInterceptorTest {
             case BUSY -> Status.Code.ABORTED;
             case PRECONDITION -> Status.Code.FAILED_PRECONDITION;
             case OUT_OF_RANGE -> Status.Code.OUT_OF_RANGE;
-            case NO_SPACE -> Status.Code.RESOURCE_EXHAUSTED;
+            case EXHAUSTED -> Status.Code.RESOURCE_EXHAUSTED;
             case INTERNAL -> Status.Code.INTERNAL;
         };
         try (InProcessCsi served = failingWith(() -> new StorageException(kind, "volume vol-1: what happened", null))) {

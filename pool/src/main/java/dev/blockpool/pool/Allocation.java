@@ -1,5 +1,6 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
 import java.util.Locale;
 
@@ -12,7 +13,7 @@ public enum Allocation {
             case "sparse" -> SPARSE;
             case "preallocated" -> PREALLOCATED;
             default -> throw StorageException.invalid(
-                    "allocation %s is not supported: use \"sparse\" or \"preallocated\"", Ids.quote(value));
+                    "allocation %s is not supported: use \"sparse\" or \"preallocated\"", Quoting.quote(value));
         };
     }
 }

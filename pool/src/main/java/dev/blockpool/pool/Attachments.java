@@ -1,5 +1,6 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
 import java.util.ArrayList;
 import java.util.List;
@@ -30,7 +31,7 @@ public final class Attachments {
     public Volume attach(String volumeId, String nodeId, boolean readonly, boolean singleNode) {
         Volume volume = volumes.get(volumeId);
         NodeRecord node = nodes.find(nodeId).orElseThrow(() ->
-                StorageException.notFound("node %s is not registered with the pool", Ids.quote(nodeId)));
+                StorageException.notFound("node %s is not registered with the pool", Quoting.quote(nodeId)));
         Optional<Attachment> existing = volume.attachmentOn(nodeId);
         if (existing.isPresent()) {
             if (existing.get().readonly() != readonly || existing.get().multiNode() == singleNode) {
@@ -53,7 +54,7 @@ public final class Attachments {
         try {
             long attached = volumes.list().stream().filter(v -> v.attachmentOn(nodeId).isPresent()).count();
             if (attached >= node.maxVolumesPerNode()) {
-                throw StorageException.noSpace("node %s already has %d volumes attached, its limit", nodeId,
+                throw StorageException.limitReached("node %s already has %d volumes attached, its limit", nodeId,
                         attached);
             }
             List<Attachment> attachments = new ArrayList<>(volume.attachments());

@@ -23,8 +23,7 @@ public final class DurableFiles {
     }
 
     public static void write(Path target, byte[] content) {
-        Path temp = target.resolveSibling(target.getFileName() + "." + ProcessHandle.current().pid()
-                + "-" + Thread.currentThread().threadId() + TEMP_SUFFIX);
+        Path temp = tempPath(target);
         try {
             try (FileChannel channel = FileChannel.open(temp, StandardOpenOption.CREATE,
                     StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
@@ -40,6 +39,12 @@ public final class DurableFiles {
             deleteQuietly(temp);
             throw StorageException.io(e, "cannot write %s", target);
         }
+    }
+
+    /** Where this thread writes {@code target}'s next content before renaming it into place. */
+    static Path tempPath(Path target) {
+        return target.resolveSibling(target.getFileName() + "." + ProcessHandle.current().pid()
+                + "-" + Thread.currentThread().threadId() + TEMP_SUFFIX);
     }
 
     /** Deletes the file and makes the deletion durable; a missing file is fine. */

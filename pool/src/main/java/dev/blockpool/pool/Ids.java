@@ -1,5 +1,6 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -17,7 +18,6 @@ public final class Ids {
 
     public static final String VOLUME_PREFIX = "vol-";
     public static final String SNAPSHOT_PREFIX = "snap-";
-    public static final int MAX_ID_BYTES = 128;
 
     private static final Pattern VOLUME_ID = Pattern.compile("vol-[0-9a-f]{32}");
     private static final Pattern SNAPSHOT_ID = Pattern.compile("snap-[0-9a-f]{32}");
@@ -48,37 +48,13 @@ public final class Ids {
         return NODE_ID.matcher(id).matches();
     }
 
-    /** Rejects an empty or over-long ID; returns it otherwise. */
-    public static String requireId(String kind, String id) {
-        if (id.isEmpty()) {
-            throw StorageException.invalid("%s is required", kind);
-        }
-        if (id.getBytes(StandardCharsets.UTF_8).length > MAX_ID_BYTES) {
-            throw StorageException.invalid("%s is longer than %d bytes", kind, MAX_ID_BYTES);
-        }
-        return id;
-    }
-
+    /** INVALID unless the node ID is a host-name-like ID of at most 128 characters. */
     public static String requireNodeId(String nodeId) {
-        requireId("node_id", nodeId);
         if (!isNodeId(nodeId)) {
-            throw StorageException.invalid("node_id %s has characters other than letters, digits, '.', '_' and '-'",
-                    quote(nodeId));
+            throw StorageException.invalid("node_id %s must be 1-128 letters, digits, '.', '_' or '-', starting with "
+                    + "a letter or digit", Quoting.quote(nodeId));
         }
         return nodeId;
-    }
-
-    /** A request value quoted for an error message, with control characters made visible. */
-    public static String quote(String value) {
-        StringBuilder out = new StringBuilder("\"");
-        value.codePoints().limit(80).forEach(c -> {
-            if (c < 0x20 || c == 0x7f) {
-                out.append("\\x%02x".formatted(c));
-            } else {
-                out.appendCodePoint(c);
-            }
-        });
-        return out.append(value.length() > 80 ? "...\"" : "\"").toString();
     }
 
     private static String digest(String name) {

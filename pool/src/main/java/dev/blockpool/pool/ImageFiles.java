@@ -69,7 +69,7 @@ public final class ImageFiles {
         return method;
     }
 
-    /** Runs a command that writes into the pool; a full pool (or quota) is NO_SPACE, not INTERNAL. */
+    /** Runs a command that writes into the pool; a full pool (or quota) is EXHAUSTED, not INTERNAL. */
     private void runChecked(List<String> command) {
         CommandRunner.Result result = commands.run(COPY_TIMEOUT, command);
         if (!result.ok()) {

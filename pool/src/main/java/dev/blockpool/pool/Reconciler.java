@@ -3,6 +3,7 @@ package dev.blockpool.pool;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -15,8 +16,8 @@ import org.slf4j.LoggerFactory;
  * Start-up clean-up of what a crash can leave behind: temporary metadata files, and images
  * whose metadata was never committed (a create that did not finish) or was already removed (a
  * delete that did not finish). An image whose metadata is there is never touched, and metadata
- * that cannot be parsed is left alone with an error in the log: losing data is worse than
- * keeping a stray file.
+ * that cannot be parsed, or was written by a newer driver, is left alone with an error in the
+ * log: losing data is worse than keeping a stray file.
  */
 final class Reconciler {
 
@@ -39,7 +40,7 @@ final class Reconciler {
                 String name = file.getFileName().toString();
                 if (name.endsWith(DurableFiles.TEMP_SUFFIX) && settled(file)) {
                     remove(file, "temporary file left by an interrupted write");
-                } else if (name.endsWith(Volumes.IMAGE_SUFFIX) && settled(file)) {
+                } else if (name.endsWith(ImageRecords.IMAGE_SUFFIX) && settled(file)) {
                     reconcileImage(file, name);
                 }
             }
@@ -47,8 +48,8 @@ final class Reconciler {
     }
 
     private void reconcileImage(Path image, String name) {
-        String id = name.substring(0, name.length() - Volumes.IMAGE_SUFFIX.length());
-        Path metadata = image.resolveSibling(id + MetadataStore.SUFFIX);
+        String id = name.substring(0, name.length() - ImageRecords.IMAGE_SUFFIX.length());
+        Path metadata = image.resolveSibling(id + ImageRecords.METADATA_SUFFIX);
         if (!Files.exists(metadata)) {
             try {
                 locks.withLock(() -> {
@@ -87,6 +88,8 @@ final class Reconciler {
             return files.toList();
         } catch (IOException e) {
             throw StorageException.io(e, "cannot list the pool directory %s", dir);
+        } catch (UncheckedIOException e) {
+            throw StorageException.io(e.getCause(), "cannot list the pool directory %s", dir);
         }
     }
 }

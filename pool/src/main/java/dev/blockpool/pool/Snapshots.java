@@ -5,44 +5,40 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Snapshots: {@code snapshots/<id>.img} (an immutable copy of a volume's image, independent of
  * the volume afterwards) and {@code snapshots/<id>.json}, committed like volumes.
+ *
+ * <p>Callers serialise operations on one snapshot ID; this class does no locking of its own.
  */
 public final class Snapshots {
 
     private static final Logger log = LoggerFactory.getLogger(Snapshots.class);
 
-    private final Path directory;
-    private final MetadataStore<Snapshot> store;
+    private final ImageRecords<Snapshot> records;
     private final ImageFiles images;
-    private final PoolSpace space;
     private final Clock clock;
 
     Snapshots(Path directory, ImageFiles images, PoolSpace space, Clock clock) {
-        this.directory = directory;
-        this.store = new MetadataStore<>(directory, Snapshot.class);
+        this.records = new ImageRecords<>("snapshot", Ids::isSnapshotId, directory, Snapshot.class, space);
         this.images = images;
-        this.space = space;
         this.clock = clock;
     }
 
     public Optional<Snapshot> find(String snapshotId) {
-        return Ids.isSnapshotId(snapshotId) ? store.read(snapshotId) : Optional.empty();
+        return records.find(snapshotId);
     }
 
     public Path imagePath(String snapshotId) {
-        if (!Ids.isSnapshotId(snapshotId)) {
-            throw StorageException.notFound("snapshot %s does not exist", Ids.quote(snapshotId));
-        }
-        return directory.resolve(snapshotId + Volumes.IMAGE_SUFFIX);
+        return records.imagePath(snapshotId);
     }
 
     public List<Snapshot> list() {
-        return store.readAll().stream().filter(s -> Ids.isSnapshotId(s.id())).toList();
+        return records.list();
     }
 
     /**
@@ -51,7 +47,7 @@ public final class Snapshots {
      */
     public Snapshot create(String name, Volume source, Path sourceImage) {
         String id = Ids.snapshotIdFor(name);
-        Optional<Snapshot> existing = store.read(id);
+        Optional<Snapshot> existing = records.find(id);
         if (existing.isPresent()) {
             if (!existing.get().sourceVolumeId().equals(source.id())) {
                 throw StorageException.conflict("snapshot %s already exists for another volume (%s)", name,
@@ -59,20 +55,17 @@ public final class Snapshots {
             }
             return existing.get();
         }
-        space.requireRoomFor(source.capacityBytes());
-        ImageFiles.CopyMethod method = images.copy(sourceImage, imagePath(id));
         Snapshot snapshot = new Snapshot(id, name, source.id(), source.capacityBytes(), clock.instant());
-        store.write(id, snapshot);
-        log.info("created snapshot {} ({}) of volume {} by {}", id, name, source.id(), method);
+        AtomicReference<ImageFiles.CopyMethod> method = new AtomicReference<>();
+        records.create(id, source.capacityBytes(), snapshot, image -> method.set(images.copy(sourceImage, image)));
+        log.info("created snapshot {} ({}) of volume {} by {}", id, name, source.id(), method.get());
         return snapshot;
     }
 
     public void delete(String snapshotId) {
-        if (find(snapshotId).isEmpty()) {
-            return;
+        if (find(snapshotId).isPresent()) {
+            records.delete(snapshotId);
+            log.info("deleted snapshot {}", snapshotId);
         }
-        store.delete(snapshotId);
-        DurableFiles.delete(imagePath(snapshotId));
-        log.info("deleted snapshot {}", snapshotId);
     }
 }

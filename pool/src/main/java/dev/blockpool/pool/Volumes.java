@@ -1,5 +1,6 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -11,28 +12,24 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The volumes of the pool: {@code volumes/<id>.img} and {@code volumes/<id>.json}. The metadata
- * file is the commit point: it is written after the image is complete and removed before the
- * image is, so an image without metadata is always unfinished work that the reconcile may remove.
+ * The volumes of the pool: {@code volumes/<id>.img} and {@code volumes/<id>.json}, committed as
+ * {@link ImageRecords} describes.
  *
  * <p>Callers serialise operations on one volume ID (the services' per-ID locks); this class does
  * no locking of its own.
  */
 public final class Volumes {
 
-    static final String IMAGE_SUFFIX = ".img";
     private static final Logger log = LoggerFactory.getLogger(Volumes.class);
 
-    private final Path directory;
-    private final MetadataStore<Volume> store;
+    private final ImageRecords<Volume> records;
     private final ImageFiles images;
     private final PoolSpace space;
     private final Snapshots snapshots;
     private final Clock clock;
 
     Volumes(Path directory, ImageFiles images, PoolSpace space, Snapshots snapshots, Clock clock) {
-        this.directory = directory;
-        this.store = new MetadataStore<>(directory, Volume.class);
+        this.records = new ImageRecords<>("volume", Ids::isVolumeId, directory, Volume.class, space);
         this.images = images;
         this.space = space;
         this.snapshots = snapshots;
@@ -41,24 +38,21 @@ public final class Volumes {
 
     /** The volume, or empty when the ID is unknown or could never have been issued by this driver. */
     public Optional<Volume> find(String volumeId) {
-        return Ids.isVolumeId(volumeId) ? store.read(volumeId) : Optional.empty();
+        return records.find(volumeId);
     }
 
     public Volume get(String volumeId) {
         return find(volumeId).orElseThrow(() ->
-                StorageException.notFound("volume %s does not exist", Ids.quote(volumeId)));
+                StorageException.notFound("volume %s does not exist", Quoting.quote(volumeId)));
     }
 
     public Path imagePath(String volumeId) {
-        if (!Ids.isVolumeId(volumeId)) {
-            throw StorageException.notFound("volume %s does not exist", Ids.quote(volumeId));
-        }
-        return directory.resolve(volumeId + IMAGE_SUFFIX);
+        return records.imagePath(volumeId);
     }
 
     /** All volumes, sorted by ID. */
     public List<Volume> list() {
-        return store.readAll().stream().filter(v -> Ids.isVolumeId(v.id())).toList();
+        return records.list();
     }
 
     /**
@@ -67,20 +61,24 @@ public final class Volumes {
      */
     public Volume create(VolumeSpec spec) {
         String id = Ids.volumeIdFor(spec.name());
-        Optional<Volume> existing = store.read(id);
+        Optional<Volume> existing = records.find(id);
         if (existing.isPresent()) {
             return requireCompatible(existing.get(), spec);
         }
-        space.requireRoomFor(spec.capacityBytes());
-        Path image = imagePath(id);
-        if (spec.source().isPresent()) {
-            copyFromSource(spec.source().get(), image, spec);
-        } else {
-            images.create(image, spec.capacityBytes(), spec.allocation());
+        Optional<SourceImage> source = spec.source().map(this::resolve);
+        if (source.isPresent() && source.get().size() > spec.capacityBytes()) {
+            throw StorageException.outOfRange("the source %s is %d bytes, larger than the requested %d bytes",
+                    spec.source().get().id(), source.get().size(), spec.capacityBytes());
         }
         Volume volume = new Volume(id, spec.name(), spec.capacityBytes(), spec.fsType(), spec.allocation(),
                 spec.accessTypes(), spec.parameters(), spec.source(), clock.instant(), List.of());
-        store.write(id, volume);
+        records.create(id, spec.capacityBytes(), volume, image -> {
+            if (source.isPresent()) {
+                copyFrom(source.get(), image, spec);
+            } else {
+                images.create(image, spec.capacityBytes(), spec.allocation());
+            }
+        });
         log.info("created volume {} ({}, {} bytes{})", id, spec.name(), spec.capacityBytes(),
                 spec.source().map(s -> ", from " + s.kind().name().toLowerCase() + " " + s.id()).orElse(""));
         return volume;
@@ -96,14 +94,13 @@ public final class Volumes {
             throw StorageException.precondition("volume %s is still published to node(s) %s; unpublish it first",
                     volumeId, volume.get().attachments().stream().map(Attachment::nodeId).toList());
         }
-        store.delete(volumeId);
-        DurableFiles.delete(imagePath(volumeId));
+        records.delete(volumeId);
         log.info("deleted volume {}", volumeId);
     }
 
     public Volume saveAttachments(Volume volume, List<Attachment> attachments) {
         Volume updated = volume.withAttachments(attachments);
-        store.write(volume.id(), updated);
+        records.update(volume.id(), updated);
         return updated;
     }
 
@@ -116,7 +113,7 @@ public final class Volumes {
         space.requireRoomFor(newCapacity - volume.capacityBytes());
         images.grow(imagePath(volumeId), newCapacity, volume.allocation());
         Volume grown = volume.withCapacity(newCapacity);
-        store.write(volumeId, grown);
+        records.update(volumeId, grown);
         log.info("expanded volume {} to {} bytes", volumeId, newCapacity);
         return grown;
     }
@@ -146,26 +143,19 @@ public final class Volumes {
     private SourceImage resolve(ContentSource source) {
         if (source.kind() == ContentSource.Kind.SNAPSHOT) {
             Snapshot snapshot = snapshots.find(source.id()).orElseThrow(() ->
-                    StorageException.notFound("source snapshot %s does not exist", Ids.quote(source.id())));
+                    StorageException.notFound("source snapshot %s does not exist", Quoting.quote(source.id())));
             return new SourceImage(snapshots.imagePath(snapshot.id()), snapshot.sizeBytes());
         }
         Volume sourceVolume = find(source.id()).orElseThrow(() ->
-                StorageException.notFound("source volume %s does not exist", Ids.quote(source.id())));
+                StorageException.notFound("source volume %s does not exist", Quoting.quote(source.id())));
         return new SourceImage(imagePath(sourceVolume.id()), sourceVolume.capacityBytes());
     }
 
-    private void copyFromSource(ContentSource source, Path image, VolumeSpec spec) {
-        SourceImage resolved = resolve(source);
-        Path sourceImage = resolved.image();
-        long sourceSize = resolved.size();
-        if (sourceSize > spec.capacityBytes()) {
-            throw StorageException.outOfRange("the source %s is %d bytes, larger than the requested %d bytes",
-                    source.id(), sourceSize, spec.capacityBytes());
-        }
-        ImageFiles.CopyMethod method = images.copy(sourceImage, image);
-        log.debug("copied {} to {} by {}", sourceImage, image, method);
+    private void copyFrom(SourceImage source, Path image, VolumeSpec spec) {
+        ImageFiles.CopyMethod method = images.copy(source.image(), image);
+        log.debug("copied {} to {} by {}", source.image(), image, method);
         // grow also preallocates: a copy of a sparse source keeps its holes otherwise
-        if (sourceSize < spec.capacityBytes() || spec.allocation() == Allocation.PREALLOCATED) {
+        if (source.size() < spec.capacityBytes() || spec.allocation() == Allocation.PREALLOCATED) {
             images.grow(image, spec.capacityBytes(), spec.allocation());
         }
     }

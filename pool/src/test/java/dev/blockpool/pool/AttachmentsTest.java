@@ -64,7 +64,7 @@ class AttachmentsTest {
                         pool.attachments().attach(id, "small-node", false, true);
                         return true;
                     } catch (StorageException e) {
-                        assertThat(e.kind()).isEqualTo(Kind.NO_SPACE);
+                        assertThat(e.kind()).isEqualTo(Kind.EXHAUSTED);
                         return false;
                     }
                 }));

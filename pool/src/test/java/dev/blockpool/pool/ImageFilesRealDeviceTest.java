@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.HostRequirements;
-import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.common.StorageException.Kind;
@@ -32,7 +31,6 @@ import org.junit.jupiter.api.io.TempDir;
  * reflink shares extents (FICLONE), ext4 falls back to a sparse-aware copy that keeps holes.
  * Needs root; skipped otherwise.
  */
-@NeedsRoot
 class ImageFilesRealDeviceTest {
 
     private static final long MIB = 1 << 20;
@@ -162,9 +160,9 @@ class ImageFilesRealDeviceTest {
         long available = pool.space().availableBytes();
         assertThat(available).isLessThan(total - 128 * MIB);
         assertKind(Kind.OUT_OF_RANGE, () -> pool.volumes().create(spec("too-big", total + MIB)));
-        assertKind(Kind.NO_SPACE,
+        assertKind(Kind.EXHAUSTED,
                 () -> pool.volumes().create(spec("no-room", (available + total) / 2 / MIB * MIB)));
-        assertKind(Kind.NO_SPACE, () -> pool.volumes().expand(volume.id(), available + 128 * MIB));
+        assertKind(Kind.EXHAUSTED, () -> pool.volumes().expand(volume.id(), available + 128 * MIB));
         assertThat(pool.volumes().list()).extracting(Volume::name).doesNotContain("too-big", "no-room");
     }
 

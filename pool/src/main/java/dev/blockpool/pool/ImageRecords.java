@@ -1,0 +1,121 @@
+package dev.blockpool.pool;
+
+import dev.blockpool.common.Quoting;
+import dev.blockpool.common.StorageException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import java.util.function.Consumer;
+import java.util.function.Predicate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Records that each own an image: {@code <id>.img} beside {@code <id>.json} in one directory.
+ * The metadata file is the commit point: it is written after the image is complete and removed
+ * before the image is, so an image without metadata is always unfinished work that the
+ * reconcile (or a retry of the same create) may remove. Every record type with an image goes
+ * through here, so none can get that order wrong.
+ *
+ * <p>Callers serialise operations on one ID (the services' per-ID locks); this class does no
+ * locking of its own.
+ */
+final class ImageRecords<T> {
+
+    static final String IMAGE_SUFFIX = ".img";
+    static final String METADATA_SUFFIX = MetadataStore.SUFFIX;
+
+    private static final Logger log = LoggerFactory.getLogger(ImageRecords.class);
+
+    private final String kind;
+    private final Predicate<String> isId;
+    private final Path directory;
+    private final MetadataStore<T> metadata;
+    private final PoolSpace space;
+
+    /**
+     * @param kind what a record is called in messages ("volume", "snapshot")
+     * @param isId which IDs this driver could have issued; no other ID ever reaches a path
+     */
+    ImageRecords(String kind, Predicate<String> isId, Path directory, Class<T> type, PoolSpace space) {
+        this.kind = kind;
+        this.isId = isId;
+        this.directory = directory;
+        this.metadata = new MetadataStore<>(directory, type);
+        this.space = space;
+    }
+
+    Path imagePath(String id) {
+        if (!isId.test(id)) {
+            throw StorageException.notFound("%s %s does not exist", kind, Quoting.quote(id));
+        }
+        return directory.resolve(id + IMAGE_SUFFIX);
+    }
+
+    /** The committed record; empty when there is none or the ID could never have been issued. */
+    Optional<T> find(String id) {
+        return isId.test(id) ? metadata.read(id) : Optional.empty();
+    }
+
+    /** Every readable committed record, sorted by ID. */
+    List<T> list() {
+        return metadata.readAll(isId);
+    }
+
+    /**
+     * Commits a new record: makes its image with {@code makeImage}, then writes its metadata. A
+     * leftover image of an earlier attempt at this ID that never committed is removed first, so
+     * that its space counts as free. When making the image or writing the metadata fails, what
+     * this create made is removed again before the failure is rethrown.
+     *
+     * @param bytes the room the new image needs in the pool
+     */
+    T create(String id, long bytes, T record, Consumer<Path> makeImage) {
+        Path image = imagePath(id);
+        if (metadata.exists(id)) {
+            // Never reached through find-then-create; it guards an existing record's image all the same.
+            throw StorageException.conflict("%s %s already exists", kind, id);
+        }
+        if (DurableFiles.delete(image)) {
+            log.info("removed the image an unfinished create of {} {} left", kind, id);
+        }
+        space.requireRoomFor(bytes);
+        try {
+            makeImage.accept(image);
+            metadata.write(id, record);
+            return record;
+        } catch (RuntimeException failure) {
+            undoCreate(id, failure);
+            throw failure;
+        }
+    }
+
+    /** Rewrites the metadata of a committed record (its image stays as it is). */
+    void update(String id, T record) {
+        if (!isId.test(id) || !metadata.exists(id)) {
+            throw StorageException.notFound("%s %s does not exist", kind, Quoting.quote(id));
+        }
+        metadata.write(id, record);
+    }
+
+    /**
+     * Removes the metadata, then the image: a crash in between leaves an image without metadata,
+     * which the reconcile removes. An unknown ID is already deleted.
+     */
+    void delete(String id) {
+        if (isId.test(id)) {
+            metadata.delete(id);
+            DurableFiles.delete(imagePath(id));
+        }
+    }
+
+    private void undoCreate(String id, RuntimeException failure) {
+        try {
+            delete(id);
+        } catch (StorageException cleanup) {
+            failure.addSuppressed(cleanup);
+            log.error("cannot remove what the failed create of {} {} left ({}); the reconcile will",
+                    kind, id, cleanup.getMessage());
+        }
+    }
+}
