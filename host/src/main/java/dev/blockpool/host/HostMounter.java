@@ -1,59 +1,64 @@
 package dev.blockpool.host;
 
 import dev.blockpool.common.FsType;
-import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.StorageException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** {@link Mounter} through mount(8)/umount(8). */
+/**
+ * {@link Mounter} through mount(2) and umount2(2), made on the very object at the target path
+ * (never through a symlink), with every unmount verified against the mount table.
+ */
 public final class HostMounter implements Mounter {
 
     private static final Logger log = LoggerFactory.getLogger(HostMounter.class);
-    private static final Duration TIMEOUT = Duration.ofMinutes(2);
 
-    private final CommandRunner runner;
+    private final MountCalls calls;
     private final MountTable table;
 
-    public HostMounter(CommandRunner runner, MountTable table) {
-        this.runner = runner;
+    public HostMounter(MountTable table) {
+        this(new LinuxMountCalls(), table);
+    }
+
+    HostMounter(MountCalls calls, MountTable table) {
+        this.calls = calls;
         this.table = table;
     }
 
     @Override
     public void mount(Path device, Path target, FsType type, List<String> options) {
-        List<String> command = new ArrayList<>(List.of("mount", "-t", type.fsName()));
-        if (!options.isEmpty()) {
-            command.addAll(List.of("-o", String.join(",", options)));
-        }
-        command.addAll(List.of(device.toString(), target.toString()));
+        MountFlags flags = MountFlags.of(options);
         log.info("mounting {} ({}{}) at {}", device, type, options.isEmpty() ? "" : " " + String.join(",", options),
                 target);
-        runner.runChecked(TIMEOUT, command);
+        calls.mount(device.toString(), target, MountCalls.TargetKind.DIRECTORY, type.fsName(), flags.flags(),
+                flags.data());
     }
 
     @Override
     public void bind(Path source, Path target, boolean readOnly, List<String> options) {
+        MountCalls.TargetKind kind = Files.isDirectory(source, LinkOption.NOFOLLOW_LINKS)
+                ? MountCalls.TargetKind.DIRECTORY : MountCalls.TargetKind.FILE;
         log.info("binding {} at {}{}", source, target, readOnly ? " read-only" : "");
-        runner.runChecked(TIMEOUT, List.of("mount", "--bind", source.toString(), target.toString()));
-        List<String> flags = new ArrayList<>(options.stream().filter(o -> !o.equals("ro") && !o.equals("rw")).toList());
-        if (readOnly) {
-            flags.add("ro");
-        }
-        if (flags.isEmpty()) {
+        calls.mount(source.toString(), target, kind, null, Libc.MS_BIND, null);
+        long flags = MountFlags.of(options).flags() | (readOnly ? Libc.MS_RDONLY : 0);
+        if (flags == 0) {
             return;
         }
         // A bind takes the source's flags; read-only and the other per-mount flags need a remount.
-        CommandRunner.Result remount = runner.run(TIMEOUT,
-                List.of("mount", "-o", "remount,bind," + String.join(",", flags), target.toString()));
-        if (!remount.ok()) {
-            unmount(target, false);
-            throw StorageException.internal("cannot apply %s to the bind mount at %s: %s", flags, target, remount.describe());
+        try {
+            calls.remountBind(target, kind, flags);
+        } catch (RuntimeException e) {
+            try {
+                unmount(target, false);
+            } catch (RuntimeException cleanup) {
+                e.addSuppressed(cleanup);
+            }
+            throw e;
         }
     }
 
@@ -64,14 +69,14 @@ public final class HostMounter implements Mounter {
             return;
         }
         log.info("unmounting {} ({})", target, before.get().source());
-        CommandRunner.Result result = runner.run(TIMEOUT, List.of("umount", target.toString()));
-        if (!result.ok() && corrupted && isStill(before.get())) {
-            result = runner.run(TIMEOUT, List.of("umount", "--lazy", target.toString()));
+        int errno = calls.unmount(target, false);
+        if (errno != 0 && corrupted && isStill(before.get())) {
+            errno = calls.unmount(target, true);
         }
         if (isStill(before.get())) {
             throw StorageException.internal("%s is still mounted after umount%s", target,
-                    result.ok() ? " (mount " + before.get().mountId() + " of " + before.get().source() + ")"
-                            : " (" + result.describe() + ")");
+                    errno == 0 ? " (mount " + before.get().mountId() + " of " + before.get().source() + ")"
+                            : ": " + (errno == Libc.EBUSY ? "target is busy" : Libc.strerror(errno)));
         }
     }
 

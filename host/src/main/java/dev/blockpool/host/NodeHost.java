@@ -25,6 +25,6 @@ public record NodeHost(Staging staging, Publishing publishing, VolumeStats stats
     /** The host side on this machine: mount(8), losetup(8), blkid, mkfs, fsck and the resize tools. */
     public static NodeHost onThisHost(CommandRunner runner) {
         MountTable table = new ProcMountTable();
-        return of(table, new HostLoopDevices(runner), new HostFilesystems(runner), new HostMounter(runner, table));
+        return of(table, new HostLoopDevices(runner), new HostFilesystems(runner), new HostMounter(table));
     }
 }

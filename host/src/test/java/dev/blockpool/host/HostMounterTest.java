@@ -3,13 +3,15 @@ package dev.blockpool.host;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.blockpool.common.FsType;
 import dev.blockpool.common.StorageException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.IntSupplier;
 import org.junit.jupiter.api.Test;
 
-/** umount(8) results are believed only when the mount table agrees; on a scripted runner. */
+/** What the mounter asks of the kernel, and how it believes results only when the mount table agrees. */
 class HostMounterTest {
 
     private static final Path TARGET = Path.of("/var/lib/kubelet/pods/p/volumes/v");
@@ -17,6 +19,28 @@ class HostMounterTest {
     private final List<MountInfo> mounts = new ArrayList<>(List.of(new MountInfo(40, 1, new DeviceNumber(7, 3), "/",
             TARGET, List.of("rw"), List.of(), "ext4", "/dev/loop3", List.of("rw"))));
     private final MountTable table = () -> List.copyOf(mounts);
+    private final List<String> calls = new ArrayList<>();
+
+    /** Kernel calls that are recorded; unmount answers what {@code unmountResult} says. */
+    private MountCalls kernel(IntSupplier unmountResult) {
+        return new MountCalls() {
+            @Override
+            public void mount(String source, Path target, TargetKind kind, String type, long flags, String data) {
+                calls.add("mount %s %s %s %s flags=%d data=%s".formatted(source, target, kind, type, flags, data));
+            }
+
+            @Override
+            public void remountBind(Path target, TargetKind kind, long flags) {
+                calls.add("remount %s %s flags=%d".formatted(target, kind, flags));
+            }
+
+            @Override
+            public int unmount(Path target, boolean detach) {
+                calls.add((detach ? "umount --lazy " : "umount ") + target);
+                return unmountResult.getAsInt();
+            }
+        };
+    }
 
     private static void assertInternal(Runnable call, String messagePart) {
         assertThatThrownBy(call::run).isInstanceOfSatisfying(StorageException.class, e -> {
@@ -26,40 +50,54 @@ class HostMounterTest {
     }
 
     @Test
+    void optionsBecomeFlagsAndFilesystemData() {
+        new HostMounter(kernel(() -> 0), table).mount(Path.of("/dev/loop3"), TARGET, FsType.EXT4,
+                List.of("ro", "noatime", "errors=remount-ro", "nodev"));
+        long flags = Libc.MS_RDONLY | Libc.MS_NOATIME | Libc.MS_NODEV;
+        assertThat(calls).containsExactly("mount /dev/loop3 " + TARGET + " DIRECTORY ext4 flags=" + flags
+                + " data=errors=remount-ro");
+    }
+
+    @Test
+    void aReadOnlyBindIsABindThenARemount() {
+        new HostMounter(kernel(() -> 0), table).bind(Path.of("/no/such/staging"), TARGET, true, List.of("nosuid"));
+        assertThat(calls).containsExactly(
+                "mount /no/such/staging " + TARGET + " FILE null flags=" + Libc.MS_BIND + " data=null",
+                "remount " + TARGET + " FILE flags=" + (Libc.MS_NOSUID | Libc.MS_RDONLY));
+    }
+
+    @Test
     void aBusyMountIsAnErrorAndNeverLazilyDetachedWhenHealthy() {
-        ScriptedRunner runner = new ScriptedRunner(c -> ScriptedRunner.exit(c, 32, "umount: target is busy."));
-        HostMounter mounter = new HostMounter(runner, table);
+        HostMounter mounter = new HostMounter(kernel(() -> Libc.EBUSY), table);
         assertInternal(() -> mounter.unmount(TARGET, false), "target is busy");
-        assertThat(runner.commands).containsExactly("umount " + TARGET);
+        assertThat(calls).containsExactly("umount " + TARGET);
         assertThat(mounts).hasSize(1);
     }
 
     @Test
-    void aCorruptedMountThatUmountCannotRemoveIsLazilyDetached() {
-        ScriptedRunner runner = new ScriptedRunner(c -> {
-            if (c.contains("--lazy")) {
+    void aCorruptedMountThatCannotBeUnmountedIsLazilyDetached() {
+        HostMounter mounter = new HostMounter(kernel(() -> {
+            if (calls.getLast().contains("--lazy")) {
                 mounts.clear();
-                return null;
+                return 0;
             }
-            return ScriptedRunner.exit(c, 32, "umount: can't read superblock");
-        });
-        new HostMounter(runner, table).unmount(TARGET, true);
-        assertThat(runner.commands).containsExactly("umount " + TARGET, "umount --lazy " + TARGET);
+            return Libc.EINVAL;
+        }), table);
+        mounter.unmount(TARGET, true);
+        assertThat(calls).containsExactly("umount " + TARGET, "umount --lazy " + TARGET);
         assertThat(mounts).isEmpty();
     }
 
     @Test
-    void aSuccessfulUmountWhoseMountIsStillThereIsAnError() {
-        ScriptedRunner runner = new ScriptedRunner(c -> null); // exit 0, table unchanged
-        assertInternal(() -> new HostMounter(runner, table).unmount(TARGET, false), "still mounted");
-        assertThat(runner.commands).containsExactly("umount " + TARGET);
+    void aSuccessfulUnmountWhoseMountIsStillThereIsAnError() {
+        assertInternal(() -> new HostMounter(kernel(() -> 0), table).unmount(TARGET, false), "still mounted");
+        assertThat(calls).containsExactly("umount " + TARGET);
     }
 
     @Test
     void nothingMountedIsNothingToDo() {
         mounts.clear();
-        ScriptedRunner runner = new ScriptedRunner(c -> null);
-        new HostMounter(runner, table).unmount(TARGET, true);
-        assertThat(runner.commands).isEmpty();
+        new HostMounter(kernel(() -> 0), table).unmount(TARGET, true);
+        assertThat(calls).isEmpty();
     }
 }

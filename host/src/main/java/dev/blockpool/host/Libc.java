@@ -1,0 +1,220 @@
+package dev.blockpool.host;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+
+/**
+ * The few Linux system calls the node makes itself, through Java's foreign function API (no JNI
+ * library to ship): opening a path without following any symlink, mount(2), umount2(2),
+ * statx(2). Each failure is an {@link ErrnoException} carrying errno and the system's words.
+ */
+final class Libc {
+
+    static final int O_PATH = 0x200000;
+    static final int O_NOFOLLOW = 0x20000;
+    static final int O_DIRECTORY = 0x10000;
+    static final int O_CLOEXEC = 0x80000;
+    static final int EBUSY = 16;
+    static final int EINVAL = 22;
+    static final int ENOSYS = 38;
+    static final int ELOOP = 40;
+
+    static final long MS_RDONLY = 1;
+    static final long MS_NOSUID = 2;
+    static final long MS_NODEV = 4;
+    static final long MS_NOEXEC = 8;
+    static final long MS_SYNCHRONOUS = 16;
+    static final long MS_REMOUNT = 32;
+    static final long MS_DIRSYNC = 128;
+    static final long MS_NOATIME = 1024;
+    static final long MS_NODIRATIME = 2048;
+    static final long MS_BIND = 4096;
+    static final long MS_RELATIME = 1L << 21;
+    static final long MS_STRICTATIME = 1L << 24;
+    static final long MS_LAZYTIME = 1L << 25;
+    static final int MNT_DETACH = 2;
+    static final int UMOUNT_NOFOLLOW = 8;
+
+    static final int S_IFMT = 0xF000;
+    static final int S_IFDIR = 0x4000;
+    static final int S_IFREG = 0x8000;
+
+    private static final int AT_FDCWD = -100;
+    private static final int AT_EMPTY_PATH = 0x1000;
+    private static final int STATX_TYPE = 0x1;
+    private static final int STATX_SIZE = 0x200;
+    private static final long RESOLVE_NO_SYMLINKS = 0x04;
+    /** openat2's number is the same on every architecture (the unified syscall table). */
+    private static final long SYS_OPENAT2 = 437;
+
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+
+    private static final MethodHandle SYSCALL = function("syscall",
+            FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG), 1);
+    private static final MethodHandle OPENAT = function("openat",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), 3);
+    private static final MethodHandle CLOSE = function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT), -1);
+    private static final MethodHandle MOUNT = function("mount",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS), -1);
+    private static final MethodHandle UMOUNT2 = function("umount2",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), -1);
+    private static final MethodHandle STATX = function("statx",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS), -1);
+    private static final MethodHandle STRERROR = LINKER.downcallHandle(
+            LINKER.defaultLookup().find("strerror").orElseThrow(), FunctionDescriptor.of(ADDRESS, JAVA_INT));
+
+    /** A failed system call: errno and the system's description of it. */
+    static final class ErrnoException extends RuntimeException {
+        private final int errno;
+
+        ErrnoException(int errno) {
+            super(strerror(errno));
+            this.errno = errno;
+        }
+
+        int errno() {
+            return errno;
+        }
+    }
+
+    /** The type and size of an open file, from statx(2). */
+    record Stat(int mode, long size) {
+        boolean isDirectory() {
+            return (mode & S_IFMT) == S_IFDIR;
+        }
+
+        boolean isRegularFile() {
+            return (mode & S_IFMT) == S_IFREG;
+        }
+    }
+
+    private Libc() {
+    }
+
+    /**
+     * Opens {@code path} as an O_PATH descriptor without following a symlink anywhere in it
+     * (openat2's RESOLVE_NO_SYMLINKS; on kernels before 5.6, O_NOFOLLOW for the last name), so
+     * what is opened is exactly the object at that path, never a symlink's destination.
+     */
+    static int openPathNoSymlinks(String path, boolean directory) {
+        int flags = O_PATH | O_CLOEXEC | O_NOFOLLOW | (directory ? O_DIRECTORY : 0);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            MemorySegment how = arena.allocate(JAVA_LONG, 3);
+            how.setAtIndex(JAVA_LONG, 0, flags);
+            how.setAtIndex(JAVA_LONG, 2, RESOLVE_NO_SYMLINKS);
+            long fd = (long) SYSCALL.invokeExact(state, SYS_OPENAT2, (long) AT_FDCWD, arena.allocateFrom(path), how,
+                    how.byteSize());
+            if (fd >= 0) {
+                return (int) fd;
+            }
+            if (errno(state) != ENOSYS) {
+                throw new ErrnoException(errno(state));
+            }
+            int fallback = (int) OPENAT.invokeExact(state, AT_FDCWD, arena.allocateFrom(path), flags, 0);
+            return check(fallback, state);
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("openat2 could not be called", t);
+        }
+    }
+
+    static void close(int fd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            int ignored = (int) CLOSE.invokeExact(state, fd);
+        } catch (Throwable t) {
+            throw new IllegalStateException("close could not be called", t);
+        }
+    }
+
+    static Stat stat(int fd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            MemorySegment buffer = arena.allocate(256, 8); // struct statx
+            check((int) STATX.invokeExact(state, fd, arena.allocateFrom(""), AT_EMPTY_PATH, STATX_TYPE | STATX_SIZE,
+                    buffer), state);
+            return new Stat(Short.toUnsignedInt(buffer.get(JAVA_SHORT, 28)), buffer.get(JAVA_LONG, 40));
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("statx could not be called", t);
+        }
+    }
+
+    /** mount(2); a null source, type or data is passed as NULL. */
+    static void mount(String source, String target, String type, long flags, String data) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            check((int) MOUNT.invokeExact(state, string(arena, source), arena.allocateFrom(target),
+                    string(arena, type), flags, string(arena, data)), state);
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("mount could not be called", t);
+        }
+    }
+
+    static void umount2(String target, int flags) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            check((int) UMOUNT2.invokeExact(state, arena.allocateFrom(target), flags), state);
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("umount2 could not be called", t);
+        }
+    }
+
+    /** The path through which the kernel reaches exactly the object behind an open descriptor. */
+    static String fdPath(int fd) {
+        return "/proc/self/fd/" + fd;
+    }
+
+    static String strerror(int errno) {
+        try {
+            MemorySegment text = (MemorySegment) STRERROR.invokeExact(errno);
+            return text.reinterpret(1024).getString(0);
+        } catch (Throwable t) {
+            return "errno " + errno;
+        }
+    }
+
+    private static MemorySegment string(Arena arena, String value) {
+        return value == null ? MemorySegment.NULL : arena.allocateFrom(value);
+    }
+
+    private static int errno(MemorySegment state) {
+        return (int) ERRNO.get(state, 0L);
+    }
+
+    private static int check(int result, MemorySegment state) {
+        if (result < 0) {
+            throw new ErrnoException(errno(state));
+        }
+        return result;
+    }
+
+    /** A downcall that captures errno; {@code firstVariadic} is the index of the first variadic argument, or -1. */
+    private static MethodHandle function(String name, FunctionDescriptor descriptor, int firstVariadic) {
+        MemorySegment address = LINKER.defaultLookup().find(name)
+                .orElseThrow(() -> new IllegalStateException("the C library has no " + name));
+        Linker.Option errno = Linker.Option.captureCallState("errno");
+        return firstVariadic < 0 ? LINKER.downcallHandle(address, descriptor, errno)
+                : LINKER.downcallHandle(address, descriptor, errno, Linker.Option.firstVariadicArg(firstVariadic));
+    }
+}

@@ -1,0 +1,87 @@
+package dev.blockpool.host;
+
+import dev.blockpool.common.StorageException;
+import java.nio.file.Path;
+
+/** {@link MountCalls} through mount(2) and umount2(2) on descriptors opened without following symlinks. */
+final class LinuxMountCalls implements MountCalls {
+
+    @Override
+    public void mount(String source, Path target, TargetKind kind, String type, long flags, String data) {
+        boolean bind = (flags & Libc.MS_BIND) != 0;
+        // A bind's source is opened the same way, so it too is exactly what was checked.
+        int sourceFd = bind ? open(Path.of(source), null) : -1;
+        try {
+            int targetFd = open(target, kind);
+            try {
+                Libc.mount(bind ? Libc.fdPath(sourceFd) : source, Libc.fdPath(targetFd), type, flags, data);
+            } catch (Libc.ErrnoException e) {
+                throw StorageException.internal("cannot mount %s at %s: %s", source, target, e.getMessage());
+            } finally {
+                Libc.close(targetFd);
+            }
+        } finally {
+            if (sourceFd >= 0) {
+                Libc.close(sourceFd);
+            }
+        }
+    }
+
+    @Override
+    public void remountBind(Path target, TargetKind kind, long flags) {
+        // Opened afresh: now the root of the new mount (for a device node's bind, the device node,
+        // whatever kind the target was). It cannot have been swapped meanwhile: a mount point
+        // cannot be renamed or removed.
+        int fd = open(target, null);
+        try {
+            Libc.mount(null, Libc.fdPath(fd), null, Libc.MS_REMOUNT | Libc.MS_BIND | flags, null);
+        } catch (Libc.ErrnoException e) {
+            throw StorageException.internal("cannot change the flags of the bind mount at %s: %s", target,
+                    e.getMessage());
+        } finally {
+            Libc.close(fd);
+        }
+    }
+
+    @Override
+    public int unmount(Path target, boolean detach) {
+        try {
+            Libc.umount2(target.toString(), Libc.UMOUNT_NOFOLLOW | (detach ? Libc.MNT_DETACH : 0));
+            return 0;
+        } catch (Libc.ErrnoException e) {
+            return e.errno();
+        }
+    }
+
+    /**
+     * An O_PATH descriptor of exactly the object at {@code path}, of the kind asked (any kind for
+     * null). Symlinks among the parent directories (a kubelet directory on another disk) are
+     * resolved now, when they all exist; from there on, none is followed.
+     */
+    private static int open(Path path, TargetKind kind) {
+        int fd;
+        try {
+            fd = Libc.openPathNoSymlinks(MountTable.asListed(path).toString(), kind == TargetKind.DIRECTORY);
+        } catch (Libc.ErrnoException e) {
+            if (e.errno() == Libc.ELOOP) {
+                throw StorageException.precondition("%s is or passes through a symlink; the driver mounts only on "
+                        + "the path it was given, never where a symlink points", path);
+            }
+            throw StorageException.precondition("cannot open %s to mount on it: %s", path, e.getMessage());
+        }
+        Libc.Stat stat;
+        try {
+            stat = Libc.stat(fd);
+        } catch (Libc.ErrnoException e) {
+            Libc.close(fd);
+            throw StorageException.internal("cannot inspect %s: %s", path, e.getMessage());
+        }
+        boolean fits = kind == null || (kind == TargetKind.DIRECTORY ? stat.isDirectory() : stat.isRegularFile());
+        if (!fits) {
+            Libc.close(fd);
+            throw StorageException.precondition("%s is not a %s; nothing is mounted on it", path,
+                    kind == TargetKind.DIRECTORY ? "directory" : "regular file");
+        }
+        return fd;
+    }
+}

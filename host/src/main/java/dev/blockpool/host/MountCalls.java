@@ -1,0 +1,28 @@
+package dev.blockpool.host;
+
+import java.nio.file.Path;
+
+/**
+ * The kernel's mount calls, made on the object that is at a path when the call opens it, never
+ * through a symlink: what {@link HostMounter} decides is done here. An interface, so the
+ * decisions can be unit-tested without mounting anything.
+ */
+interface MountCalls {
+
+    /** What a mount may be made on: a directory, or a regular file for a device node's bind. */
+    enum TargetKind { DIRECTORY, FILE }
+
+    /**
+     * mount(2) of {@code source} onto the {@code kind} at {@code target}, with {@code flags}
+     * (MS_BIND for a bind) and filesystem {@code data}; a null type or data is none. A target
+     * that is a symlink, or is not of {@code kind}, is refused; so is one whose parents change
+     * into symlinks while it is opened.
+     */
+    void mount(String source, Path target, TargetKind kind, String type, long flags, String data);
+
+    /** Changes the per-mount flags of the bind mount at {@code target}. */
+    void remountBind(Path target, TargetKind kind, long flags);
+
+    /** umount2(2) without following a symlink; returns 0 or errno. */
+    int unmount(Path target, boolean detach);
+}
