@@ -79,7 +79,8 @@ RUN apt-get update \
 
 COPY --from=build /opt/java /opt/java
 COPY --from=build /src/driver/target/blockpool-csi.jar /opt/blockpool/lib/blockpool-csi.jar
-COPY bin/blockpool-csi /opt/blockpool/bin/blockpool-csi
+# The launcher and the Java 25 search it runs, which finds /opt/java.
+COPY bin/blockpool-csi bin/java25-home /opt/blockpool/bin/
 ENV JAVA_HOME=/opt/java \
     PATH=/opt/blockpool/bin:/opt/java/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 

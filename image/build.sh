@@ -210,9 +210,9 @@ serve_check() {
     return
   fi
   out=$(unshare --mount --pid --fork --propagation private \
-          bash -s -- "$mnt" "$tools/grpcurl" <<'SERVE' 2>&1
+          bash -s -- "$mnt" "$tools/grpcurl" "$repo/image/json_field.py" <<'SERVE' 2>&1
 set -uo pipefail
-root=$1 grpcurl=$2
+root=$1 grpcurl=$2 json_field=$3
 exec 3>&1 # result lines; stdout of each step is the RPC's reply
 result() { printf '  %-4s  %-22s %s\n' "$1" "$2" "$(tr -s ' \n' ' ' <<<"$3" | cut -c1-100)" >&3; }
 
@@ -248,12 +248,13 @@ if [[ ! -S $sock ]]; then
   exit 0
 fi
 
-# step NAME METHOD REQUEST CONDITION: calls METHOD; CONDITION is a Python
-# expression over the reply d. Prints the reply.
+# step NAME METHOD REQUEST [FIELD VALUE]: calls METHOD; the reply must be JSON
+# and, when FIELD (a path like volume.capacity_bytes) is given, that field must
+# equal the JSON VALUE. Prints the reply.
 step() {
   local reply
   if reply=$("$grpcurl" -plaintext -unix -max-time 60 -d "$3" "$sock" "$2" 2>&1) &&
-     python3 -c 'import json,sys; d=json.loads(sys.argv[2] or "{}"); sys.exit(0 if eval(sys.argv[1]) else 1)' "$4" "$reply"; then
+     python3 "$json_field" "${4:-.}" ${5+"$5"} <<<"$reply" >/dev/null; then
     result ok "$1" "$reply"
     printf '%s' "$reply"
   else
@@ -261,33 +262,34 @@ step() {
     return 1
   fi
 }
-field() { python3 -c 'import json,sys; print(json.dumps(eval(sys.argv[1], {"d": json.load(sys.stdin)})))' "$1"; }
+# field [--default JSON] PATH: the field at PATH of the JSON on stdin, as JSON.
+field() { python3 "$json_field" "$@"; }
 
 cap='{"mount":{"fs_type":"ext4"},"access_mode":{"mode":"SINGLE_NODE_WRITER"}}'
-step Probe csi.v1.Identity/Probe '{}' 'd.get("ready") is True' >/dev/null || exit 0
+step Probe csi.v1.Identity/Probe '{}' ready true >/dev/null || exit 0
 reply=$(step CreateVolume csi.v1.Controller/CreateVolume \
   '{"name":"image-check","capacity_range":{"required_bytes":"67108864"},"volume_capabilities":['"$cap"']}' \
-  'int(d["volume"]["capacity_bytes"]) == 67108864') || exit 0
-vol=$(field 'd["volume"]["volume_id"]' <<<"$reply")
+  volume.capacity_bytes 67108864) || exit 0
+vol=$(field volume.volume_id <<<"$reply")
 reply=$(step ControllerPublish csi.v1.Controller/ControllerPublishVolume \
-  '{"volume_id":'"$vol"',"node_id":"image-check","volume_capability":'"$cap"'}' 'True') || exit 0
-context=$(field 'd.get("publish_context", {})' <<<"$reply")
+  '{"volume_id":'"$vol"',"node_id":"image-check","volume_capability":'"$cap"'}') || exit 0
+context=$(field --default '{}' publish_context <<<"$reply")
 if [[ -e /dev/loop-control ]]; then
   step NodeStage csi.v1.Node/NodeStageVolume \
     '{"volume_id":'"$vol"',"publish_context":'"$context"',"staging_target_path":"/tmp/staging","volume_capability":'"$cap"'}' \
-    'True' >/dev/null
+    >/dev/null
   fstype=$(findmnt -n -o FSTYPE --mountpoint "$root/tmp/staging" 2>/dev/null)
   if [[ $fstype == ext4 ]]; then
     result ok "staged ext4 mount" "$(findmnt -n -o SOURCE,FSTYPE,OPTIONS --mountpoint "$root/tmp/staging")"
   else
     result FAIL "staged ext4 mount" "no ext4 file system mounted at the staging path (found '$fstype')"
   fi
-  step NodeUnstage csi.v1.Node/NodeUnstageVolume '{"volume_id":'"$vol"',"staging_target_path":"/tmp/staging"}' 'True' >/dev/null
+  step NodeUnstage csi.v1.Node/NodeUnstageVolume '{"volume_id":'"$vol"',"staging_target_path":"/tmp/staging"}' >/dev/null
 else
   result skip NodeStage "no /dev/loop-control on this host"
 fi
-step ControllerUnpublish csi.v1.Controller/ControllerUnpublishVolume '{"volume_id":'"$vol"',"node_id":"image-check"}' 'True' >/dev/null
-step DeleteVolume csi.v1.Controller/DeleteVolume '{"volume_id":'"$vol"'}' 'True' >/dev/null
+step ControllerUnpublish csi.v1.Controller/ControllerUnpublishVolume '{"volume_id":'"$vol"',"node_id":"image-check"}' >/dev/null
+step DeleteVolume csi.v1.Controller/DeleteVolume '{"volume_id":'"$vol"'}' >/dev/null
 SERVE
 )
   if grep -qE '^  (ok|FAIL) ' <<<"$out"; then

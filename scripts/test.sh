@@ -20,17 +20,7 @@ stage() { echo; echo "=== $* ==="; }
 
 stage "build, unit and integration tests"
 ./mvnw -B -ntp verify || status=1
-read -r p f s < <(python3 - <<'PY'
-import glob, xml.etree.ElementTree as ET
-p = f = s = 0
-for path in glob.glob('*/target/surefire-reports/TEST-*.xml'):
-    suite = ET.parse(path).getroot()
-    tests, fail = int(suite.get('tests')), int(suite.get('failures')) + int(suite.get('errors'))
-    skip = int(suite.get('skipped'))
-    p += tests - fail - skip; f += fail; s += skip
-print(p, f, s)
-PY
-)
+read -r p f s < <(python3 scripts/surefire_counts.py "$repo")
 echo "maven: $p passed, $f failed, $s skipped"
 add_counts "$p" "$f" "$s"
 

@@ -1,0 +1,579 @@
+#!/usr/bin/env python3
+"""The rules of check-manifests.sh, which checks for kubectl and PyYAML and runs this.
+
+Renders the base, every overlay and the examples under DEPLOY_DIR with
+`KUBECTL kustomize` and checks the rendered objects: pinned images, one driver
+name everywhere, every sidecar on the driver's socket, a privileged node plugin
+with Bidirectional propagation on the kubelet directory, liveness probes wired to
+the livenessprobe sidecar, resources on every container, and RBAC that covers
+what each sidecar needs (and nothing broad).
+
+Usage: check_manifests.py DEPLOY_DIR KUBECTL [-v]
+Prints one line per failed check (with -v, per passed check too) and ends with
+`manifests: N passed, M failed`; exits 1 when a check failed.
+Needs python3 and PyYAML only.
+"""
+import os
+import posixpath
+import re
+import subprocess
+import sys
+
+import yaml
+
+# Set from the command line by main().
+DEPLOY_DIR = ""
+KUBECTL = "kubectl"
+VERBOSE = False
+
+DRIVER_IMAGE = "blockpool-csi"
+TOPOLOGY_KEY = "topology.blockpool.csi.dev/node"
+FS_TYPES = {"ext4", "xfs"}
+ALLOCATIONS = {"sparse", "preallocated"}
+KUBELET_DIR = "/var/lib/kubelet"
+
+# The sidecar versions the RBAC below was taken for. Changing a version means
+# re-reading that sidecar's RBAC for the new version.
+SIDECAR_VERSIONS = {
+    "csi-provisioner": "v6.3.0",
+    "csi-attacher": "v4.12.0",
+    "csi-snapshotter": "v8.6.0",
+    "csi-resizer": "v2.2.1",
+    "csi-node-driver-registrar": "v2.17.0",
+    "livenessprobe": "v2.19.0",
+}
+CONTROLLER_SIDECARS = ("csi-provisioner", "csi-attacher", "csi-snapshotter", "csi-resizer")
+
+# What each sidecar must be allowed to do cluster-wide: (apiGroup, resource) -> verbs.
+CLUSTER_RULES = {
+    "csi-provisioner": {
+        ("", "persistentvolumes"): {"get", "list", "watch", "create", "patch", "delete"},
+        ("", "persistentvolumeclaims"): {"get", "list", "watch", "update"},
+        ("storage.k8s.io", "storageclasses"): {"get", "list", "watch"},
+        ("", "events"): {"list", "watch", "create", "update", "patch"},
+        ("snapshot.storage.k8s.io", "volumesnapshots"): {"get", "list", "watch", "update"},
+        ("snapshot.storage.k8s.io", "volumesnapshotcontents"): {"get", "list"},
+        ("storage.k8s.io", "csinodes"): {"get", "list", "watch"},
+        ("", "nodes"): {"get", "list", "watch"},
+        ("storage.k8s.io", "volumeattachments"): {"get", "list", "watch"},
+        ("storage.k8s.io", "volumeattributesclasses"): {"get", "list", "watch"},
+    },
+    "csi-attacher": {
+        ("", "persistentvolumes"): {"get", "list", "watch", "patch"},
+        ("storage.k8s.io", "csinodes"): {"get", "list", "watch"},
+        ("storage.k8s.io", "volumeattachments"): {"get", "list", "watch", "patch"},
+        ("storage.k8s.io", "volumeattachments/status"): {"patch"},
+    },
+    "csi-snapshotter": {
+        ("", "events"): {"list", "watch", "create", "update", "patch"},
+        ("snapshot.storage.k8s.io", "volumesnapshotclasses"): {"get", "list", "watch"},
+        ("snapshot.storage.k8s.io", "volumesnapshotcontents"): {"get", "list", "watch", "update", "patch"},
+        ("snapshot.storage.k8s.io", "volumesnapshotcontents/status"): {"update", "patch"},
+    },
+    "csi-resizer": {
+        ("", "persistentvolumes"): {"get", "list", "watch", "patch"},
+        ("", "persistentvolumeclaims"): {"get", "list", "watch"},
+        ("", "pods"): {"get", "list", "watch"},
+        ("", "persistentvolumeclaims/status"): {"patch"},
+        ("", "events"): {"list", "watch", "create", "update", "patch"},
+        ("storage.k8s.io", "volumeattributesclasses"): {"get", "list", "watch"},
+    },
+}
+# In the workload's own namespace.
+LEADER_ELECTION_RULES = {("coordination.k8s.io", "leases"): {"get", "watch", "list", "delete", "update", "create"}}
+CAPACITY_RULES = {("storage.k8s.io", "csistoragecapacities"): {"get", "list", "watch", "create", "update", "patch", "delete"}}
+# Owner walk for --capacity-ownerref-level, per workload kind.
+OWNER_LEVEL = {"Deployment": "2", "StatefulSet": "1", "DaemonSet": "1"}
+OWNER_WALK_RULES = {
+    "Deployment": {("", "pods"): {"get"}, ("apps", "replicasets"): {"get"}},
+    "StatefulSet": {("", "pods"): {"get"}},
+    "DaemonSet": {("", "pods"): {"get"}},
+}
+
+passed = 0
+failed = 0
+failures = []
+
+
+def check(variant, ok, message):
+    """Counts one check; records `message` (what is wrong) when it fails."""
+    global passed, failed
+    if ok:
+        passed += 1
+        if VERBOSE:
+            print(f"ok   [{variant}] {message}")
+    else:
+        failed += 1
+        failures.append(f"FAIL [{variant}] {message}")
+        print(f"FAIL [{variant}] {message}", flush=True)
+    return ok
+
+
+def render(directory):
+    proc = subprocess.run([KUBECTL, "kustomize", directory], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None, proc.stderr.strip()
+    return [d for d in yaml.safe_load_all(proc.stdout) if d], ""
+
+
+def kind_of(objs, kind):
+    return [o for o in objs if o.get("kind") == kind]
+
+
+def name(o):
+    return o.get("metadata", {}).get("name", "")
+
+
+def namespace(o):
+    return o.get("metadata", {}).get("namespace", "")
+
+
+def image_repo(image):
+    """registry/path/name[:tag][@digest] -> name"""
+    ref = image.split("@", 1)[0]
+    last = ref.rsplit("/", 1)[-1]
+    return last.split(":", 1)[0]
+
+
+def image_tag(image):
+    ref = image.split("@", 1)[0]
+    last = ref.rsplit("/", 1)[-1]
+    return last.split(":", 1)[1] if ":" in last else ""
+
+
+def parse_flags(container):
+    """--flag=value / -flag=value / --flag (-> "true"), with $(VAR) expanded from env."""
+    env = {e["name"]: e.get("value") for e in container.get("env", []) if "name" in e}
+    flags = {}
+    for arg in (container.get("command") or [])[1:] + (container.get("args") or []):
+        arg = str(arg)
+        if not arg.startswith("-"):
+            continue
+        key, _, value = arg.lstrip("-").partition("=")
+        if not _:
+            value = "true"
+        value = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                       lambda m: env.get(m.group(1)) if env.get(m.group(1)) is not None else m.group(0),
+                       value)
+        flags[key] = value
+    return flags
+
+
+def socket_path(address):
+    if address.startswith("unix://"):
+        return address[len("unix://"):]
+    if address.startswith("unix:"):
+        return address[len("unix:"):]
+    return address
+
+
+def mount_for(container, path):
+    """The volumeMount of `container` that holds `path`, and the path inside that volume."""
+    best = None
+    for m in container.get("volumeMounts", []):
+        mp = m["mountPath"].rstrip("/") or "/"
+        if path == mp or path.startswith(mp + "/") or mp == "/":
+            if best is None or len(mp) > len(best[0]["mountPath"].rstrip("/")):
+                best = (m, mp)
+    if best is None:
+        return None, None
+    m, mp = best
+    rel = posixpath.relpath(path, mp)
+    if m.get("subPath"):
+        rel = posixpath.join(m["subPath"], rel)
+    return m, posixpath.normpath(rel)
+
+
+def volume(pod_spec, vname):
+    for v in pod_spec.get("volumes", []):
+        if v.get("name") == vname:
+            return v
+    return None
+
+
+def workloads(objs):
+    out = []
+    for o in objs:
+        if o.get("kind") in ("Deployment", "StatefulSet", "DaemonSet"):
+            out.append((o, o["spec"]["template"]["spec"]))
+        elif o.get("kind") == "Pod":
+            out.append((o, o["spec"]))
+    return out
+
+
+def all_containers(pod_spec):
+    return list(pod_spec.get("initContainers", [])) + list(pod_spec.get("containers", []))
+
+
+def env_field_ref(container, var):
+    for e in container.get("env", []):
+        if e.get("name") == var:
+            return e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+    return None
+
+
+# ---------------------------------------------------------------- images
+def check_images(variant, objs):
+    for w, spec in workloads(objs):
+        for c in all_containers(spec):
+            image = c.get("image", "")
+            where = f"{w['kind']}/{name(w)} container {c.get('name')}"
+            pinned = bool(image) and ("@sha256:" in image or (image_tag(image) not in ("", "latest")))
+            check(variant, pinned, f"{where}: image '{image}' is not pinned to a tag or digest (no tag or 'latest')")
+
+
+# ---------------------------------------------------------------- RBAC
+def rules_for(objs, sa_name, sa_ns):
+    """(cluster-wide rules, rules in sa_ns) granted to a service account."""
+    roles = {("ClusterRole", name(r)): r.get("rules", []) for r in kind_of(objs, "ClusterRole")}
+    roles.update({("Role", name(r), namespace(r)): r.get("rules", []) for r in kind_of(objs, "Role")})
+
+    def bound(binding):
+        return any(s.get("kind") == "ServiceAccount" and s.get("name") == sa_name
+                   and s.get("namespace", namespace(binding)) == sa_ns
+                   for s in binding.get("subjects", []) or [])
+
+    cluster, local = [], []
+    for b in kind_of(objs, "ClusterRoleBinding"):
+        if bound(b):
+            cluster += roles.get(("ClusterRole", b["roleRef"]["name"]), [])
+    for b in kind_of(objs, "RoleBinding"):
+        if bound(b) and namespace(b) == sa_ns:
+            ref = b["roleRef"]
+            key = ("ClusterRole", ref["name"]) if ref["kind"] == "ClusterRole" else ("Role", ref["name"], namespace(b))
+            local += roles.get(key, [])
+    return cluster, local
+
+
+def allowed(rules, group, resource, verb):
+    for r in rules:
+        if r.get("resourceNames"):
+            continue
+        if (group in r.get("apiGroups", []) or "*" in r.get("apiGroups", [])) and \
+           (resource in r.get("resources", []) or "*" in r.get("resources", [])) and \
+           (verb in r.get("verbs", []) or "*" in r.get("verbs", [])):
+            return True
+    return False
+
+
+def check_rbac_covers(variant, who, rules, wanted, scope):
+    for (group, resource), verbs in sorted(wanted.items()):
+        missing = sorted(v for v in verbs if not allowed(rules, group, resource, v))
+        check(variant, not missing,
+              f"{who}: RBAC ({scope}) lacks {missing} on {resource}"
+              f" in API group '{group or 'core'}'")
+
+
+def check_rbac_narrow(variant, objs):
+    for r in kind_of(objs, "ClusterRole") + kind_of(objs, "Role"):
+        for rule in r.get("rules", []):
+            wild = [f for f in ("apiGroups", "resources", "verbs") if "*" in rule.get(f, [])]
+            check(variant, not wild, f"{r['kind']}/{name(r)}: wildcard in {wild} grants more than any sidecar documents")
+            check(variant, "secrets" not in rule.get("resources", []),
+                  f"{r['kind']}/{name(r)}: grants access to secrets, which no StorageClass here needs")
+
+
+# ---------------------------------------------------------------- driver deployment
+def check_deployment(variant, objs):
+    check_images(variant, objs)
+    check_rbac_narrow(variant, objs)
+
+    drivers = kind_of(objs, "CSIDriver")
+    check(variant, len(drivers) == 1, f"expected exactly one CSIDriver, found {len(drivers)}")
+    if not drivers:
+        return
+    csidriver = drivers[0]
+    driver_name = name(csidriver)
+    spec = csidriver.get("spec", {})
+    check(variant, spec.get("attachRequired") is True, "CSIDriver: attachRequired must be true (the driver publishes volumes)")
+    check(variant, spec.get("podInfoOnMount") is True, "CSIDriver: podInfoOnMount must be true (inline ephemeral volumes)")
+    check(variant, spec.get("fsGroupPolicy") == "File", "CSIDriver: fsGroupPolicy must be File")
+    check(variant, spec.get("storageCapacity") is True, "CSIDriver: storageCapacity must be true (the driver serves GetCapacity)")
+    modes = set(spec.get("volumeLifecycleModes", []))
+    check(variant, modes == {"Persistent", "Ephemeral"},
+          f"CSIDriver: volumeLifecycleModes must be Persistent and Ephemeral, got {sorted(modes)}")
+
+    # --- namespace admits privileged pods
+    ns_names = {name(n): n for n in kind_of(objs, "Namespace")}
+
+    # --- StorageClasses
+    classes = [sc for sc in kind_of(objs, "StorageClass") if sc.get("provisioner") == driver_name]
+    all_classes = kind_of(objs, "StorageClass")
+    check(variant, len(all_classes) >= 2, f"expected StorageClasses for ext4 and xfs, found {len(all_classes)}")
+    for sc in all_classes:
+        where = f"StorageClass/{name(sc)}"
+        check(variant, sc.get("provisioner") == driver_name,
+              f"{where}: provisioner '{sc.get('provisioner')}' differs from the CSIDriver name '{driver_name}'")
+        check(variant, sc.get("allowVolumeExpansion") is True, f"{where}: allowVolumeExpansion must be true")
+        check(variant, sc.get("volumeBindingMode") == "WaitForFirstConsumer",
+              f"{where}: volumeBindingMode must be WaitForFirstConsumer (topology and capacity tracking)")
+        params = sc.get("parameters", {}) or {}
+        fs = params.get("csi.storage.k8s.io/fstype", params.get("fsType", "ext4"))
+        check(variant, fs in FS_TYPES, f"{where}: file system '{fs}' is not one of {sorted(FS_TYPES)}")
+        unknown = sorted(k for k in params if not k.startswith("csi.storage.k8s.io/") and k not in ("fsType", "allocation"))
+        check(variant, not unknown, f"{where}: parameters {unknown} are not accepted by the driver")
+        check(variant, params.get("allocation", "sparse") in ALLOCATIONS,
+              f"{where}: allocation '{params.get('allocation')}' is not one of {sorted(ALLOCATIONS)}")
+    fs_of = {name(sc): (sc.get("parameters") or {}).get("csi.storage.k8s.io/fstype") for sc in classes}
+    check(variant, {"ext4", "xfs"} <= set(fs_of.values()), f"need one StorageClass per file system, have {fs_of}")
+    defaults = [name(sc) for sc in all_classes
+                if (sc.get("metadata", {}).get("annotations") or {}).get("storageclass.kubernetes.io/is-default-class") == "true"]
+    check(variant, len(defaults) == 1 and fs_of.get(defaults[0]) == "ext4",
+          f"exactly one default StorageClass, with ext4, expected; defaults: {defaults}")
+
+    # --- VolumeSnapshotClass
+    vscs = kind_of(objs, "VolumeSnapshotClass")
+    check(variant, len(vscs) >= 1, "no VolumeSnapshotClass")
+    for vsc in vscs:
+        check(variant, vsc.get("driver") == driver_name,
+              f"VolumeSnapshotClass/{name(vsc)}: driver '{vsc.get('driver')}' differs from the CSIDriver name '{driver_name}'")
+
+    # --- workloads
+    modes_seen = {}
+    for w, pod in workloads(objs):
+        kind, wname, wns = w["kind"], name(w), namespace(w)
+        where = f"{kind}/{wname}"
+        containers = pod.get("containers", [])
+        by_repo = {}
+        for c in containers:
+            by_repo.setdefault(image_repo(c.get("image", "")), []).append(c)
+        drivers_here = by_repo.get(DRIVER_IMAGE, [])
+        if not drivers_here:
+            continue
+        check(variant, len(drivers_here) == 1, f"{where}: expected one driver container, found {len(drivers_here)}")
+        drv = drivers_here[0]
+        dflags = parse_flags(drv)
+        mode = dflags.get("mode", "all")
+        modes_seen[mode] = (w, pod)
+
+        check(variant, wns in ns_names, f"{where}: namespace '{wns}' is not part of the deployment")
+        if wns in ns_names and (pod.get("containers") and any(
+                (c.get("securityContext") or {}).get("privileged") for c in containers)):
+            labels = ns_names[wns].get("metadata", {}).get("labels", {}) or {}
+            check(variant, labels.get("pod-security.kubernetes.io/enforce") == "privileged",
+                  f"Namespace/{wns}: runs a privileged pod but does not enforce the 'privileged' Pod Security level")
+
+        # resources on every container
+        for c in all_containers(pod):
+            res = c.get("resources", {}) or {}
+            missing = [f"{k}.{r}" for k in ("requests", "limits") for r in ("cpu", "memory")
+                       if r not in (res.get(k) or {})]
+            check(variant, not missing, f"{where} container {c['name']}: resources missing {missing}")
+
+        # sidecar versions
+        for repo, want in SIDECAR_VERSIONS.items():
+            for c in by_repo.get(repo, []):
+                tag = image_tag(c["image"])
+                check(variant, tag == want,
+                      f"{where} container {c['name']}: {repo} is {tag}, but the RBAC here is for {want}")
+
+        # driver name and the socket
+        check(variant, dflags.get("driver-name", "blockpool.csi.dev") == driver_name,
+              f"{where}: --driver-name '{dflags.get('driver-name')}' differs from the CSIDriver name '{driver_name}'")
+        endpoint = dflags.get("endpoint")
+        if endpoint is None:
+            endpoint = next((e.get("value") for e in drv.get("env", []) if e.get("name") == "CSI_ENDPOINT"), None)
+        if not check(variant, bool(endpoint) and "$(" not in endpoint,
+                     f"{where}: the driver's --endpoint is not set to a resolvable value ({endpoint!r})"):
+            continue
+        sock = socket_path(endpoint)
+        dmount, drel = mount_for(drv, posixpath.dirname(sock))
+        if not check(variant, dmount is not None,
+                     f"{where}: the driver's socket directory {posixpath.dirname(sock)} is not on a volume the sidecars can share"):
+            continue
+        for c in containers:
+            if c is drv:
+                continue
+            cflags = parse_flags(c)
+            if image_repo(c.get("image", "")) in SIDECAR_VERSIONS:
+                check(variant, "csi-address" in cflags, f"{where} container {c['name']}: no --csi-address")
+            if "csi-address" not in cflags:
+                continue
+            addr = socket_path(cflags["csi-address"])
+            cmount, crel = mount_for(c, posixpath.dirname(addr))
+            same = (cmount is not None and cmount["name"] == dmount["name"] and crel == drel
+                    and posixpath.basename(addr) == posixpath.basename(sock))
+            check(variant, same,
+                  f"{where} container {c['name']}: --csi-address {addr} is not the socket the driver listens on ({endpoint})")
+
+        # liveness probe wired to the livenessprobe sidecar
+        probe = (drv.get("livenessProbe") or {}).get("httpGet") or {}
+        port = probe.get("port")
+        ports = {p.get("name"): p.get("containerPort") for p in drv.get("ports", []) or []}
+        check(variant, probe.get("path") == "/healthz" and isinstance(port, str) and port in ports,
+              f"{where}: the driver's livenessProbe must GET /healthz on a named port of the driver container")
+        lps = by_repo.get("livenessprobe", [])
+        check(variant, len(lps) == 1, f"{where}: expected one livenessprobe sidecar, found {len(lps)}")
+        if lps and port in ports:
+            lflags = parse_flags(lps[0])
+            health = lflags.get("health-port") or lflags.get("http-endpoint", ":9808").rsplit(":", 1)[-1]
+            check(variant, str(ports[port]) == str(health),
+                  f"{where}: livenessProbe port {port}={ports[port]} is not where the livenessprobe sidecar listens ({health})")
+
+        if mode in ("node", "all"):
+            check(variant, kind == "DaemonSet", f"{where}: the node plugin (--mode={mode}) must run as a DaemonSet")
+            check(variant, (drv.get("securityContext") or {}).get("privileged") is True,
+                  f"{where}: the node driver container must be privileged")
+            km, krel = mount_for(drv, KUBELET_DIR)
+            kvol = volume(pod, km["name"]) if km else None
+            check(variant, km is not None and km["mountPath"].rstrip("/") == KUBELET_DIR
+                  and km.get("mountPropagation") == "Bidirectional"
+                  and (kvol or {}).get("hostPath", {}).get("path", "").rstrip("/") == KUBELET_DIR,
+                  f"{where}: {KUBELET_DIR} must be the host's, mounted with mountPropagation: Bidirectional")
+            dm = next((m for m in drv.get("volumeMounts", []) if m["mountPath"] == "/dev"), None)
+            dvol = volume(pod, dm["name"]) if dm else None
+            check(variant, dm is not None and (dvol or {}).get("hostPath", {}).get("path") == "/dev",
+                  f"{where}: the host's /dev must be mounted at /dev (loop devices)")
+            check(variant, env_field_ref(drv, "KUBE_NODE_NAME") == "spec.nodeName"
+                  and "KUBE_NODE_NAME" in " ".join(drv.get("args", [])),
+                  f"{where}: --node-id must come from spec.nodeName (downward API)")
+            # registrar
+            regs = by_repo.get("csi-node-driver-registrar", [])
+            check(variant, len(regs) == 1, f"{where}: expected one node-driver-registrar, found {len(regs)}")
+            dvolume = volume(pod, dmount["name"]) or {}
+            host_dir = (dvolume.get("hostPath") or {}).get("path", "")
+            check(variant, bool(host_dir), f"{where}: the node socket directory must be a hostPath (kubelet connects to it)")
+            host_sock = posixpath.normpath(posixpath.join(host_dir, drel, posixpath.basename(sock)))
+            check(variant, posixpath.normpath(host_dir) == f"{KUBELET_DIR}/plugins/{driver_name}",
+                  f"{where}: the socket directory {host_dir} must be {KUBELET_DIR}/plugins/{driver_name}")
+            for reg in regs:
+                rflags = parse_flags(reg)
+                path = rflags.get("kubelet-registration-path", "")
+                check(variant, path == host_sock,
+                      f"{where}: --kubelet-registration-path {path} is not the driver's socket on the host ({host_sock})")
+                rm = next((m for m in reg.get("volumeMounts", []) if m["mountPath"] == "/registration"), None)
+                rvol = volume(pod, rm["name"]) if rm else None
+                check(variant, (rvol or {}).get("hostPath", {}).get("path", "").rstrip("/") == f"{KUBELET_DIR}/plugins_registry",
+                      f"{where}: the registrar needs {KUBELET_DIR}/plugins_registry mounted at /registration")
+            check(variant, pod.get("automountServiceAccountToken") is False,
+                  f"{where}: the node pod talks to no API and should not mount a service account token")
+
+        if mode in ("controller", "all") and kind != "DaemonSet":
+            present = [s for s in CONTROLLER_SIDECARS if s in by_repo]
+            check(variant, present == list(CONTROLLER_SIDECARS),
+                  f"{where}: controller sidecars missing: {sorted(set(CONTROLLER_SIDECARS) - set(present))}")
+            sa = pod.get("serviceAccountName", "default")
+            cluster_rules, local_rules = rules_for(objs, sa, wns)
+            for s in present:
+                c = by_repo[s][0]
+                cflags = parse_flags(c)
+                check_rbac_covers(variant, f"{where} {s} (ServiceAccount {sa})", cluster_rules, CLUSTER_RULES[s], "cluster")
+                check(variant, cflags.get("leader-election") == "true",
+                      f"{where} container {s}: --leader-election=true is needed ({kind} replicas can be more than one)")
+                if cflags.get("leader-election") == "true":
+                    check_rbac_covers(variant, f"{where} {s} leader election", local_rules, LEADER_ELECTION_RULES, f"namespace {wns}")
+                if s == "csi-provisioner":
+                    check(variant, cflags.get("extra-create-metadata") == "true",
+                          f"{where}: csi-provisioner needs --extra-create-metadata")
+                    check(variant, cflags.get("enable-capacity") == "true",
+                          f"{where}: csi-provisioner needs --enable-capacity (the driver serves GetCapacity)")
+                    check(variant, cflags.get("capacity-ownerref-level") == OWNER_LEVEL[kind],
+                          f"{where}: csi-provisioner --capacity-ownerref-level must be {OWNER_LEVEL[kind]} for a {kind}")
+                    check(variant, env_field_ref(c, "NAMESPACE") == "metadata.namespace"
+                          and env_field_ref(c, "POD_NAME") == "metadata.name",
+                          f"{where}: csi-provisioner needs env NAMESPACE and POD_NAME from the downward API for capacity tracking")
+                    check_rbac_covers(variant, f"{where} csi-provisioner capacity", local_rules, CAPACITY_RULES, f"namespace {wns}")
+                    check_rbac_covers(variant, f"{where} csi-provisioner owner walk", local_rules + cluster_rules,
+                                      OWNER_WALK_RULES[kind], f"namespace {wns}")
+
+        # the pool directory is on a volume
+        pool_dir = dflags.get("pool-dir", "/var/lib/blockpool")
+        pm = next((m for m in drv.get("volumeMounts", []) if m["mountPath"].rstrip("/") == pool_dir.rstrip("/")), None)
+        pvol = volume(pod, pm["name"]) if pm else None
+        check(variant, pvol is not None and "emptyDir" not in pvol,
+              f"{where}: --pool-dir {pool_dir} must be a mounted persistent volume (hostPath or a shared file system)")
+
+    check(variant, "controller" in modes_seen or "all" in modes_seen, "no driver workload runs --mode=controller")
+    check(variant, "node" in modes_seen or "all" in modes_seen, "no driver workload runs --mode=node")
+
+    # the node service account has no roles
+    if "node" in modes_seen:
+        w, pod = modes_seen["node"]
+        sa = pod.get("serviceAccountName", "default")
+        cluster_rules, local_rules = rules_for(objs, sa, namespace(w))
+        check(variant, not cluster_rules and not local_rules,
+              f"ServiceAccount {sa} of the node plugin is bound to roles it does not need")
+    return driver_name, {name(sc) for sc in all_classes}, {name(v) for v in vscs}
+
+
+# ---------------------------------------------------------------- examples
+def check_examples(variant, objs, driver_name, class_names, snapclass_names):
+    check_images(variant, objs)
+    pvcs = {name(p): p for p in kind_of(objs, "PersistentVolumeClaim")}
+    snaps = {name(s): s for s in kind_of(objs, "VolumeSnapshot")}
+    for p in pvcs.values():
+        sc = p["spec"].get("storageClassName")
+        check(variant, sc in class_names, f"PVC/{name(p)}: StorageClass '{sc}' is not one of {sorted(class_names)}")
+        ds = p["spec"].get("dataSource")
+        if ds:
+            target = snaps if ds.get("kind") == "VolumeSnapshot" else pvcs
+            check(variant, ds.get("name") in target, f"PVC/{name(p)}: dataSource {ds.get('kind')}/{ds.get('name')} is not among the examples")
+    for s in snaps.values():
+        check(variant, s["spec"].get("volumeSnapshotClassName") in snapclass_names,
+              f"VolumeSnapshot/{name(s)}: class '{s['spec'].get('volumeSnapshotClassName')}' is not one of {sorted(snapclass_names)}")
+        src = s["spec"].get("source", {}).get("persistentVolumeClaimName")
+        check(variant, src in pvcs, f"VolumeSnapshot/{name(s)}: source PVC '{src}' is not among the examples")
+    inline = 0
+    block = 0
+    for w, pod in workloads(objs):
+        for v in pod.get("volumes", []):
+            if "persistentVolumeClaim" in v:
+                claim = v["persistentVolumeClaim"]["claimName"]
+                check(variant, claim in pvcs, f"Pod/{name(w)}: claim '{claim}' is not among the examples")
+                if claim in pvcs and pvcs[claim]["spec"].get("volumeMode") == "Block":
+                    block += 1
+                    used = any(d.get("name") == v["name"] for c in pod["containers"] for d in c.get("volumeDevices", []))
+                    check(variant, used, f"Pod/{name(w)}: block claim '{claim}' must be used through volumeDevices")
+            if "csi" in v:
+                inline += 1
+                attrs = v["csi"].get("volumeAttributes", {}) or {}
+                check(variant, v["csi"].get("driver") == driver_name,
+                      f"Pod/{name(w)}: inline volume driver '{v['csi'].get('driver')}' differs from '{driver_name}'")
+                check(variant, re.fullmatch(r"[0-9]+(Ki|Mi|Gi|Ti)?", str(attrs.get("size", ""))) is not None,
+                      f"Pod/{name(w)}: inline volume needs volumeAttributes.size like 1Gi")
+                check(variant, attrs.get("fsType", "ext4") in FS_TYPES,
+                      f"Pod/{name(w)}: inline volume fsType '{attrs.get('fsType')}' is not one of {sorted(FS_TYPES)}")
+    check(variant, inline >= 1, "no example with an inline ephemeral volume")
+    check(variant, block >= 1, "no example with a raw block volume")
+    kinds = {("snapshot", "VolumeSnapshot"), ("restore", "VolumeSnapshot"), ("clone", "PersistentVolumeClaim")}
+    have = {("snapshot", "VolumeSnapshot")} if snaps else set()
+    for p in pvcs.values():
+        ds = p["spec"].get("dataSource") or {}
+        if ds.get("kind") == "VolumeSnapshot":
+            have.add(("restore", "VolumeSnapshot"))
+        if ds.get("kind") == "PersistentVolumeClaim":
+            have.add(("clone", "PersistentVolumeClaim"))
+    check(variant, have == kinds, f"examples for snapshot, restore and clone expected, missing {sorted(k for k, _ in kinds - have)}")
+
+
+def main(argv):
+    global DEPLOY_DIR, KUBECTL, VERBOSE
+    if len(argv) < 3:
+        print("usage: check_manifests.py DEPLOY_DIR KUBECTL [-v]", file=sys.stderr)
+        return 2
+    DEPLOY_DIR, KUBECTL = argv[1], argv[2]
+    VERBOSE = "-v" in argv[3:]
+
+    variants = ["base"]
+    overlays = os.path.join(DEPLOY_DIR, "overlays")
+    if os.path.isdir(overlays):
+        variants += [f"overlays/{d}" for d in sorted(os.listdir(overlays))
+                     if os.path.isfile(os.path.join(overlays, d, "kustomization.yaml"))]
+    base_names = None
+    for v in variants:
+        objs, err = render(os.path.join(DEPLOY_DIR, v))
+        if not check(v, objs is not None, f"kubectl kustomize failed: {err}"):
+            continue
+        result = check_deployment(v, objs)
+        if v == "base":
+            base_names = result
+    objs, err = render(os.path.join(DEPLOY_DIR, "examples"))
+    if check("examples", objs is not None, f"kubectl kustomize failed: {err}") and base_names:
+        check_examples("examples", objs, *base_names)
+
+    print(f"manifests: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
