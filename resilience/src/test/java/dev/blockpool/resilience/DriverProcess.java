@@ -1,0 +1,136 @@
+package dev.blockpool.resilience;
+
+import csi.v1.ControllerGrpc;
+import csi.v1.IdentityGrpc;
+import csi.v1.NodeGrpc;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
+import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The real {@code blockpool-csi} binary (bin/blockpool-csi with the jar the driver module just
+ * packaged), run as a child process in mode "all" on a pool and socket inside {@code dir}, with
+ * a gRPC client on its socket. {@link #kill()} is SIGKILL; {@link #start()} starts it again on
+ * the same pool, as a restarted pod would.
+ */
+final class DriverProcess implements AutoCloseable {
+
+    private static final Path REPO = Path.of("..").toAbsolutePath().normalize();
+    private static final Duration START_TIMEOUT = Duration.ofSeconds(30);
+
+    private final Path dir;
+    private final Path socket;
+    private final Path pool;
+    private final Path log;
+    private final List<String> extraArgs;
+    private Process process;
+    private EventLoopGroup clientLoop;
+    private ManagedChannel channel;
+
+    DriverProcess(Path dir, String... extraArgs) {
+        this.dir = dir;
+        this.socket = dir.resolve("csi.sock");
+        this.pool = dir.resolve("pool");
+        this.log = dir.resolve("driver.log");
+        this.extraArgs = List.of(extraArgs);
+    }
+
+    /** Starts the binary and waits until it answers on its socket. */
+    DriverProcess start() throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(List.of(REPO.resolve("bin/blockpool-csi").toString(),
+                "--endpoint", "unix://" + socket, "--pool-dir", pool.toString(), "--node-id", "resilience-node",
+                "--mode", "all", "--log-level", "warn"));
+        command.addAll(extraArgs);
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        builder.environment().put("BLOCKPOOL_JAR", REPO.resolve("driver/target/blockpool-csi.jar").toString());
+        process = builder.start();
+        long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
+        while (!Files.exists(socket)) {
+            if (!process.isAlive() || System.nanoTime() > deadline) {
+                throw new IOException("the driver did not start; its log:\n" + Files.readString(log));
+            }
+            Thread.sleep(20);
+        }
+        clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+        channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
+                .channelType(EpollDomainSocketChannel.class).eventLoopGroup(clientLoop).usePlaintext().build();
+        return this;
+    }
+
+    IdentityGrpc.IdentityBlockingStub identity() {
+        return IdentityGrpc.newBlockingStub(channel).withDeadlineAfter(60, TimeUnit.SECONDS);
+    }
+
+    ControllerGrpc.ControllerBlockingStub controller() {
+        return ControllerGrpc.newBlockingStub(channel).withDeadlineAfter(60, TimeUnit.SECONDS);
+    }
+
+    NodeGrpc.NodeBlockingStub node() {
+        return NodeGrpc.newBlockingStub(channel).withDeadlineAfter(60, TimeUnit.SECONDS);
+    }
+
+    ManagedChannel channel() {
+        return channel;
+    }
+
+    Path socket() {
+        return socket;
+    }
+
+    Path pool() {
+        return pool;
+    }
+
+    Path log() {
+        return log;
+    }
+
+    boolean isAlive() {
+        return process != null && process.isAlive();
+    }
+
+    /** SIGKILL, as the OOM killer or a node crash would; waits for the process to be gone. */
+    void kill() throws InterruptedException {
+        closeClient();
+        if (process != null) {
+            process.destroyForcibly();
+            process.waitFor();
+        }
+    }
+
+    /** SIGTERM and wait, as kubelet stops a pod. */
+    @Override
+    public void close() throws InterruptedException {
+        closeClient();
+        if (process != null && process.isAlive()) {
+            process.destroy();
+            if (!process.waitFor(30, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                process.waitFor();
+            }
+        }
+    }
+
+    private void closeClient() {
+        if (channel != null) {
+            channel.shutdownNow();
+            channel = null;
+        }
+        if (clientLoop != null) {
+            clientLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            clientLoop = null;
+        }
+    }
+}
