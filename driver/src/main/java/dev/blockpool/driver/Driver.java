@@ -9,6 +9,7 @@ import dev.blockpool.controller.ControllerService;
 import dev.blockpool.identity.HostReadiness;
 import dev.blockpool.identity.IdentityService;
 import dev.blockpool.node.NodeIdentity;
+import dev.blockpool.host.KubeletPaths;
 import dev.blockpool.host.NodeHost;
 import dev.blockpool.node.NodeService;
 import dev.blockpool.node.PoolVolumeCatalog;
@@ -79,7 +80,8 @@ public final class Driver {
             // ControllerPublish checks the node and its attach limit against this record.
             pool.nodes().register(new NodeRecord(node.nodeId(), node.maxVolumesPerNode(), node.topology()));
             NodeHost host = NodeHost.onThisHost(commands);
-            services.add(new NodeService(node, new PoolVolumeCatalog(pool), host, locks).bindService());
+            KubeletPaths paths = new KubeletPaths(config.poolDir(), config.endpoint().socketPath());
+            services.add(new NodeService(node, new PoolVolumeCatalog(pool), host, paths, locks).bindService());
             tools.addAll(NODE_TOOLS);
         }
 

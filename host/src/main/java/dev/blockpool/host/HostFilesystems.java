@@ -3,7 +3,11 @@ package dev.blockpool.host;
 import dev.blockpool.common.FsType;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.StorageException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.List;
 import org.slf4j.Logger;
@@ -14,6 +18,7 @@ public final class HostFilesystems implements Filesystems {
 
     private static final Logger log = LoggerFactory.getLogger(HostFilesystems.class);
     private static final Duration PROBE_TIMEOUT = Duration.ofSeconds(30);
+    private static final int PROBE_READ_BYTES = 64 * 1024;
     private static final Duration FORMAT_TIMEOUT = Duration.ofMinutes(10);
     private static final Duration CHECK_TIMEOUT = Duration.ofMinutes(30);
     private static final Duration STATFS_TIMEOUT = Duration.ofSeconds(15);
@@ -31,11 +36,26 @@ public final class HostFilesystems implements Filesystems {
                 List.of("blkid", "-p", "-o", "export", device.toString()));
         return switch (result.exitCode()) {
             case 0 -> Probe.parseExport(result.stdout());
-            case 2 -> Probe.EMPTY; // nothing identified
+            // Nothing identified, but blkid says the same of a device it could not open at all:
+            // "empty" only once the device was opened and its first blocks read.
+            case 2 -> requireReadable(device);
             // 8: ambivalent result (several signatures); anything else: the probe failed.
             default -> throw StorageException.internal("cannot tell what is on %s, so it will not be formatted: %s",
                     device, result.describe());
         };
+    }
+
+    private static Probe requireReadable(Path device) {
+        try (FileChannel channel = FileChannel.open(device, StandardOpenOption.READ)) {
+            ByteBuffer head = ByteBuffer.allocate(PROBE_READ_BYTES);
+            while (head.hasRemaining() && channel.read(head) >= 0) {
+                // read the head: where every filesystem and partition table keeps its signature
+            }
+            return Probe.EMPTY;
+        } catch (IOException e) {
+            throw StorageException.io(e, "cannot read %s, so it cannot be told empty and will not be formatted",
+                    device);
+        }
     }
 
     @Override

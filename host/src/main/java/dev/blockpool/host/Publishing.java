@@ -3,9 +3,6 @@ package dev.blockpool.host;
 import dev.blockpool.common.FsType;
 import dev.blockpool.common.MountOptions;
 import dev.blockpool.common.StorageException;
-import java.io.IOException;
-import java.nio.file.DirectoryNotEmptyException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -92,7 +89,7 @@ public final class Publishing {
         formatAndMount.mountInline(image, target, request);
     }
 
-    /** Unmounts the target if this volume is there, and removes it; a target already gone is fine. */
+    /** Unmounts the target if this volume is there, and removes what publish made there; a target already gone is fine. */
     public void unpublish(Path image, Path target) {
         if (PathState.of(target) instanceof PathState.Missing) {
             return;
@@ -108,14 +105,7 @@ public final class Publishing {
             }
             mounter.unmount(target, owner == MountOwner.BROKEN || PathState.of(target) instanceof PathState.Broken);
         }
-        try {
-            Files.deleteIfExists(target);
-        } catch (DirectoryNotEmptyException e) {
-            throw StorageException.precondition(
-                    "%s is unmounted but not empty: something wrote into the directory itself; it is kept", target);
-        } catch (IOException e) {
-            throw StorageException.io(e, "cannot remove %s", target);
-        }
+        MountPoints.removeUnmounted(target);
         unbound.forEach(device -> loops.releaseReadOnlyCopy(image, device));
     }
 

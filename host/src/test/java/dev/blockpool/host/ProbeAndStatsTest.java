@@ -1,14 +1,17 @@
 package dev.blockpool.host;
 
-import dev.blockpool.common.FsType;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.FsType;
 import dev.blockpool.common.StorageException;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class ProbeAndStatsTest {
 
@@ -40,9 +43,12 @@ class ProbeAndStatsTest {
         return (timeout, command) -> new CommandRunner.Result(command, exitCode, stdout, stderr);
     }
 
+    @TempDir
+    Path dir;
+
     @Test
-    void blkidExitCodesDistinguishEmptyFromFailure() {
-        Path device = Path.of("/dev/loop0");
+    void blkidExitCodesDistinguishEmptyFromFailure() throws IOException {
+        Path device = Files.write(dir.resolve("zeros.img"), new byte[128 * 1024]); // stands in for a device
         assertThat(new HostFilesystems(answering(2, "", "")).probe(device).empty()).isTrue();
         assertThat(new HostFilesystems(answering(0, "TYPE=xfs\n", "")).probe(device).type()).contains("xfs");
         // 8: ambivalent (several signatures); 4: usage/IO error. Neither may ever read as "empty".
@@ -52,6 +58,16 @@ class ProbeAndStatsTest {
                             e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.INTERNAL))
                     .hasMessageContaining("will not be formatted");
         }
+    }
+
+    @Test
+    void aDeviceBlkidCouldNotOpenIsNeverEmpty() {
+        // blkid -p exits 2 ("nothing found") for a missing device node too.
+        Path gone = dir.resolve("loop-gone");
+        assertThatThrownBy(() -> new HostFilesystems(answering(2, "", "")).probe(gone))
+                .isInstanceOfSatisfying(StorageException.class,
+                        e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.INTERNAL))
+                .hasMessageContaining("cannot read " + gone).hasMessageContaining("will not be formatted");
     }
 
     @Test

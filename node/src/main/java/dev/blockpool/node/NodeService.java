@@ -9,6 +9,7 @@ import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.Quantity;
 import dev.blockpool.csi.RequestFields;
 import dev.blockpool.csi.UnaryReply;
+import dev.blockpool.host.KubeletPaths;
 import dev.blockpool.host.MountTable;
 import dev.blockpool.host.NodeHost;
 import dev.blockpool.host.PathState;
@@ -39,12 +40,15 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
     private final NodeIdentity identity;
     private final VolumeCatalog volumes;
     private final NodeHost host;
+    private final KubeletPaths paths;
     private final OperationLocks locks;
 
-    public NodeService(NodeIdentity identity, VolumeCatalog volumes, NodeHost host, OperationLocks locks) {
+    public NodeService(NodeIdentity identity, VolumeCatalog volumes, NodeHost host, KubeletPaths paths,
+                       OperationLocks locks) {
         this.identity = identity;
         this.volumes = volumes;
         this.host = host;
+        this.paths = paths;
         this.locks = locks;
     }
 
@@ -103,6 +107,10 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             return;
         }
         Path staging = kubeletPath("staging_target_path", request.getStagingTargetPath());
+        if (target.startsWith(staging) || staging.startsWith(target)) {
+            throw CsiException.invalidArgument("target_path %s and staging_target_path %s overlap; a pod's target is "
+                    + "never the node's staging path, nor inside it", target, staging);
+        }
         UnaryReply.send(response, locked(volumeId, () -> {
             NodeVolume volume = existing(volumeId);
             MountRequests.requireServable(capability, volume);
@@ -230,8 +238,8 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         return locks.withLock(work, volumeId);
     }
 
-    /** A staging or target path from kubelet, as the mount table will list it. */
-    private static Path kubeletPath(String field, String value) {
-        return MountTable.asListed(RequestFields.absolutePath(field, value));
+    /** A staging or target path from kubelet, as the mount table will list it, once it is one the node may use. */
+    private Path kubeletPath(String field, String value) {
+        return paths.check(field, RequestFields.absolutePath(field, value));
     }
 }

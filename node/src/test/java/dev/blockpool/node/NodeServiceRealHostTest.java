@@ -14,6 +14,7 @@ import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.InProcessCsi;
+import dev.blockpool.host.KubeletPaths;
 import dev.blockpool.host.NodeHost;
 import dev.blockpool.host.FsStats;
 import dev.blockpool.host.LoopDevice;
@@ -87,7 +88,8 @@ class NodeServiceRealHostTest {
     /** A freshly built service: every call below goes through a "restarted" driver. */
     private NodeGrpc.NodeBlockingStub node() {
         NodeService fresh = new NodeService(NodeIdentity.of("it-node", 64), new PoolVolumeCatalog(pool),
-                NodeHost.onThisHost(RealHost.RUNNER), locks);
+                NodeHost.onThisHost(RealHost.RUNNER),
+                new KubeletPaths(pool.root(), dir.resolve("csi.sock")), locks);
         InProcessCsi server = InProcessCsi.serve(fresh);
         served.add(server);
         return NodeGrpc.newBlockingStub(server.channel());
@@ -613,7 +615,7 @@ class NodeServiceRealHostTest {
         Path target = target("inline-blocked");
         Files.createDirectories(target.getParent());
         Files.writeString(target, "a file where the mount point should be");
-        assertCode(() -> publishInline("csi-blocked", target, false), Status.Code.INTERNAL);
+        assertCode(() -> publishInline("csi-blocked", target, false), Status.Code.FAILED_PRECONDITION);
         assertThat(pool.volumes().list()).isEmpty();
         assertThat(RealHost.loopsUnder(dir)).isEmpty();
         assertThat(Files.readString(target)).startsWith("a file");

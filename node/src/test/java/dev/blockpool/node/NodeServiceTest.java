@@ -12,6 +12,7 @@ import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.csi.InProcessCsi;
 import dev.blockpool.host.FakeHost;
+import dev.blockpool.host.KubeletPaths;
 import io.grpc.Status;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -73,7 +74,8 @@ class NodeServiceTest {
                 catalog.values().remove(volume);
             }
         };
-        served = InProcessCsi.serve(new NodeService(NodeIdentity.of("node-a", 16), volumes, fake.nodeHost(), locks));
+        served = InProcessCsi.serve(new NodeService(NodeIdentity.of("node-a", 16), volumes, fake.nodeHost(),
+                new KubeletPaths(dir.resolve("pool"), dir.resolve("csi.sock")), locks));
         node = NodeGrpc.newBlockingStub(served.channel());
     }
 

@@ -1,0 +1,201 @@
+package dev.blockpool.node;
+
+import static dev.blockpool.csi.CsiRequests.block;
+import static dev.blockpool.csi.CsiRequests.mount;
+import static dev.blockpool.csi.StatusAssertions.assertCode;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import csi.v1.Csi;
+import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
+import csi.v1.NodeGrpc;
+import dev.blockpool.common.HostRequirements;
+import dev.blockpool.common.NeedsRoot;
+import dev.blockpool.common.OperationLocks;
+import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.csi.InProcessCsi;
+import dev.blockpool.host.KubeletPaths;
+import dev.blockpool.host.NodeHost;
+import dev.blockpool.pool.AccessType;
+import dev.blockpool.pool.Allocation;
+import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.Volume;
+import dev.blockpool.pool.VolumeSpec;
+import io.grpc.Status;
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Paths a faulty or hostile caller gives the node: it never deletes, or mounts over or through,
+ * anything it did not make. Everything here lives in the test's own temporary directory: the
+ * device node and fifo are made there, the "outside" the symlinks point to is a sentinel there.
+ */
+@NeedsRoot
+class NodePathSafetyRealHostTest {
+
+    private Path dir;
+    private Pool pool;
+    private Path staging;
+    private Path socket;
+    private InProcessCsi served;
+    private NodeGrpc.NodeBlockingStub node;
+
+    @BeforeEach
+    void setUp() throws IOException {
+        HostRequirements.assumeRootWithLoopDevices();
+        HostRequirements.assumeCommand("mknod");
+        dir = Files.createTempDirectory("blockpool-paths-it-");
+        pool = Pool.open(dir.resolve("pool"), new ProcessCommandRunner(), Clock.systemUTC(), Duration.ofHours(1));
+        staging = Files.createDirectories(dir.resolve("kubelet/staging/globalmount"));
+        Files.createDirectories(dir.resolve("kubelet/pods"));
+        socket = dir.resolve("csi.sock");
+        served = InProcessCsi.serve(new NodeService(NodeIdentity.of("it-node", 64), new PoolVolumeCatalog(pool),
+                NodeHost.onThisHost(RealHost.RUNNER), new KubeletPaths(pool.root(), socket), new OperationLocks()));
+        node = NodeGrpc.newBlockingStub(served.channel());
+    }
+
+    @AfterEach
+    void tearDown() throws IOException {
+        if (served != null) {
+            served.close();
+        }
+        if (dir != null) {
+            RealHost.cleanUp(dir);
+        }
+    }
+
+    private Volume volume(String name, AccessType type) {
+        return pool.volumes().create(new VolumeSpec(name, 64L << 20, "ext4", Allocation.SPARSE, Set.of(type),
+                Map.of(), Optional.empty()));
+    }
+
+    private Csi.NodeUnpublishVolumeRequest unpublish(String volumeId, Path target) {
+        return Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId(volumeId).setTargetPath(target.toString())
+                .build();
+    }
+
+    private Csi.NodePublishVolumeRequest publish(Volume volume, Path target, Csi.VolumeCapability capability) {
+        return Csi.NodePublishVolumeRequest.newBuilder().setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString()).setTargetPath(target.toString())
+                .setVolumeCapability(capability).build();
+    }
+
+    private void stage(Volume volume, Csi.VolumeCapability capability) {
+        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString()).setVolumeCapability(capability).build());
+    }
+
+    @Test
+    void unpublishRemovesNothingItDidNotMake() throws IOException {
+        Volume volume = volume("unpublished", AccessType.MOUNT);
+        Path outside = Files.writeString(dir.resolve("sentinel"), "precious");
+        Path pods = dir.resolve("kubelet/pods");
+        Path file = Files.writeString(pods.resolve("file"), "content");
+        Path link = Files.createSymbolicLink(pods.resolve("link"), outside);
+        Path device = pods.resolve("null-device");
+        RealHost.run("mknod", device.toString(), "c", "1", "3"); // /dev/null's numbers, in the temp dir
+        Path fifo = pods.resolve("fifo");
+        RealHost.run("mkfifo", fifo.toString());
+        Path full = Files.createDirectories(pods.resolve("full"));
+        Files.writeString(full.resolve("data"), "x");
+
+        for (Path target : new Path[] {file, link, device, fifo}) {
+            node.nodeUnpublishVolume(unpublish(volume.id(), target)); // not published there: nothing to undo
+            assertThat(Files.exists(target, LinkOption.NOFOLLOW_LINKS)).as("%s is kept", target).isTrue();
+        }
+        assertCode(() -> node.nodeUnpublishVolume(unpublish(volume.id(), full)), Status.Code.FAILED_PRECONDITION);
+        assertThat(full.resolve("data")).exists();
+        assertThat(Files.readString(outside)).isEqualTo("precious");
+
+        // Made by the driver: an empty directory goes.
+        Path empty = Files.createDirectories(pods.resolve("empty"));
+        node.nodeUnpublishVolume(unpublish(volume.id(), empty));
+        assertThat(empty).doesNotExist();
+    }
+
+    @Test
+    void theDriversOwnSocketAndPoolAreNeverTargets() throws IOException {
+        Volume volume = volume("own", AccessType.MOUNT);
+        try (ServerSocketChannel listening = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
+            listening.bind(UnixDomainSocketAddress.of(socket));
+            assertCode(() -> node.nodeUnpublishVolume(unpublish(volume.id(), socket)), Status.Code.INVALID_ARGUMENT);
+            assertThat(socket).exists();
+        }
+        Path image = pool.volumes().imagePath(volume.id());
+        Path metadata = image.resolveSibling(volume.id() + ".json");
+        for (Path inPool : new Path[] {image, metadata, pool.root(), pool.root().resolve("volumes/new-dir")}) {
+            assertCode(() -> node.nodeUnpublishVolume(unpublish(volume.id(), inPool)), Status.Code.INVALID_ARGUMENT);
+            assertCode(() -> node.nodePublishVolume(publish(volume, inPool, mount(Mode.SINGLE_NODE_WRITER))),
+                    Status.Code.INVALID_ARGUMENT);
+        }
+        assertThat(image).exists();
+        assertThat(metadata).exists();
+        assertThat(pool.root().resolve("volumes/new-dir")).doesNotExist();
+    }
+
+    @Test
+    void aSymlinkAtTheTargetNeverMovesTheMountElsewhere() throws IOException {
+        Volume fs = volume("fs", AccessType.MOUNT);
+        stage(fs, mount(Mode.SINGLE_NODE_WRITER));
+        Path elsewhere = Files.createDirectories(dir.resolve("elsewhere"));
+        Path target = Files.createDirectories(dir.resolve("kubelet/pods/p1/volumes"))
+                .resolve("vol");
+        Files.createSymbolicLink(target, elsewhere);
+
+        assertCode(() -> node.nodePublishVolume(publish(fs, target, mount(Mode.SINGLE_NODE_WRITER))),
+                Status.Code.FAILED_PRECONDITION);
+        assertThat(RealHost.mountsAt(elsewhere)).isEmpty();
+        assertThat(RealHost.mountsAt(target)).isEmpty();
+        node.nodeUnpublishVolume(unpublish(fs.id(), target));
+        assertThat(Files.isSymbolicLink(target)).as("the symlink is not the driver's to delete").isTrue();
+    }
+
+    @Test
+    void aSymlinkAtABlockTargetNeverBindsTheDeviceElsewhere() throws IOException {
+        Volume raw = volume("raw", AccessType.BLOCK);
+        stage(raw, block(Mode.SINGLE_NODE_WRITER));
+        Path elsewhere = Files.createFile(dir.resolve("elsewhere-file"));
+        Path target = Files.createDirectories(dir.resolve("kubelet/pods/p2/volumeDevices")).resolve("vol");
+        Files.createSymbolicLink(target, elsewhere);
+
+        assertCode(() -> node.nodePublishVolume(publish(raw, target, block(Mode.SINGLE_NODE_WRITER))),
+                Status.Code.FAILED_PRECONDITION);
+        assertThat(RealHost.mountsAt(elsewhere)).isEmpty();
+        assertThat(Files.size(elsewhere)).isZero();
+    }
+
+    @Test
+    void aBlockTargetOverAFileWithContentIsRefusedAndKept() throws IOException {
+        Volume raw = volume("raw-over-file", AccessType.BLOCK);
+        stage(raw, block(Mode.SINGLE_NODE_WRITER));
+        Path target = Files.createDirectories(dir.resolve("kubelet/pods/p3/volumeDevices")).resolve("vol");
+        Files.writeString(target, "a pod's data");
+        assertCode(() -> node.nodePublishVolume(publish(raw, target, block(Mode.SINGLE_NODE_WRITER))),
+                Status.Code.FAILED_PRECONDITION);
+        assertThat(Files.readString(target)).isEqualTo("a pod's data");
+        assertThat(RealHost.mountsAt(target)).isEmpty();
+    }
+
+    @Test
+    void aTargetThatIsTheStagingPathOrInsideItIsInvalid() {
+        Volume fs = volume("same", AccessType.MOUNT);
+        stage(fs, mount(Mode.SINGLE_NODE_WRITER));
+        assertCode(() -> node.nodePublishVolume(publish(fs, staging, mount(Mode.SINGLE_NODE_WRITER))),
+                Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> node.nodePublishVolume(publish(fs, staging.resolve("inner"),
+                mount(Mode.SINGLE_NODE_WRITER))), Status.Code.INVALID_ARGUMENT);
+        assertThat(RealHost.mountsAt(staging)).hasSize(1);
+    }
+}
