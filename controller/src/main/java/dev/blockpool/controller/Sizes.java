@@ -12,6 +12,8 @@ final class Sizes {
     /** Loop devices work in 512-byte sectors and filesystems in 4 KiB blocks: sizes are whole MiB when possible. */
     private static final long ALIGNMENT = MIB;
     private static final long MIN_ALIGNMENT = 4096;
+    /** The largest size of whole 4 KiB blocks a file offset can express; rounding past it would overflow. */
+    static final long LARGEST = Long.MAX_VALUE / MIN_ALIGNMENT * MIN_ALIGNMENT;
 
     private Sizes() {
     }
@@ -27,8 +29,12 @@ final class Sizes {
         if (limit > 0 && required > limit) {
             throw CsiException.outOfRange("required_bytes %d exceeds limit_bytes %d", required, limit);
         }
+        if (required > LARGEST) {
+            throw CsiException.outOfRange("required_bytes %d is more than any volume can hold (at most %d bytes)",
+                    required, LARGEST);
+        }
         long wanted = required > 0 ? required : (limit > 0 ? Math.min(DEFAULT_BYTES, limit) : DEFAULT_BYTES);
-        long size = roundUp(wanted, ALIGNMENT);
+        long size = wanted > LARGEST - ALIGNMENT ? LARGEST : roundUp(wanted, ALIGNMENT);
         if (limit > 0 && size > limit) {
             size = limit / MIN_ALIGNMENT * MIN_ALIGNMENT;
         }

@@ -3,6 +3,7 @@ package dev.blockpool.controller;
 import static dev.blockpool.controller.Sizes.GIB;
 import static dev.blockpool.controller.Sizes.MIB;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import csi.v1.Csi.CapacityRange;
@@ -81,5 +82,18 @@ class SizesTest {
     void hugeRequestsDoNotOverflowIntoSmallSizes() {
         assertCode(Status.Code.OUT_OF_RANGE, Long.MAX_VALUE, 0);
         assertCode(Status.Code.OUT_OF_RANGE, Long.MAX_VALUE - 10, Long.MAX_VALUE);
+    }
+
+    @Test
+    void sizesNearTwoToTheSixtyThreeDoNotOverflow() {
+        for (long required : new long[] {Long.MAX_VALUE, Long.MAX_VALUE - 1, Sizes.LARGEST + 1}) {
+            assertThat(catchThrowableOfType(CsiException.class, () -> choose(required, 0)))
+                    .satisfies(e -> assertThat(e.code()).isEqualTo(Status.Code.OUT_OF_RANGE))
+                    .hasMessageContaining("more than any volume can hold");
+        }
+        // Near the largest, rounding up to a MiB would overflow: the size stays in whole 4 KiB blocks.
+        assertThat(choose(Sizes.LARGEST, 0)).isEqualTo(Sizes.LARGEST);
+        assertThat(choose(Sizes.LARGEST - (1 << 20), 0)).isEqualTo(Long.MAX_VALUE / (1 << 20) * (1 << 20));
+        assertThat(choose(0, Long.MAX_VALUE)).isEqualTo(Sizes.DEFAULT_BYTES);
     }
 }
