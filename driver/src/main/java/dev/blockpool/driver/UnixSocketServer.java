@@ -80,8 +80,9 @@ public final class UnixSocketServer {
                 .bossEventLoopGroup(boss)
                 .workerEventLoopGroup(workers)
                 .executor(calls);
+        MalformedRequestGuard malformed = new MalformedRequestGuard();
         for (ServerServiceDefinition service : services) {
-            builder.addService(ServerInterceptors.intercept(service, interceptors));
+            builder.addService(malformed.wrap(ServerInterceptors.intercept(service, interceptors)));
         }
         HealthStatusManager health = new HealthStatusManager();
         builder.addService(health.getHealthService());
