@@ -124,10 +124,15 @@ public final class Main implements Callable<Integer> {
     }
 
     static String version() {
+        return buildProperty("version");
+    }
+
+    /** What the build filtered into blockpool.properties: the project version, the CSI spec version. */
+    static String buildProperty(String name) {
         try (InputStream in = Main.class.getResourceAsStream("/blockpool.properties")) {
             Properties properties = new Properties();
             properties.load(in);
-            return properties.getProperty("version");
+            return properties.getProperty(name);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -136,7 +141,8 @@ public final class Main implements Callable<Integer> {
     static final class Version implements CommandLine.IVersionProvider {
         @Override
         public String[] getVersion() {
-            return new String[] {"blockpool-csi " + version() + " (CSI spec v1.12.0, Java " + Runtime.version() + ")"};
+            return new String[] {"blockpool-csi " + version() + " (CSI spec " + buildProperty("csiSpecVersion")
+                    + ", Java " + Runtime.version() + ")"};
         }
     }
 

@@ -65,7 +65,7 @@ class MainTest {
     }
 
     @Test
-    void versionNamesTheProjectVersion() {
+    void versionNamesTheProjectAndCsiSpecVersionsOfTheBuild() {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         PrintStream originalOut = System.out;
         System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
@@ -74,6 +74,10 @@ class MainTest {
         } finally {
             System.setOut(originalOut);
         }
-        assertThat(out.toString(StandardCharsets.UTF_8)).startsWith("blockpool-csi " + Main.version());
+        // The build passes the root pom's csi.spec.version to the tests, the same property it filters into the jar.
+        String specVersion = System.getProperty("csi.spec.version");
+        assertThat(specVersion).startsWith("v");
+        assertThat(out.toString(StandardCharsets.UTF_8))
+                .startsWith("blockpool-csi " + Main.version() + " (CSI spec " + specVersion + ", Java ");
     }
 }
