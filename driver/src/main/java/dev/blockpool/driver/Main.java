@@ -1,5 +1,6 @@
 package dev.blockpool.driver;
 
+import dev.blockpool.driver.LogConfigurator.LogLevel;
 import dev.blockpool.pool.Ids;
 import java.io.IOException;
 import java.io.InputStream;
@@ -9,7 +10,6 @@ import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Locale;
 import java.util.Properties;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -50,8 +50,6 @@ public final class Main implements Callable<Integer> {
             description = "error, warn, info or debug (default: info).")
     LogLevel logLevel;
 
-    enum LogLevel { ERROR, WARN, INFO, DEBUG }
-
     /** Below kubelet's default 30 s termination grace, so the socket is removed before SIGKILL. */
     @Option(names = "--shutdown-grace", paramLabel = "SECONDS", defaultValue = "25", hidden = true,
             description = "How long SIGTERM waits for in-flight calls (default: ${DEFAULT-VALUE}).")
@@ -82,8 +80,7 @@ public final class Main implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         DriverConfig config = validate();
-        // Before the first logger exists: slf4j-simple reads its level once.
-        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel.name().toLowerCase(Locale.ROOT));
+        LogConfigurator.apply(logLevel);
         UnixSocketServer server = new Driver(config, version()).start();
         Duration grace = Duration.ofSeconds(shutdownGraceSeconds);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> server.stop(grace), "shutdown"));
