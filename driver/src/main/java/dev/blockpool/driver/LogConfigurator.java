@@ -17,9 +17,9 @@ import org.slf4j.bridge.SLF4JBridgeHandler;
 
 /**
  * The one place that configures logging, in code: logback reads no configuration file. Every
- * line goes to stderr in one format, including what grpc-java and the JDK log through
+ * line goes to stderr in the chosen format, including what grpc-java and the JDK log through
  * java.util.logging. logback finds this class as a service and runs it before the first logger
- * exists (at info); {@link #apply} then sets what the command line asks for.
+ * exists (text at info); {@link #apply} then sets what the command line asks for.
  */
 public final class LogConfigurator extends ContextAwareBase implements Configurator {
 
@@ -33,6 +33,8 @@ public final class LogConfigurator extends ContextAwareBase implements Configura
         }
     }
 
+    public enum LogFormat { TEXT, JSON }
+
     /** grpc-java with its shaded Netty, and the JDK (which logs e.g. every Runtime.exit at debug, with a stack). */
     private static final List<String> LIBRARIES = List.of("io.grpc", "java", "javax", "jdk", "sun");
     /** Warns of channel options a Unix socket lacks on every connection (SO_KEEPALIVE): nothing to act on. */
@@ -40,16 +42,16 @@ public final class LogConfigurator extends ContextAwareBase implements Configura
 
     @Override
     public ExecutionStatus configure(LoggerContext context) {
-        configure(context, LogLevel.INFO);
+        configure(context, LogFormat.TEXT, LogLevel.INFO);
         return ExecutionStatus.DO_NOT_INVOKE_NEXT_IF_ANY;
     }
 
     /** Replaces whatever configuration there was: {@code level} for the driver, less for the libraries. */
-    public static void apply(LogLevel level) {
-        configure((LoggerContext) LoggerFactory.getILoggerFactory(), level);
+    public static void apply(LogFormat format, LogLevel level) {
+        configure((LoggerContext) LoggerFactory.getILoggerFactory(), format, level);
     }
 
-    private static void configure(LoggerContext context, LogLevel level) {
+    private static void configure(LoggerContext context, LogFormat format, LogLevel level) {
         context.reset();
         // Mirrors each level onto java.util.logging, so that records below it are not even built.
         LevelChangePropagator julLevels = new LevelChangePropagator();
@@ -59,7 +61,7 @@ public final class LogConfigurator extends ContextAwareBase implements Configura
         context.addListener(julLevels);
 
         Logger root = context.getLogger(org.slf4j.Logger.ROOT_LOGGER_NAME);
-        root.addAppender(stderr(context));
+        root.addAppender(stderr(context, format));
         root.setLevel(level.level);
         for (String library : LIBRARIES) {
             context.getLogger(library).setLevel(libraryLevel(level));
@@ -80,8 +82,8 @@ public final class LogConfigurator extends ContextAwareBase implements Configura
         };
     }
 
-    private static ConsoleAppender<ILoggingEvent> stderr(LoggerContext context) {
-        LayoutBase<ILoggingEvent> layout = new TextLineLayout();
+    private static ConsoleAppender<ILoggingEvent> stderr(LoggerContext context, LogFormat format) {
+        LayoutBase<ILoggingEvent> layout = format == LogFormat.JSON ? new JsonLineLayout() : new TextLineLayout();
         layout.setContext(context);
         layout.start();
         LayoutWrappingEncoder<ILoggingEvent> encoder = new LayoutWrappingEncoder<>();

@@ -1,5 +1,6 @@
 package dev.blockpool.driver;
 
+import dev.blockpool.driver.LogConfigurator.LogFormat;
 import dev.blockpool.driver.LogConfigurator.LogLevel;
 import dev.blockpool.pool.Ids;
 import java.io.IOException;
@@ -50,6 +51,10 @@ public final class Main implements Callable<Integer> {
             description = "error, warn, info or debug (default: info).")
     LogLevel logLevel;
 
+    @Option(names = "--log-format", paramLabel = "FORMAT", defaultValue = "text",
+            description = "text, or json: one JSON object per line for a log collector (default: text).")
+    LogFormat logFormat;
+
     /** Below kubelet's default 30 s termination grace, so the socket is removed before SIGKILL. */
     @Option(names = "--shutdown-grace", paramLabel = "SECONDS", defaultValue = "25", hidden = true,
             description = "How long SIGTERM waits for in-flight calls (default: ${DEFAULT-VALUE}).")
@@ -80,7 +85,7 @@ public final class Main implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         DriverConfig config = validate();
-        LogConfigurator.apply(logLevel);
+        LogConfigurator.apply(logFormat, logLevel);
         UnixSocketServer server = new Driver(config, version()).start();
         Duration grace = Duration.ofSeconds(shutdownGraceSeconds);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> server.stop(grace), "shutdown"));

@@ -1,5 +1,6 @@
 package dev.blockpool.driver;
 
+import dev.blockpool.driver.LogConfigurator.LogFormat;
 import dev.blockpool.driver.LogConfigurator.LogLevel;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -12,9 +13,9 @@ final class CapturedLog implements AutoCloseable {
     private final ByteArrayOutputStream err = new ByteArrayOutputStream();
     private final PrintStream originalErr = System.err;
 
-    CapturedLog(LogLevel level) {
+    CapturedLog(LogFormat format, LogLevel level) {
         System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-        LogConfigurator.apply(level);
+        LogConfigurator.apply(format, level);
     }
 
     String text() {
@@ -28,6 +29,6 @@ final class CapturedLog implements AutoCloseable {
     @Override
     public void close() {
         System.setErr(originalErr);
-        LogConfigurator.apply(LogLevel.INFO);
+        LogConfigurator.apply(LogFormat.TEXT, LogLevel.INFO);
     }
 }

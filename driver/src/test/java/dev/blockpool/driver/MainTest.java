@@ -65,6 +65,13 @@ class MainTest {
     }
 
     @Test
+    void badLogFormatIsOneLine() {
+        assertThat(Main.run("--endpoint", dir.resolve("csi.sock").toString(), "--pool-dir", dir.toString(),
+                "--log-format", "xml")).isEqualTo(2);
+        assertThat(stderr()).startsWith("blockpool-csi: Invalid value for option '--log-format'").hasLineCount(1);
+    }
+
+    @Test
     void versionNamesTheProjectAndCsiSpecVersionsOfTheBuild() {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         PrintStream originalOut = System.out;
