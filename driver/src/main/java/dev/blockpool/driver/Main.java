@@ -13,6 +13,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Properties;
 import java.util.concurrent.Callable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -86,7 +88,19 @@ public final class Main implements Callable<Integer> {
     public Integer call() throws Exception {
         DriverConfig config = validate();
         LogConfigurator.apply(logFormat, logLevel);
-        UnixSocketServer server = new Driver(config, version()).start();
+        UnixSocketServer server;
+        try {
+            server = new Driver(config, version()).start();
+        } catch (IOException | RuntimeException e) {
+            // Logging is set up by now: the reason goes out in the chosen format, where a log collector reads it.
+            Logger log = LoggerFactory.getLogger(Main.class);
+            if (e instanceof IOException || e instanceof IllegalArgumentException) {
+                log.error("cannot start: {}", e.getMessage());
+            } else {
+                log.error("cannot start", e);
+            }
+            return 1;
+        }
         Duration grace = Duration.ofSeconds(shutdownGraceSeconds);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> server.stop(grace), "shutdown"));
         server.awaitTermination();
