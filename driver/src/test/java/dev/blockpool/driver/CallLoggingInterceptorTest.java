@@ -8,8 +8,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.CreateVolumeResponse;
 import csi.v1.ControllerGrpc;
-import dev.blockpool.common.CsiException;
-import dev.blockpool.common.StatusInterceptor;
 import dev.blockpool.driver.LogConfigurator.LogFormat;
 import dev.blockpool.driver.LogConfigurator.LogLevel;
 import io.grpc.ManagedChannel;
@@ -74,13 +72,14 @@ class CallLoggingInterceptorTest {
     void failedCallIsLoggedAtItsLevelWithSecretsMasked() throws Exception {
         List<JsonNode> lines = new ArrayList<>();
         try (CapturedLog log = new CapturedLog(LogFormat.JSON, LogLevel.DEBUG)) {
-            callCreateVolume(CreateVolumeRequest.newBuilder().setName("pvc-1").putSecrets("password", "hunter2").build());
+            callCreateVolume(CreateVolumeRequest.newBuilder().setName("pvc-1")
+                    .putSecrets("password", "hunter2").build());
             for (String line : log.lines()) {
                 lines.add(new ObjectMapper().readTree(line));
             }
         }
-        JsonNode request = lines.stream().filter(l -> l.get("message").asText().startsWith(CREATE + " request")).findFirst()
-                .orElseThrow();
+        JsonNode request = lines.stream().filter(l -> l.get("message").asText().startsWith(CREATE + " request"))
+                .findFirst().orElseThrow();
         assertThat(request.get("level").asText()).isEqualTo("DEBUG");
         assertThat(request.get("message").asText()).contains(SecretRedactor.MASK).doesNotContain("hunter2");
         JsonNode result = lines.stream().filter(l -> l.get("logger").asText().equals("rpc")
@@ -94,12 +93,12 @@ class CallLoggingInterceptorTest {
         var controller = new ControllerGrpc.ControllerImplBase() {
             @Override
             public void createVolume(CreateVolumeRequest ignored, StreamObserver<CreateVolumeResponse> response) {
-                throw CsiException.resourceExhausted("the pool is full");
+                response.onError(Status.RESOURCE_EXHAUSTED.withDescription("the pool is full").asRuntimeException());
             }
         };
         Path socket = dir.resolve("csi.sock");
         UnixSocketServer server = UnixSocketServer.start(Endpoint.parse(socket.toString()),
-                List.of(controller.bindService()), List.of(new StatusInterceptor(), new CallLoggingInterceptor()));
+                List.of(controller.bindService()), List.of(new CallLoggingInterceptor()));
         EventLoopGroup clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
         ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
                 .channelType(EpollDomainSocketChannel.class).eventLoopGroup(clientLoop).usePlaintext().build();

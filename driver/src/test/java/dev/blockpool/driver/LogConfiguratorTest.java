@@ -49,8 +49,8 @@ class LogConfiguratorTest {
     @Test
     void stackTraceFollowsTheTextLine() {
         try (CapturedLog log = new CapturedLog(LogFormat.TEXT, LogLevel.INFO)) {
-            java.util.logging.Logger.getLogger("io.grpc.internal.SerializingExecutor").log(
-                    java.util.logging.Level.SEVERE, "Exception while executing runnable", new IllegalStateException("boom"));
+            java.util.logging.Logger.getLogger("io.grpc.internal.SerializingExecutor")
+                    .log(Level.SEVERE, "Exception while executing runnable", new IllegalStateException("boom"));
             assertThat(log.lines().get(0)).endsWith(" ERROR SerializingExecutor - Exception while executing runnable");
             assertThat(log.lines().get(1)).isEqualTo("java.lang.IllegalStateException: boom");
             assertThat(log.lines().get(2)).startsWith("\tat ");
@@ -98,7 +98,8 @@ class LogConfiguratorTest {
     @Test
     void libraryInfoStaysOutUnlessDebugging() {
         java.util.logging.Logger grpc = java.util.logging.Logger.getLogger("io.grpc.netty.NettyServerHandler");
-        org.slf4j.Logger netty = LoggerFactory.getLogger("io.grpc.netty.shaded.io.netty.channel.DefaultChannelPipeline");
+        org.slf4j.Logger netty =
+                LoggerFactory.getLogger("io.grpc.netty.shaded.io.netty.channel.DefaultChannelPipeline");
         try (CapturedLog log = new CapturedLog(LogFormat.TEXT, LogLevel.INFO)) {
             grpc.info("routine grpc");
             netty.info("routine netty");
