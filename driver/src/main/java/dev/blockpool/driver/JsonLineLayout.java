@@ -11,9 +11,8 @@ import java.time.format.DateTimeFormatter;
 /**
  * One JSON object per line, for clusters that ship logs to a collector: time (UTC, RFC 3339),
  * level, logger, thread, message and, when there is one, the exception's whole stack trace as one
- * string. Not logback's JsonEncoder: its message field is the pattern with the arguments apart,
- * its time is epoch milliseconds and its stack trace an object per frame, which collectors show
- * as fragments.
+ * string. Not logback's JsonEncoder: its message field is the pattern apart from its arguments,
+ * its time epoch milliseconds, and its stack trace nested objects, one per frame.
  */
 final class JsonLineLayout extends LayoutBase<ILoggingEvent> {
 
