@@ -15,10 +15,12 @@ import java.util.Set;
 import java.util.StringJoiner;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.slf4j.event.Level;
 
 /**
  * Logs every RPC once when it ends: method, the IDs that say what it was about, duration and
- * status code. At debug level the whole request and response follow, with secrets masked.
+ * status code, at a level that follows the code ({@link #levelOf}). At debug level the whole
+ * request and response follow, with secrets masked.
  */
 public final class CallLoggingInterceptor implements ServerInterceptor {
 
@@ -49,12 +51,11 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
             public void close(Status status, Metadata trailers) {
                 long millis = (System.nanoTime() - started) / 1_000_000;
                 String ids = request[0] instanceof Message m ? keyFields(m) : "";
-                if (status.isOk() && ROUTINE_METHODS.contains(method)) {
-                    log.debug("{}{} -> OK ({} ms)", method, ids, millis);
-                } else if (status.isOk()) {
-                    log.info("{}{} -> OK ({} ms)", method, ids, millis);
+                if (status.isOk()) {
+                    log.atLevel(levelOf(method, status.getCode())).log("{}{} -> OK ({} ms)", method, ids, millis);
                 } else {
-                    log.info("{}{} -> {}: {} ({} ms)", method, ids, status.getCode(), status.getDescription(), millis);
+                    log.atLevel(levelOf(method, status.getCode())).log("{}{} -> {}: {} ({} ms)",
+                            method, ids, status.getCode(), status.getDescription(), millis);
                 }
                 super.close(status, trailers);
             }
@@ -66,6 +67,22 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
                 logMessage(method, "request", message);
                 super.onMessage(message);
             }
+        };
+    }
+
+    /**
+     * How much a result matters to whoever reads the log. The codes the sidecars retry as a
+     * matter of course are routine; a caller's mistake, a full pool or a caller that gave up
+     * waiting (a sidecar's timeout on a slow mkfs) is worth a look; anything else is a failure to
+     * look into.
+     */
+    static Level levelOf(String method, Status.Code code) {
+        return switch (code) {
+            case OK -> ROUTINE_METHODS.contains(method) ? Level.DEBUG : Level.INFO;
+            case ABORTED, NOT_FOUND, ALREADY_EXISTS -> Level.INFO;
+            case INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE, RESOURCE_EXHAUSTED, CANCELLED,
+                 DEADLINE_EXCEEDED -> Level.WARN;
+            default -> Level.ERROR;
         };
     }
 

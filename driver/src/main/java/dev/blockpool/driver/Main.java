@@ -1,5 +1,8 @@
 package dev.blockpool.driver;
 
+import dev.blockpool.common.StorageException;
+import dev.blockpool.driver.LogConfigurator.LogFormat;
+import dev.blockpool.driver.LogConfigurator.LogLevel;
 import dev.blockpool.pool.Ids;
 import java.io.IOException;
 import java.io.InputStream;
@@ -9,9 +12,10 @@ import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Locale;
 import java.util.Properties;
 import java.util.concurrent.Callable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -50,7 +54,9 @@ public final class Main implements Callable<Integer> {
             description = "error, warn, info or debug (default: info).")
     LogLevel logLevel;
 
-    enum LogLevel { ERROR, WARN, INFO, DEBUG }
+    @Option(names = "--log-format", paramLabel = "FORMAT", defaultValue = "text",
+            description = "text, or json: one JSON object per line for a log collector (default: text).")
+    LogFormat logFormat;
 
     /** Below kubelet's default 30 s termination grace, so the socket is removed before SIGKILL. */
     @Option(names = "--shutdown-grace", paramLabel = "SECONDS", defaultValue = "25", hidden = true,
@@ -82,9 +88,20 @@ public final class Main implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         DriverConfig config = validate();
-        // Before the first logger exists: slf4j-simple reads its level once.
-        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", logLevel.name().toLowerCase(Locale.ROOT));
-        Driver.Running driver = new Driver(config, version()).start();
+        LogConfigurator.apply(logFormat, logLevel);
+        Driver.Running driver;
+        try {
+            driver = new Driver(config, version()).start();
+        } catch (IOException | RuntimeException e) {
+            // Logging is set up by now: the reason goes out in the chosen format, where a log collector reads it.
+            Logger log = LoggerFactory.getLogger(Main.class);
+            if (e instanceof IOException || e instanceof IllegalArgumentException || e instanceof StorageException) {
+                log.error("cannot start: {}", e.getMessage());
+            } else {
+                log.error("cannot start", e);
+            }
+            return 1;
+        }
         Duration grace = Duration.ofSeconds(shutdownGraceSeconds);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> driver.stop(grace), "shutdown"));
         driver.server().awaitTermination();
@@ -124,10 +141,15 @@ public final class Main implements Callable<Integer> {
     }
 
     static String version() {
+        return buildProperty("version");
+    }
+
+    /** What the build filtered into blockpool.properties: the project version, the CSI spec version. */
+    static String buildProperty(String name) {
         try (InputStream in = Main.class.getResourceAsStream("/blockpool.properties")) {
             Properties properties = new Properties();
             properties.load(in);
-            return properties.getProperty("version");
+            return properties.getProperty(name);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -136,7 +158,8 @@ public final class Main implements Callable<Integer> {
     static final class Version implements CommandLine.IVersionProvider {
         @Override
         public String[] getVersion() {
-            return new String[] {"blockpool-csi " + version() + " (CSI spec v1.12.0, Java " + Runtime.version() + ")"};
+            return new String[] {"blockpool-csi " + version() + " (CSI spec " + buildProperty("csiSpecVersion")
+                    + ", Java " + Runtime.version() + ")"};
         }
     }
 
