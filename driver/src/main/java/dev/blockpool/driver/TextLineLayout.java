@@ -23,12 +23,34 @@ final class TextLineLayout extends LayoutBase<ILoggingEvent> {
         StringBuilder line = new StringBuilder(160)
                 .append(TIME.format(event.getInstant())).append(' ')
                 .append(event.getLevel()).append(' ')
-                .append(logger, logger.lastIndexOf('.') + 1, logger.length()).append(" - ")
-                .append(event.getFormattedMessage()).append('\n');
+                .append(logger, logger.lastIndexOf('.') + 1, logger.length()).append(" - ");
+        appendOneLine(line, event.getFormattedMessage());
+        line.append('\n');
         IThrowableProxy thrown = event.getThrowableProxy();
         if (thrown != null) {
             line.append(ThrowableProxyUtil.asString(thrown));
         }
         return line.toString();
+    }
+
+    /**
+     * A message is one line whatever it quotes: a request's name or path with a newline in it
+     * must not start a line of its own that a reader would take for the driver's.
+     */
+    private static void appendOneLine(StringBuilder line, String message) {
+        for (int i = 0; i < message.length(); i++) {
+            char c = message.charAt(i);
+            switch (c) {
+                case '\n' -> line.append("\\n");
+                case '\r' -> line.append("\\r");
+                default -> {
+                    if (c < 0x20 && c != '\t') {
+                        line.append("\\x%02x".formatted((int) c));
+                    } else {
+                        line.append(c);
+                    }
+                }
+            }
+        }
     }
 }

@@ -29,6 +29,15 @@ class LogConfiguratorTest {
     }
 
     @Test
+    void aNewlineInAQuotedValueCannotFakeALine() {
+        try (CapturedLog log = new CapturedLog(LogFormat.TEXT, LogLevel.INFO)) {
+            LoggerFactory.getLogger("rpc").info("CreateVolume [name={}] -> OK", "x\n2026-01-01T00:00:00.000Z ERROR fake\r\0");
+            assertThat(log.lines()).singleElement().asString()
+                    .endsWith("rpc - CreateVolume [name=x\\n2026-01-01T00:00:00.000Z ERROR fake\\r\\x00] -> OK");
+        }
+    }
+
+    @Test
     void jsonLineHasTimeLevelLoggerThreadMessageAndTheStackAsOneString() throws Exception {
         try (CapturedLog log = new CapturedLog(LogFormat.JSON, LogLevel.INFO)) {
             LoggerFactory.getLogger("dev.blockpool.pool.Pool").error("reconcile of \"{}\" failed", "vol-1",
