@@ -284,7 +284,7 @@ final class Fuzzer {
                     + mutations);
         }
         kinds.merge(mutations.isEmpty() ? "well-formed" : "hostile fields", 1, Integer::sum);
-        send(new Call(rpc, request, null, rpc.name() + " of " + about
+        send(new Call(rpc, request, null, rpc.name() + (about.isEmpty() ? "" : " of " + about)
                 + (mutations.isEmpty() ? " (well-formed)" : " with " + String.join(", ", mutations))), true);
     }
 
@@ -343,7 +343,7 @@ final class Fuzzer {
             return;
         }
         kinds.merge("mutated bytes", 1, Integer::sum);
-        send(new Call(rpc, parsed, bytes, rpc.name() + " of " + about
+        send(new Call(rpc, parsed, bytes, rpc.name() + (about.isEmpty() ? "" : " of " + about)
                 + (mutations.isEmpty() ? "" : " with " + String.join(", ", mutations)) + ", as bytes: " + how), true);
     }
 

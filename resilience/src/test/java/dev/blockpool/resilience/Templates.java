@@ -87,7 +87,7 @@ final class Templates {
         return fixtures.stream().anyMatch(f -> f.id().equals(id));
     }
 
-    /** A well-formed request for {@code method}; {@code about} gets a few words on what it asks. */
+    /** A well-formed request for {@code method}; {@code about} gets a few words on what it asks, if anything. */
     Message.Builder template(String method, StringBuilder about) {
         Fixture f = fixtures.get(random.nextInt(fixtures.size()));
         int pod = random.nextInt(FuzzTree.PODS);
@@ -96,6 +96,7 @@ final class Templates {
         String disposable = disposable();
         about.append(switch (method) {
             case "DeleteVolume", "ControllerPublishVolume", "ControllerUnpublishVolume" -> "disposable " + disposable;
+            case "ListVolumes", "GetCapacity", "NodeGetCapabilities", "NodeGetInfo", "ControllerGetCapabilities" -> "";
             default -> f.name();
         });
         return switch (method) {
