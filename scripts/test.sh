@@ -24,6 +24,7 @@ stage "build, unit and integration tests"
 read -r p f s < <(python3 scripts/surefire_counts.py "$repo")
 echo "maven: $p passed, $f failed, $s skipped"
 add_counts "$p" "$f" "$s"
+[[ -f resilience/target/resilience-summary.txt ]] && cat resilience/target/resilience-summary.txt
 
 stage "csi-sanity"
 if [[ $status -eq 0 ]]; then

@@ -34,6 +34,7 @@ final class DriverProcess implements AutoCloseable {
     private final Path pool;
     private final Path log;
     private final List<String> extraArgs;
+    private Path workingDirectory;
     private Process process;
     private EventLoopGroup clientLoop;
     private ManagedChannel channel;
@@ -46,6 +47,12 @@ final class DriverProcess implements AutoCloseable {
         this.extraArgs = List.of(extraArgs);
     }
 
+    /** Runs the binary in {@code directory} rather than this JVM's, e.g. to see where relative paths land. */
+    DriverProcess workingDirectory(Path directory) {
+        this.workingDirectory = directory;
+        return this;
+    }
+
     /** Starts the binary and waits until it answers on its socket. */
     DriverProcess start() throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(List.of(REPO.resolve("bin/blockpool-csi").toString(),
@@ -55,6 +62,9 @@ final class DriverProcess implements AutoCloseable {
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
         builder.environment().put("BLOCKPOOL_JAR", REPO.resolve("driver/target/blockpool-csi.jar").toString());
+        if (workingDirectory != null) {
+            builder.directory(workingDirectory.toFile());
+        }
         process = builder.start();
         long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
         while (!Files.exists(socket)) {
