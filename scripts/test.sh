@@ -20,11 +20,14 @@ stage() { echo; echo "=== $* ==="; }
 
 stage "build, unit and integration tests"
 # As root, the tests on real loop devices, mkfs and mounts too (-Proot-tests); they skip with the reason otherwise.
+# The fuzz and crash tests of the resilience module append their figures to this file.
+summary=resilience/target/resilience-summary.txt
+rm -f "$summary"
 ./mvnw -B -ntp -Proot-tests verify || status=1
 read -r p f s < <(python3 scripts/surefire_counts.py "$repo")
 echo "maven: $p passed, $f failed, $s skipped"
 add_counts "$p" "$f" "$s"
-[[ -f resilience/target/resilience-summary.txt ]] && cat resilience/target/resilience-summary.txt
+[[ -f $summary ]] && cat "$summary"
 
 stage "csi-sanity"
 if [[ $status -eq 0 ]]; then
@@ -57,5 +60,6 @@ fi
 
 [[ $failed -eq 0 ]] || status=1
 echo
+[[ -f $summary ]] && cat "$summary"
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 exit $status
