@@ -5,12 +5,20 @@ import java.util.Optional;
 
 /** The filesystems the driver formats, checks, mounts and grows. */
 public enum FsType {
-    EXT4("ext4"), XFS("xfs");
+    /** The smallest device each mkfs accepts: xfsprogs refuses filesystems under 300 MiB. */
+    EXT4("ext4", 1L << 20), XFS("xfs", 300L << 20);
 
     private final String name;
+    private final long minimumBytes;
 
-    FsType(String name) {
+    FsType(String name, long minimumBytes) {
         this.name = name;
+        this.minimumBytes = minimumBytes;
+    }
+
+    /** The smallest volume this filesystem can be made on. */
+    public long minimumBytes() {
+        return minimumBytes;
     }
 
     public String fsName() {

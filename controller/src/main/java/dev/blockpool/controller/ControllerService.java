@@ -40,6 +40,7 @@ import dev.blockpool.csi.CsiException;
 import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.RequestFields;
 import dev.blockpool.csi.UnaryReply;
+import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.Pool;
@@ -81,11 +82,14 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         VolumeParameters parameters = VolumeParameters.parse(request.getParametersMap(),
                 Capabilities.fsType(capabilities));
         Optional<ContentSource> source = mapper.contentSource(request);
+        Set<AccessType> accessTypes = Capabilities.accessTypes(capabilities);
+        // A filesystem volume is at least what mkfs accepts; a block volume is never formatted.
+        long minimum = accessTypes.contains(AccessType.MOUNT) ? parameters.fsType().minimumBytes() : 0;
         // Without a capacity range a restore or clone is as large as its source.
         long size = source.isPresent() && !request.hasCapacityRange()
-                ? pool.volumes().sourceSize(source.get()) : Sizes.choose(request.getCapacityRange());
+                ? pool.volumes().sourceSize(source.get()) : Sizes.choose(request.getCapacityRange(), minimum);
         VolumeSpec spec = new VolumeSpec(name, size, parameters.fsType().fsName(),
-                parameters.allocation(), Capabilities.accessTypes(capabilities), request.getParametersMap(), source,
+                parameters.allocation(), accessTypes, request.getParametersMap(), source,
                 request.getCapacityRange().getLimitBytes());
         String sourceId = source.map(ContentSource::id).orElse("");
         Volume volume = locks.withLock(() -> pool.volumes().create(spec), Ids.volumeIdFor(name), sourceId);

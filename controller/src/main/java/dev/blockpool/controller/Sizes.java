@@ -20,6 +20,25 @@ final class Sizes {
 
     /** The size to provision: the required bytes (or the default) rounded up to a MiB, within the limit. */
     static long choose(CapacityRange range) {
+        return choose(range, 0);
+    }
+
+    /**
+     * Like {@link #choose(CapacityRange)}, and at least {@code minimum} (what the volume's
+     * filesystem can be made on): a request may be given more than it asks, never more than its
+     * limit.
+     */
+    static long choose(CapacityRange range, long minimum) {
+        long limit = range.getLimitBytes();
+        if (limit > 0 && minimum > limit) {
+            throw CsiException.outOfRange("the volume's filesystem needs at least %d bytes; limit_bytes %d is less",
+                    minimum, limit);
+        }
+        long size = chooseWithin(range);
+        return size >= minimum ? size : chooseWithin(range.toBuilder().setRequiredBytes(minimum).build());
+    }
+
+    private static long chooseWithin(CapacityRange range) {
         long required = range.getRequiredBytes();
         long limit = range.getLimitBytes();
         if (required < 0 || limit < 0) {

@@ -122,14 +122,28 @@ class ControllerServiceTest {
     // ---- CreateVolume / DeleteVolume ----
 
     @Test
+    void aFilesystemVolumeIsAtLeastWhatItsMkfsAcceptsABlockVolumeIsAsAsked() {
+        Volume xfs = controller.stub().createVolume(createRequest("pvc-small-xfs", 10 * MIB)
+                .putParameters("fsType", "xfs").build()).getVolume();
+        assertThat(xfs.getCapacityBytes()).isEqualTo(300 * MIB);
+        Volume raw = controller.stub().createVolume(createRequest("pvc-small-raw", 10 * MIB)
+                .putParameters("fsType", "xfs").clearVolumeCapabilities()
+                .addVolumeCapabilities(block(Mode.SINGLE_NODE_WRITER)).build()).getVolume();
+        assertThat(raw.getCapacityBytes()).isEqualTo(10 * MIB);
+        failure(() -> controller.stub().createVolume(createRequest("pvc-limited-xfs", 10 * MIB)
+                .putParameters("fsType", "xfs").setCapacityRange(csi.v1.Csi.CapacityRange.newBuilder()
+                        .setRequiredBytes(10 * MIB).setLimitBytes(100 * MIB)).build()), Status.Code.OUT_OF_RANGE);
+    }
+
+    @Test
     void createVolumeMakesASparseImageOfExactlyTheSizeReturned() throws IOException {
-        Volume volume = controller.stub().createVolume(createRequest("pvc-a", 10 * MIB)
+        Volume volume = controller.stub().createVolume(createRequest("pvc-a", 400 * MIB)
                 .putParameters("fsType", "xfs").build()).getVolume();
 
         assertThat(volume.getVolumeId()).matches("vol-[0-9a-f]{32}");
-        assertThat(volume.getCapacityBytes()).isEqualTo(10 * MIB);
+        assertThat(volume.getCapacityBytes()).isEqualTo(400 * MIB);
         assertThat(volume.getVolumeContextMap()).containsEntry("fsType", "xfs");
-        assertThat(poolDir.resolve("volumes").resolve(volume.getVolumeId() + ".img")).hasSize(10 * MIB);
+        assertThat(poolDir.resolve("volumes").resolve(volume.getVolumeId() + ".img")).hasSize(400 * MIB);
         assertThat(poolFiles("volumes")).containsExactly(volume.getVolumeId() + ".img",
                 volume.getVolumeId() + ".json");
     }

@@ -96,4 +96,17 @@ class SizesTest {
         assertThat(choose(Sizes.LARGEST - (1 << 20), 0)).isEqualTo(Long.MAX_VALUE / (1 << 20) * (1 << 20));
         assertThat(choose(0, Long.MAX_VALUE)).isEqualTo(Sizes.DEFAULT_BYTES);
     }
+
+    @Test
+    void aFilesystemsMinimumRaisesTheSizeWithinTheLimit() {
+        long xfs = 300L << 20;
+        CapacityRange small = CapacityRange.newBuilder().setRequiredBytes(16L << 20).build();
+        assertThat(Sizes.choose(small, xfs)).isEqualTo(xfs);
+        assertThat(Sizes.choose(small.toBuilder().setLimitBytes(1L << 30).build(), xfs)).isEqualTo(xfs);
+        assertThat(Sizes.choose(CapacityRange.newBuilder().setRequiredBytes(1L << 30).build(), xfs)).isEqualTo(1L << 30);
+        assertThat(catchThrowableOfType(CsiException.class,
+                () -> Sizes.choose(small.toBuilder().setLimitBytes(100L << 20).build(), xfs)))
+                .satisfies(e -> assertThat(e.code()).isEqualTo(Status.Code.OUT_OF_RANGE))
+                .hasMessageContaining("needs at least " + xfs);
+    }
 }

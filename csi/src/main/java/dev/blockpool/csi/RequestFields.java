@@ -15,6 +15,8 @@ public final class RequestFields {
     public static final int MAX_ID_BYTES = 128;
     /** Linux's PATH_MAX. */
     public static final int MAX_PATH_BYTES = 4096;
+    /** Linux's NAME_MAX: the longest name of one file. */
+    public static final int MAX_NAME_BYTES = 255;
 
     private RequestFields() {
     }
@@ -24,11 +26,27 @@ public final class RequestFields {
         return bounded(field, value, MAX_ID_BYTES);
     }
 
-    /** An absolute path given by the CO (a staging or target path). */
+    /**
+     * An absolute path given by the CO (a staging or target path): normalized, as kubelet writes
+     * them, so "." and ".." can never walk it somewhere else; no control characters; no name
+     * longer than a filesystem allows.
+     */
     public static Path absolutePath(String field, String value) {
         Path path = Path.of(bounded(field, value, MAX_PATH_BYTES));
         if (!path.isAbsolute() || path.getNameCount() == 0) {
             throw CsiException.invalidArgument("%s must be an absolute path below /, got %s", field, Quoting.quote(value));
+        }
+        if (!path.equals(path.normalize())) {
+            throw CsiException.invalidArgument("%s %s has \".\" or \"..\" in it; give the path itself", field,
+                    Quoting.quote(value));
+        }
+        if (value.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+            throw CsiException.invalidArgument("%s %s has control characters in it", field, Quoting.quote(value));
+        }
+        for (Path name : path) {
+            if (name.toString().getBytes(StandardCharsets.UTF_8).length > MAX_NAME_BYTES) {
+                throw CsiException.invalidArgument("%s has a name longer than %d bytes", field, MAX_NAME_BYTES);
+            }
         }
         return path;
     }

@@ -37,4 +37,15 @@ class RequestFieldsTest {
         assertInvalid(() -> RequestFields.absolutePath("target_path", "/a\0b"), "NUL");
         assertInvalid(() -> RequestFields.absolutePath("target_path", "/" + "d".repeat(4096)), "4096");
     }
+
+    @Test
+    void pathsAreNormalizedFreeOfControlCharactersAndOfOverlongNames() {
+        for (String walking : new String[] {"/var/lib/kubelet/pods/../../../etc", "/var/lib/kubelet/pods/x/.",
+                "/var/lib/./kubelet"}) {
+            assertInvalid(() -> RequestFields.absolutePath("target_path", walking), "\"..\"");
+        }
+        assertInvalid(() -> RequestFields.absolutePath("target_path", "/pods/a\nb"), "control characters");
+        assertInvalid(() -> RequestFields.absolutePath("target_path", "/pods/" + "n".repeat(256)), "255 bytes");
+        assertThat(RequestFields.absolutePath("target_path", "/pods/" + "n".repeat(255)).getNameCount()).isEqualTo(2);
+    }
 }

@@ -7,8 +7,9 @@ import java.util.List;
 
 /**
  * Which staging and target paths the node accepts. kubelet gives paths below its own directory;
- * a path in the kernel's pseudo-filesystems or /dev, in the driver's pool, or the driver's
- * socket can never be one, and is refused before anything is made, mounted or removed there.
+ * a path in the kernel's pseudo-filesystems or /dev, in the driver's pool, the driver's socket
+ * or its working directory can never be one, and is refused before anything is made, mounted or
+ * removed there.
  */
 public final class KubeletPaths {
 
@@ -16,10 +17,12 @@ public final class KubeletPaths {
 
     private final Path pool;
     private final Path socket;
+    private final Path workingDirectory;
 
     public KubeletPaths(Path pool, Path socket) {
         this.pool = realPath(pool);
         this.socket = MountTable.asListed(socket.toAbsolutePath());
+        this.workingDirectory = realPath(Path.of(""));
     }
 
     /** The path as the mount table lists it; INVALID when it is one the node never works on. */
@@ -35,8 +38,9 @@ public final class KubeletPaths {
             throw StorageException.invalid("%s %s overlaps the driver's pool %s; kubelet's paths never do", field,
                     given, pool);
         }
-        if (path.equals(socket)) {
-            throw StorageException.invalid("%s %s is the driver's own socket", field, given);
+        if (path.equals(socket) || path.equals(workingDirectory)) {
+            throw StorageException.invalid("%s %s is the driver's own %s", field, given,
+                    path.equals(socket) ? "socket" : "working directory");
         }
         return path;
     }

@@ -3,6 +3,7 @@ package dev.blockpool.host;
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
 import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.slf4j.Logger;
@@ -21,10 +22,21 @@ final class MountPoints {
     private MountPoints() {
     }
 
-    /** The directory a filesystem is mounted on; an existing directory is reused. */
+    /**
+     * The directory a filesystem is mounted on; an existing empty directory is reused. A mount
+     * over a directory with content would hide it, so that is refused.
+     */
     static void createDirectory(Path path) {
         PathState state = PathState.of(path);
         if (state instanceof PathState.Directory) {
+            try (DirectoryStream<Path> entries = Files.newDirectoryStream(path)) {
+                if (entries.iterator().hasNext()) {
+                    throw StorageException.precondition("%s is not empty; a volume is mounted only on an empty "
+                            + "directory, never over content", path);
+                }
+            } catch (IOException e) {
+                throw StorageException.io(e, "cannot look into %s", path);
+            }
             return;
         }
         if (!(state instanceof PathState.Missing)) {

@@ -31,9 +31,19 @@ public final class Staging {
         formatAndMount.mountStaged(image, staging, request);
     }
 
-    /** Unmounts the staging path if this volume is there, then detaches the image's devices. */
+    /**
+     * Unmounts the staging path if this volume is there, then detaches the image's devices. A
+     * filesystem volume that is not staged at this path but at another is left as it is: there
+     * is nothing to undo here.
+     */
     public void unstage(Path image, Path staging) {
         Optional<MountInfo> mount = table.at(staging);
+        if (mount.isEmpty()) {
+            List<MountInfo> users = loops.usersOf(image);
+            if (!users.isEmpty() && users.stream().noneMatch(LoopAttachments::isDeviceNodeBind)) {
+                return;
+            }
+        }
         if (mount.isPresent()) {
             MountOwner owner = loops.ownerOf(mount.get(), image);
             if (owner == MountOwner.OTHER) {

@@ -2,6 +2,7 @@ package dev.blockpool.node;
 
 import csi.v1.Csi;
 import csi.v1.NodeGrpc;
+import dev.blockpool.common.FsType;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.csi.Capability;
 import dev.blockpool.csi.CsiException;
@@ -129,11 +130,11 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         if (capability.block()) {
             throw CsiException.invalidArgument("an ephemeral inline volume is a filesystem; block access is not offered");
         }
-        long size = Optional.ofNullable(context.get(CsiKeys.EPHEMERAL_SIZE))
-                .map(s -> Quantity.parseBytes(CsiKeys.EPHEMERAL_SIZE, s)).orElse(DEFAULT_EPHEMERAL_BYTES);
-        String fsType = capability.fsType().orElseGet(() -> MountRequests.fallbackType(context, Optional.empty()))
-                .fsName();
-        NodeVolume volume = volumes.createEphemeral(handle, size, fsType);
+        FsType fsType = capability.fsType().orElseGet(() -> MountRequests.fallbackType(context, Optional.empty()));
+        // As large as asked, and at least what its filesystem can be made on.
+        long size = Math.max(fsType.minimumBytes(), Optional.ofNullable(context.get(CsiKeys.EPHEMERAL_SIZE))
+                .map(s -> Quantity.parseBytes(CsiKeys.EPHEMERAL_SIZE, s)).orElse(DEFAULT_EPHEMERAL_BYTES));
+        NodeVolume volume = volumes.createEphemeral(handle, size, fsType.fsName());
         try {
             host.publishing().publishInline(volume.image(), target,
                     MountRequests.filesystem(capability, volume, context, readOnly));
@@ -165,8 +166,8 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             } else if (!(PathState.of(target) instanceof PathState.Missing)) {
                 throw CsiException.notFound("volume %s does not exist; %s is left as it is", volumeId, target);
             }
-            if (volume.isPresent() && volume.get().ephemeral()) {
-                host.loops().releaseAll(volume.get().image());
+            // An inline volume goes with its last publish (a retry may have published it twice).
+            if (volume.isPresent() && volume.get().ephemeral() && host.loops().releaseAllIfUnused(volume.get().image())) {
                 volumes.delete(volume.get());
             }
             return Csi.NodeUnpublishVolumeResponse.getDefaultInstance();

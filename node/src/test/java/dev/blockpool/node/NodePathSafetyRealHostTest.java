@@ -12,6 +12,7 @@ import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.InProcessCsi;
 import dev.blockpool.host.KubeletPaths;
 import dev.blockpool.host.NodeHost;
@@ -196,6 +197,55 @@ class NodePathSafetyRealHostTest {
                 Status.Code.INVALID_ARGUMENT);
         assertCode(() -> node.nodePublishVolume(publish(fs, staging.resolve("inner"),
                 mount(Mode.SINGLE_NODE_WRITER))), Status.Code.INVALID_ARGUMENT);
+        assertThat(RealHost.mountsAt(staging)).hasSize(1);
+    }
+
+    private Csi.NodePublishVolumeRequest inline(String handle, Path target) {
+        return Csi.NodePublishVolumeRequest.newBuilder().setVolumeId(handle).setTargetPath(target.toString())
+                .setVolumeCapability(mount(Mode.SINGLE_NODE_WRITER)).putVolumeContext(CsiKeys.EPHEMERAL, "true")
+                .putVolumeContext(CsiKeys.EPHEMERAL_SIZE, "16Mi").build();
+    }
+
+    @Test
+    void nothingIsMountedOverADirectoryWithContent() throws IOException {
+        Volume fs = volume("over-content", AccessType.MOUNT);
+        Path full = Files.createDirectories(dir.resolve("kubelet/pods/p4/volumes/vol"));
+        Files.writeString(full.resolve("data"), "a pod's data");
+        assertCode(() -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(fs.id())
+                .setStagingTargetPath(full.toString()).setVolumeCapability(mount(Mode.SINGLE_NODE_WRITER)).build()),
+                Status.Code.FAILED_PRECONDITION);
+        assertCode(() -> node.nodePublishVolume(inline("csi-over-content", full)), Status.Code.FAILED_PRECONDITION);
+        assertThat(RealHost.mountsAt(full)).isEmpty();
+        assertThat(full.resolve("data")).hasContent("a pod's data");
+        assertThat(pool.volumes().list()).extracting(Volume::id).containsExactly(fs.id()); // no inline leftover
+    }
+
+    @Test
+    void anInlineVolumeGoesWithItsLastPublishAndIsAsLargeAsItsFilesystemNeeds() {
+        Path first = dir.resolve("kubelet/pods/p5/volumes/vol");
+        Path second = dir.resolve("kubelet/pods/p6/volumes/vol");
+        Csi.NodePublishVolumeRequest xfs = inline("csi-twice", first).toBuilder()
+                .setVolumeCapability(mount("xfs", Mode.SINGLE_NODE_WRITER)).build();
+        node.nodePublishVolume(xfs); // 16Mi asked; mkfs.xfs needs 300 MiB
+        node.nodePublishVolume(xfs.toBuilder().setTargetPath(second.toString()).build());
+        assertThat(pool.volumes().list()).singleElement().satisfies(v -> assertThat(v.capacityBytes())
+                .isEqualTo(300L << 20));
+
+        node.nodeUnpublishVolume(unpublish("csi-twice", first));
+        assertThat(RealHost.mountsAt(second)).hasSize(1);
+        assertThat(pool.volumes().list()).hasSize(1);
+        node.nodeUnpublishVolume(unpublish("csi-twice", second));
+        assertThat(pool.volumes().list()).isEmpty();
+        assertThat(RealHost.loopsUnder(dir)).isEmpty();
+    }
+
+    @Test
+    void unstageAtAPathWhereTheVolumeIsNotStagedLeavesItsStagingAlone() throws IOException {
+        Volume fs = volume("staged-elsewhere", AccessType.MOUNT);
+        stage(fs, mount(Mode.SINGLE_NODE_WRITER));
+        Path other = Files.createDirectories(dir.resolve("kubelet/staging/other"));
+        node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(fs.id())
+                .setStagingTargetPath(other.toString()).build());
         assertThat(RealHost.mountsAt(staging)).hasSize(1);
     }
 }
