@@ -16,6 +16,12 @@ final class LinuxMountCalls implements MountCalls {
             try {
                 Libc.mount(bind ? Libc.fdPath(sourceFd) : source, Libc.fdPath(targetFd), type, flags, data);
             } catch (Libc.ErrnoException e) {
+                if (e.errno() == Libc.EBUSY) {
+                    // The filesystem is mounted elsewhere on this node with other flags (read-write
+                    // where read-only is asked): the caller's view of the node is wrong, not the host.
+                    throw StorageException.precondition("cannot mount %s at %s: it is mounted elsewhere on this node "
+                            + "in a way this mount cannot share (%s)", source, target, e.getMessage());
+                }
                 throw StorageException.internal("cannot mount %s at %s: %s", source, target, e.getMessage());
             } finally {
                 Libc.close(targetFd);

@@ -531,12 +531,9 @@ final class Fuzzer {
                 }
             }
         }
-        if (ok && call.request() instanceof Csi.DeleteVolumeRequest r) {
-            host.poolLoops().stream().filter(l -> l.backingFile().getFileName().toString().equals(r.getVolumeId() + ".img")
-                            && !Files.exists(l.backingFile()))
-                    .forEach(l -> violations.add(sent, "deleted a volume still attached", method, summary,
-                            "the image of " + r.getVolumeId() + " is gone but " + l.device() + " still holds it"));
-        }
+        // No check that DeleteVolume spares a volume staged on this node: once a ControllerUnpublish
+        // (hostile ones included) has said the volume is detached, the controller takes the CO's
+        // word, as the spec has it; with a pool shared by many nodes it cannot see their devices.
         lastMounts = mounts;
         lastLoops = loops;
 
