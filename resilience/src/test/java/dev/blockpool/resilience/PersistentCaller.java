@@ -130,12 +130,18 @@ final class PersistentCaller implements AutoCloseable {
         try {
             return new Attempt(Optional.of(sent.get()), Optional.empty(), true);
         } catch (ExecutionException e) {
+            if (!answered) {
+                // Whatever failed after the kill is the connection dying, or (when the kill came before the
+                // request left) the client being closed under it: no answer.
+                return Attempt.lost(Optional.of(e.getCause()).filter(StatusRuntimeException.class::isInstance)
+                        .map(StatusRuntimeException.class::cast));
+            }
             if (!(e.getCause() instanceof StatusRuntimeException error)) {
                 throw new IllegalStateException("sending " + call.description() + " failed", e.getCause());
             }
-            // An answer that came before the kill counts; any failure after it is the connection dying.
-            boolean definite = answered && !TRANSIENT.contains(error.getStatus().getCode());
-            return definite ? new Attempt(Optional.empty(), Optional.of(error), true) : Attempt.lost(Optional.of(error));
+            // An answer that came before the kill counts.
+            return TRANSIENT.contains(error.getStatus().getCode()) ? Attempt.lost(Optional.of(error))
+                    : new Attempt(Optional.empty(), Optional.of(error), true);
         }
     }
 
