@@ -315,6 +315,14 @@ class CrashTest {
                 perform(generator.controllerUnpublish(v), false);
             }
         }
+        // Unmounted and detached now: no kill may have left a filesystem damaged.
+        for (Volume v : model.healthyVolumes()) {
+            Optional<String> damage = host.filesystemDamage(v.id);
+            if (damage.isPresent()) {
+                violation("fsck:" + v.id, v.id, "after the teardown of " + v, List.of(),
+                        "its filesystem is damaged: " + damage.get());
+            }
+        }
         for (Snapshot s : List.copyOf(model.snapshots.values())) {
             perform(generator.deleteSnapshot(s), false);
         }

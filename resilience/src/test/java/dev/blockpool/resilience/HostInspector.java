@@ -92,6 +92,20 @@ final class HostInspector {
         }
     }
 
+    /**
+     * What a read-only check ({@code e2fsck -f -n}) finds wrong with the ext4 filesystem in a
+     * volume's image, which must not be in use; empty when it is clean or the image holds none.
+     */
+    Optional<String> filesystemDamage(String volumeId) {
+        String image = volumeImage(volumeId).toString();
+        CommandRunner.Result probe = RUNNER.run("blkid", "-p", "-o", "value", "-s", "TYPE", image);
+        if (!probe.ok() || !probe.stdout().strip().equals("ext4")) {
+            return Optional.empty();
+        }
+        CommandRunner.Result check = RUNNER.run("e2fsck", "-f", "-n", image);
+        return check.ok() ? Optional.empty() : Optional.of(check.describe().replace('\n', ' '));
+    }
+
     // The pool's files.
 
     /** The files of one pool directory: images by ID with their sizes, metadata by ID, temporary files. */
@@ -139,6 +153,8 @@ final class HostInspector {
      * Where a kill fell, as the host shows it right after: the pool files of the ID and, for a
      * volume, its loop devices, the filesystem on them and what is mounted at its kubelet paths.
      * The first part of the answer is its category (without sizes and names), for the statistics.
+     * Temporary metadata files keep the process ID in their names, so one may be left by an
+     * earlier kill: they stay until the reconcile's settle time has passed.
      */
     record KillPoint(String category, String detail) {
     }
