@@ -77,6 +77,8 @@ class CrashTest {
     private OperationGenerator generator;
     private Invariants invariants;
     private long seed;
+    /** Which steps are killed, and the seed of each call's own delays: the same for the same seed. */
+    private Random killRandom;
     private int step;
     private final Map<String, String> violations = new LinkedHashMap<>();
     private final Map<String, Integer> killPoints = new TreeMap<>();
@@ -126,7 +128,7 @@ class CrashTest {
         System.out.printf("crash: seed %d, %d operations (replay with -Dcrash.seed=%d)%n", seed, operations, seed);
         Random seeds = new Random(seed);
         Random operationRandom = new Random(seeds.nextLong());
-        Random killRandom = new Random(seeds.nextLong());
+        killRandom = new Random(seeds.nextLong());
         model = new CallerModel(dir);
         boolean growsExt4 = HostInspector.hasCapability(HostInspector.CAP_SYS_RESOURCE);
         if (!growsExt4) {
@@ -135,7 +137,7 @@ class CrashTest {
         }
         generator = new OperationGenerator(model, operationRandom, host, growsExt4);
         invariants = new Invariants(model, host);
-        caller = new PersistentCaller(driver, killRandom, this::killPoint);
+        caller = new PersistentCaller(driver, this::killPoint);
 
         long begin = System.nanoTime();
         int done = 0;
@@ -173,7 +175,7 @@ class CrashTest {
         String context = "#" + step + " " + operation.description();
         switch (operation) {
             case Operation.Call call -> {
-                Answer answer = caller.call(call, kill);
+                Answer answer = caller.call(call, kill, new Random(killRandom.nextLong()));
                 kills = answer.kills();
                 for (String exit : answer.unexpectedExits()) {
                     violation("exit:" + step, "", context, kills, exit);

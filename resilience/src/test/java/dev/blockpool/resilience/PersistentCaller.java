@@ -65,7 +65,6 @@ final class PersistentCaller implements AutoCloseable {
     }
 
     private final CrashableDriver driver;
-    private final Random killRandom;
     private final Function<Operation, HostInspector.KillPoint> killPoints;
     private final Map<String, Double> typicalNanos = new HashMap<>();
     /** The driver start at which each type of call was last sent: the first after a start is a cold one. */
@@ -73,13 +72,17 @@ final class PersistentCaller implements AutoCloseable {
     private final ExecutorService inFlight = Executors.newSingleThreadExecutor(
             Thread.ofPlatform().name("call-in-flight").daemon().factory());
 
-    PersistentCaller(CrashableDriver driver, Random killRandom, Function<Operation, HostInspector.KillPoint> killPoints) {
+    PersistentCaller(CrashableDriver driver, Function<Operation, HostInspector.KillPoint> killPoints) {
         this.driver = driver;
-        this.killRandom = killRandom;
         this.killPoints = killPoints;
     }
 
-    Answer call(Operation.Call call, boolean kill) throws IOException, InterruptedException {
+    /**
+     * Sends the call until a definite answer, killing the driver on the first attempt when
+     * {@code kill}; {@code killRandom} (the call's own, so that how many attempts one call takes
+     * changes nothing for the next) draws the delays and whether a retry is killed too.
+     */
+    Answer call(Operation.Call call, boolean kill, Random killRandom) throws IOException, InterruptedException {
         List<Kill> kills = new ArrayList<>();
         List<String> exits = new ArrayList<>();
         long giveUp = System.nanoTime() + GIVE_UP_AFTER.toNanos();
@@ -90,7 +93,7 @@ final class PersistentCaller implements AutoCloseable {
             driver.ensureRunning().ifPresent(exits::add);
             boolean killThis = attempt == 1 ? kill
                     : !kills.isEmpty() && kills.size() < MAX_KILLS_PER_CALL && killRandom.nextDouble() < KILL_RETRY_CHANCE;
-            Attempt result = killThis ? sendAndKill(call, kills) : send(call);
+            Attempt result = killThis ? sendAndKill(call, kills, killRandom) : send(call);
             if (result.definite()) {
                 return new Answer(result.response(), result.error(), attempt, kills, exits, Optional.empty());
             }
@@ -116,7 +119,8 @@ final class PersistentCaller implements AutoCloseable {
         }
     }
 
-    private Attempt sendAndKill(Operation.Call call, List<Kill> kills) throws IOException, InterruptedException {
+    private Attempt sendAndKill(Operation.Call call, List<Kill> kills, Random killRandom)
+            throws IOException, InterruptedException {
         String timing = timing(call);
         double typical = typicalNanos(timing);
         long delay = (long) (killRandom.nextDouble() * KILL_WINDOW * typical);
