@@ -111,6 +111,11 @@ final class DriverProcess implements AutoCloseable {
         return process != null && process.isAlive();
     }
 
+    /** The running process, to signal it and the processes it started. */
+    ProcessHandle handle() {
+        return process.toHandle();
+    }
+
     /** SIGKILL, as the OOM killer or a node crash would; waits for the process to be gone. */
     void kill() throws InterruptedException {
         closeClient();
