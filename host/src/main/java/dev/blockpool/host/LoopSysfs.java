@@ -2,6 +2,7 @@ package dev.blockpool.host;
 
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -60,10 +61,17 @@ public final class LoopSysfs {
         } catch (NoSuchFileException e) {
             return Optional.empty(); // detached while we were reading
         } catch (IOException e) {
+            if (isGone(e)) {
+                return Optional.empty(); // removed while we were reading: sysfs answers ENODEV
+            }
             throw StorageException.io(e, "cannot read the loop device %s", dir);
         } catch (IllegalArgumentException e) { // NumberFormatException included
             throw StorageException.internal(e, "unexpected contents in %s: %s", dir, e.getMessage());
         }
+    }
+
+    private static boolean isGone(IOException e) {
+        return e instanceof FileSystemException fse && "No such device".equals(fse.getReason());
     }
 
     private static Optional<String> readIfExists(Path file) throws IOException {
