@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import csi.v1.Csi.ProbeRequest;
 import csi.v1.IdentityGrpc;
+import dev.blockpool.csi.RawRequests;
 import dev.blockpool.csi.StatusInterceptor;
 import dev.blockpool.identity.IdentityService;
 import io.grpc.CallOptions;
@@ -19,10 +20,6 @@ import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.grpc.stub.ClientCalls;
-import java.io.ByteArrayInputStream;
-import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -36,26 +33,8 @@ class MalformedRequestGuardTest {
     Path dir;
 
     /** Sends raw bytes as the request of csi.v1.Identity/Probe. */
-    private static final MethodDescriptor<byte[], byte[]> RAW_PROBE = MethodDescriptor.<byte[], byte[]>newBuilder()
-            .setType(MethodDescriptor.MethodType.UNARY)
-            .setFullMethodName(IdentityGrpc.getProbeMethod().getFullMethodName())
-            .setRequestMarshaller(new Bytes()).setResponseMarshaller(new Bytes()).build();
-
-    private static final class Bytes implements MethodDescriptor.Marshaller<byte[]> {
-        @Override
-        public InputStream stream(byte[] value) {
-            return new ByteArrayInputStream(value);
-        }
-
-        @Override
-        public byte[] parse(InputStream stream) {
-            try {
-                return stream.readAllBytes();
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
-    }
+    private static final MethodDescriptor<byte[], byte[]> RAW_PROBE =
+            RawRequests.method(IdentityGrpc.getProbeMethod().getFullMethodName());
 
     @Test
     void bytesThatDoNotParseAreInvalidArgumentAndTheServerServesOn() throws Exception {

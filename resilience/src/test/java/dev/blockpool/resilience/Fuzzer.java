@@ -8,6 +8,7 @@ import csi.v1.Csi;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
 import csi.v1.IdentityGrpc;
 import csi.v1.NodeGrpc;
+import dev.blockpool.csi.RawRequests;
 import dev.blockpool.csi.StatusAssertions;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
@@ -15,10 +16,7 @@ import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ClientCalls;
-import java.io.ByteArrayInputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
@@ -73,21 +71,6 @@ final class Fuzzer {
     private static final Map<String, Integer> WEIGHTS = Map.of("NodeStageVolume", 4, "NodePublishVolume", 5,
             "NodeUnpublishVolume", 4, "NodeUnstageVolume", 2, "NodeExpandVolume", 2, "NodeGetVolumeStats", 2,
             "CreateVolume", 3, "CreateSnapshot", 2, "ControllerPublishVolume", 2, "ControllerExpandVolume", 2);
-    private static final MethodDescriptor.Marshaller<byte[]> BYTES = new MethodDescriptor.Marshaller<>() {
-        @Override
-        public InputStream stream(byte[] value) {
-            return new ByteArrayInputStream(value);
-        }
-
-        @Override
-        public byte[] parse(InputStream stream) {
-            try {
-                return stream.readAllBytes();
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
-    };
 
     /** A method of the Controller or Node service, with every string slot of its request. */
     record Rpc(String service, String name, Message prototype, List<StringSlots.Slot> slots, int weight) {
@@ -238,8 +221,7 @@ final class Fuzzer {
     }
 
     private static MethodDescriptor<byte[], byte[]> bytesMethod(String fullName) {
-        return MethodDescriptor.<byte[], byte[]>newBuilder().setType(MethodDescriptor.MethodType.UNARY)
-                .setFullMethodName(fullName).setRequestMarshaller(BYTES).setResponseMarshaller(BYTES).build();
+        return RawRequests.method(fullName);
     }
 
     private Rpc rpc(String name) {
