@@ -23,7 +23,15 @@ public final class Staging {
         this.table = table;
     }
 
-    public void stageBlock(Path image, boolean readOnly) {
+    /**
+     * A block volume is staged by its loop device alone; its staging path is judged as a
+     * filesystem's is, so that the unstage that follows can never be refused for it.
+     */
+    public void stageBlock(Path image, Path staging, boolean readOnly) {
+        Optional<MountInfo> mount = table.at(staging);
+        if (mount.isPresent() && loops.ownerOf(mount.get(), image) != MountOwner.THIS_VOLUME) {
+            throw StorageException.conflict("%s already has another filesystem mounted", staging);
+        }
         loops.acquire(image, readOnly);
     }
 

@@ -104,6 +104,7 @@ class NodeHostTest {
         Path other = Files.createFile(dir.resolve("vol-b.img"));
         host.staging().stageFilesystem(other, staging, ext4(false));
         assertCode(() -> host.staging().stageFilesystem(image, staging, ext4(false)), Kind.CONFLICT);
+        assertCode(() -> host.staging().stageBlock(image, staging, false), Kind.CONFLICT);
         assertCode(() -> host.staging().unstage(image, staging), Kind.PRECONDITION);
         assertCode(() -> host.publishing().unpublish(image, staging), Kind.PRECONDITION);
         assertThat(fake.mounts).hasSize(1);

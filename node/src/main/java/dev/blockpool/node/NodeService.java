@@ -64,7 +64,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             NodeVolume volume = existing(volumeId);
             MountRequests.requireServable(capability, volume);
             if (capability.block()) {
-                host.staging().stageBlock(volume.image(), readOnly);
+                host.staging().stageBlock(volume.image(), staging, readOnly);
             } else {
                 host.staging().stageFilesystem(volume.image(), staging,
                         MountRequests.filesystem(capability, volume, request.getVolumeContextMap(), readOnly));
