@@ -80,15 +80,19 @@ public final class LoopAttachments {
         }
     }
 
-    /** Detaches the image's devices once nothing mounts or binds them; FAILED_PRECONDITION otherwise. */
+    /**
+     * Detaches the image's devices once nothing mounts or binds any of them; FAILED_PRECONDITION,
+     * with none detached, otherwise.
+     */
     public void releaseAll(Path image) {
-        for (LoopDevice loop : loops.boundTo(image)) {
+        List<LoopDevice> devices = loops.boundTo(image);
+        for (LoopDevice loop : devices) {
             List<Path> users = usersOf(loop).stream().map(MountInfo::mountPoint).toList();
             if (!users.isEmpty()) {
                 throw StorageException.precondition("%s of this volume is still mounted at %s", loop.device(), users);
             }
-            loops.detach(loop);
         }
+        devices.forEach(loops::detach);
     }
 
     /** Like {@link #releaseAll}, but a device in use leaves them all as they are; says whether it released. */

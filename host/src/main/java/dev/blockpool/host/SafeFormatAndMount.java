@@ -28,8 +28,19 @@ public final class SafeFormatAndMount {
         this.table = table;
     }
 
-    /** The staged mount of a volume: a read-only mount uses a read-only device, which is never formatted. */
+    /**
+     * The staged mount of a volume: a read-only mount uses a read-only device, which is never
+     * formatted. A volume has one staging path on a node: one staged elsewhere is refused.
+     */
     public void mountStaged(Path image, Path staging, FilesystemRequest request) {
+        if (table.at(staging).isEmpty()) {
+            List<Path> elsewhere = loops.usersOf(image).stream().filter(m -> !LoopAttachments.isDeviceNodeBind(m))
+                    .map(MountInfo::mountPoint).toList();
+            if (!elsewhere.isEmpty()) {
+                throw StorageException.precondition("the volume is already staged on this node (mounted at %s); "
+                        + "unstage it there first", elsewhere);
+            }
+        }
         mount(image, staging, request, request.readOnly());
     }
 
