@@ -98,6 +98,9 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         boolean readOnly = MountRequests.readOnly(capability, request.getReadonly(), request.getPublishContextMap());
         Map<String, String> context = request.getVolumeContextMap();
         if ("true".equals(context.get(CsiKeys.EPHEMERAL))) {
+            if (!request.getStagingTargetPath().isEmpty()) { // unused by an inline volume, but never a bad one
+                kubeletPath("staging_target_path", request.getStagingTargetPath());
+            }
             if (volumes.isVolumeId(volumeId)) {
                 // kubelet names an inline volume csi-<hash>; a volume ID with this context is a PV's attributes.
                 throw CsiException.invalidArgument("volume %s is a volume of the pool, not an ephemeral inline volume: "
