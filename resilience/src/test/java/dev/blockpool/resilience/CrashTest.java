@@ -54,8 +54,8 @@ class CrashTest {
      * A kill costs 2-3 s (the driver's JVM restarts, and the first calls meet a cold JVM), so
      * kills go where they find the most: one in six calls with several steps on disk (image
      * and metadata; losetup, mkfs and mount; unmount and detach), one in twenty of the others,
-     * and a retry after a kill may be killed again. That is a kill every 8 to 10 steps, and
-     * keeps the default run near 3 minutes.
+     * and a retry after a kill may be killed again. That is a kill every 8 to 11 steps, and
+     * keeps the default run within about 3 minutes.
      */
     private static final Set<String> MULTI_STEP = Set.of("CreateVolume", "CreateSnapshot", "DeleteVolume",
             "ControllerExpandVolume", "NodeStageVolume", "NodeUnstageVolume");

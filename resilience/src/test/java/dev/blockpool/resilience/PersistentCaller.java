@@ -17,6 +17,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
 
@@ -41,6 +43,8 @@ final class PersistentCaller implements AutoCloseable {
     private static final double KILL_WINDOW = 1.15;
     private static final Duration GIVE_UP_AFTER = Duration.ofMinutes(2);
     private static final Duration TRANSIENT_BACKOFF = Duration.ofMillis(100);
+    /** Once the driver is killed and the client closed, every call still in flight fails at once; far longer is a hang. */
+    private static final Duration UNANSWERED_AFTER_KILL = Duration.ofSeconds(10);
 
     /** A kill: when it fell relative to the call, and what the host showed right after it. */
     record Kill(String when, HostInspector.KillPoint point) {
@@ -69,8 +73,7 @@ final class PersistentCaller implements AutoCloseable {
     private final Map<String, Double> typicalNanos = new HashMap<>();
     /** The driver start at which each type of call was last sent: the first after a start is a cold one. */
     private final Map<String, Integer> lastSentAtStart = new HashMap<>();
-    private final ExecutorService inFlight = Executors.newSingleThreadExecutor(
-            Thread.ofPlatform().name("call-in-flight").daemon().factory());
+    private ExecutorService inFlight = newInFlightExecutor();
 
     PersistentCaller(CrashableDriver driver, Function<Operation, HostInspector.KillPoint> killPoints) {
         this.driver = driver;
@@ -132,7 +135,16 @@ final class PersistentCaller implements AutoCloseable {
                 timing.substring(call.type().length()), answered ? "after the answer had come"
                         : "while the call was in flight"), killPoints.apply(call)));
         try {
-            return new Attempt(Optional.of(sent.get()), Optional.empty(), true);
+            return new Attempt(Optional.of(sent.get(UNANSWERED_AFTER_KILL.toMillis(), TimeUnit.MILLISECONDS)),
+                    Optional.empty(), true);
+        } catch (TimeoutException e) {
+            // A call that started just as the kill closed the client can wait forever: its deadline
+            // timer would have run on the client's event loop, which is gone. It never reached the
+            // driver (also gone): no answer. Its thread is interrupted, and replaced if it stays stuck.
+            sent.cancel(true);
+            inFlight.shutdownNow();
+            inFlight = newInFlightExecutor();
+            return Attempt.lost(Optional.empty());
         } catch (ExecutionException e) {
             if (!answered) {
                 // Whatever failed after the kill is the connection dying, or (when the kill came before the
@@ -162,6 +174,10 @@ final class PersistentCaller implements AutoCloseable {
 
     private void learn(String timing, long nanos) {
         typicalNanos.merge(timing, (double) nanos, (old, now) -> 0.8 * old + 0.2 * now);
+    }
+
+    private static ExecutorService newInFlightExecutor() {
+        return Executors.newSingleThreadExecutor(Thread.ofPlatform().name("call-in-flight").daemon().factory());
     }
 
     @Override
