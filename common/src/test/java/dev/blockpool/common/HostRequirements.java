@@ -33,4 +33,19 @@ public final class HostRequirements {
                 || Files.isExecutable(Path.of("/usr/bin", name)) || Files.isExecutable(Path.of("/bin", name));
         assumeTrue(found, "skipped: `" + name + "` is not installed");
     }
+
+    /** CAP_SYS_RESOURCE: online ext4 growth (resize2fs of a mounted filesystem) needs it. */
+    public static final int CAP_SYS_RESOURCE = 24;
+
+    /** Whether this process has the capability in its effective set (children inherit it). */
+    public static boolean hasCapability(int capability) {
+        try {
+            String line = Files.readAllLines(Path.of("/proc/self/status")).stream()
+                    .filter(l -> l.startsWith("CapEff:")).findFirst().orElse("CapEff: 0");
+            long effective = Long.parseUnsignedLong(line.substring("CapEff:".length()).strip(), 16);
+            return (effective & (1L << capability)) != 0;
+        } catch (java.io.IOException e) {
+            return false;
+        }
+    }
 }

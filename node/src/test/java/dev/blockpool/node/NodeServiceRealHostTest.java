@@ -334,7 +334,7 @@ class NodeServiceRealHostTest {
     @ValueSource(strings = {"ext4", "xfs"})
     void onlineExpansionIsVisibleInStatfsAndStatsMatchDf(String fsType) throws IOException {
         if (fsType.equals("ext4")) {
-            assumeTrue(RealHost.hasCapability(RealHost.CAP_SYS_RESOURCE),
+            assumeTrue(HostRequirements.hasCapability(HostRequirements.CAP_SYS_RESOURCE),
                     "skipped: growing a mounted ext4 needs CAP_SYS_RESOURCE, which this process lacks");
         }
         Volume volume = createVolume("grow-" + fsType, 512 * MiB, fsType, AccessType.MOUNT);

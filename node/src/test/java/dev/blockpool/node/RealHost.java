@@ -46,20 +46,6 @@ final class RealHost {
         return LOOPS.list().stream().filter(l -> l.backingFile().equals(wanted)).toList();
     }
 
-    static final int CAP_SYS_RESOURCE = 24;
-
-    /** Whether this process has the capability in its effective set (from /proc/self/status). */
-    static boolean hasCapability(int capability) {
-        try {
-            String line = Files.readAllLines(Path.of("/proc/self/status")).stream()
-                    .filter(l -> l.startsWith("CapEff:")).findFirst().orElse("CapEff: 0");
-            long effective = Long.parseUnsignedLong(line.substring("CapEff:".length()).strip(), 16);
-            return (effective & (1L << capability)) != 0;
-        } catch (IOException e) {
-            return false;
-        }
-    }
-
     static String run(String... command) {
         return RUNNER.runChecked(command).stdout();
     }

@@ -130,7 +130,7 @@ class CrashTest {
         Random operationRandom = new Random(seeds.nextLong());
         killRandom = new Random(seeds.nextLong());
         model = new CallerModel(dir);
-        boolean growsExt4 = HostInspector.hasCapability(HostInspector.CAP_SYS_RESOURCE);
+        boolean growsExt4 = HostRequirements.hasCapability(HostRequirements.CAP_SYS_RESOURCE);
         if (!growsExt4) {
             System.out.println("crash: no CAP_SYS_RESOURCE here, which online resize2fs needs (as does the driver, "
                     + "which inherits this test's capabilities): NodeExpandVolume is sent for block volumes only");

@@ -8,6 +8,7 @@ import csi.v1.Csi;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
 import csi.v1.IdentityGrpc;
 import csi.v1.NodeGrpc;
+import dev.blockpool.common.HostRequirements;
 import dev.blockpool.csi.RawRequests;
 import dev.blockpool.csi.StatusAssertions;
 import io.grpc.CallOptions;
@@ -46,7 +47,8 @@ final class Fuzzer {
     private static final Pattern JAVA_CLASS = Pattern.compile(StatusAssertions.JAVA_CLASS_NAME);
     private static final Set<String> PATH_FIELDS = Set.of("staging_target_path", "target_path", "volume_path");
     private static final long DEADLINE_SECONDS = 30;
-    private static final boolean CAN_GROW_MOUNTED_FILESYSTEMS = hasCapability(24); // CAP_SYS_RESOURCE
+    private static final boolean CAN_GROW_MOUNTED_FILESYSTEMS =
+            HostRequirements.hasCapability(HostRequirements.CAP_SYS_RESOURCE);
     /** Requests that change nothing: the only ones a raw connection sends whole and then walks away from. */
     private static final List<String> READ_ONLY = List.of("csi.v1.Node/NodeGetCapabilities", "csi.v1.Node/NodeGetInfo",
             "csi.v1.Controller/GetCapacity", "csi.v1.Controller/ListVolumes",
@@ -787,17 +789,6 @@ final class Fuzzer {
         if (!scratch.isEmpty()) {
             violations.add(sent, "changed the kubelet tree outside the requested paths", "-", "end of the run",
                     describe(scratch));
-        }
-    }
-
-    /** Whether this process has the capability in its effective set; the driver, its child, inherits it. */
-    private static boolean hasCapability(int capability) {
-        try {
-            String line = Files.readAllLines(Path.of("/proc/self/status")).stream()
-                    .filter(l -> l.startsWith("CapEff:")).findFirst().orElse("CapEff: 0");
-            return (Long.parseUnsignedLong(line.substring("CapEff:".length()).strip(), 16) & (1L << capability)) != 0;
-        } catch (IOException e) {
-            return false;
         }
     }
 

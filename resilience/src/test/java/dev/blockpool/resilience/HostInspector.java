@@ -78,20 +78,6 @@ final class HostInspector {
         return result.ok() && !result.stdout().isBlank() ? result.stdout().strip() : "none";
     }
 
-    static final int CAP_SYS_RESOURCE = 24;
-
-    /** Whether this process has the capability in its effective set; the driver, its child, inherits them. */
-    static boolean hasCapability(int capability) {
-        try {
-            String line = Files.readAllLines(Path.of("/proc/self/status")).stream()
-                    .filter(l -> l.startsWith("CapEff:")).findFirst().orElse("CapEff: 0");
-            long effective = Long.parseUnsignedLong(line.substring("CapEff:".length()).strip(), 16);
-            return (effective & (1L << capability)) != 0;
-        } catch (IOException e) {
-            return false;
-        }
-    }
-
     /**
      * What a read-only check ({@code e2fsck -f -n}) finds wrong with the ext4 filesystem in a
      * volume's image, which must not be in use; empty when it is clean or the image holds none.
