@@ -1,5 +1,6 @@
 package dev.blockpool.host;
 
+import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.nio.file.Path;
 

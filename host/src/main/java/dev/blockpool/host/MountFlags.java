@@ -1,5 +1,6 @@
 package dev.blockpool.host;
 
+import dev.blockpool.common.Libc;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

@@ -1,5 +1,6 @@
 package dev.blockpool.host;
 
+import dev.blockpool.common.Libc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

@@ -1,4 +1,4 @@
-package dev.blockpool.host;
+package dev.blockpool.common;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -15,40 +15,46 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
 
 /**
- * The few Linux system calls the node makes itself, through Java's foreign function API (no JNI
- * library to ship): opening a path without following any symlink, mount(2), umount2(2),
- * statx(2). Each failure is an {@link ErrnoException} carrying errno and the system's words.
+ * The Linux system calls the driver makes itself, through Java's foreign function API (no JNI
+ * library to ship): opening a path (also without following any symlink), mount(2), umount2(2),
+ * statx(2), ioctl(2). The one place that knows the C library's calls and constants; each failure
+ * is an {@link ErrnoException} carrying errno and the system's words.
  */
-final class Libc {
+public final class Libc {
 
-    static final int O_PATH = 0x200000;
-    static final int O_NOFOLLOW = 0x20000;
-    static final int O_DIRECTORY = 0x10000;
-    static final int O_CLOEXEC = 0x80000;
-    static final int EBUSY = 16;
-    static final int EINVAL = 22;
-    static final int ENOSYS = 38;
-    static final int ELOOP = 40;
+    public static final int O_RDONLY = 0;
+    public static final int O_WRONLY = 1;
+    public static final int O_RDWR = 2;
+    public static final int O_CREAT = 0x40;
+    public static final int O_EXCL = 0x80;
+    public static final int O_PATH = 0x200000;
+    public static final int O_NOFOLLOW = 0x20000;
+    public static final int O_DIRECTORY = 0x10000;
+    public static final int O_CLOEXEC = 0x80000;
+    public static final int EBUSY = 16;
+    public static final int EINVAL = 22;
+    public static final int ENOSYS = 38;
+    public static final int ELOOP = 40;
 
-    static final long MS_RDONLY = 1;
-    static final long MS_NOSUID = 2;
-    static final long MS_NODEV = 4;
-    static final long MS_NOEXEC = 8;
-    static final long MS_SYNCHRONOUS = 16;
-    static final long MS_REMOUNT = 32;
-    static final long MS_DIRSYNC = 128;
-    static final long MS_NOATIME = 1024;
-    static final long MS_NODIRATIME = 2048;
-    static final long MS_BIND = 4096;
-    static final long MS_RELATIME = 1L << 21;
-    static final long MS_STRICTATIME = 1L << 24;
-    static final long MS_LAZYTIME = 1L << 25;
-    static final int MNT_DETACH = 2;
-    static final int UMOUNT_NOFOLLOW = 8;
+    public static final long MS_RDONLY = 1;
+    public static final long MS_NOSUID = 2;
+    public static final long MS_NODEV = 4;
+    public static final long MS_NOEXEC = 8;
+    public static final long MS_SYNCHRONOUS = 16;
+    public static final long MS_REMOUNT = 32;
+    public static final long MS_DIRSYNC = 128;
+    public static final long MS_NOATIME = 1024;
+    public static final long MS_NODIRATIME = 2048;
+    public static final long MS_BIND = 4096;
+    public static final long MS_RELATIME = 1L << 21;
+    public static final long MS_STRICTATIME = 1L << 24;
+    public static final long MS_LAZYTIME = 1L << 25;
+    public static final int MNT_DETACH = 2;
+    public static final int UMOUNT_NOFOLLOW = 8;
 
-    static final int S_IFMT = 0xF000;
-    static final int S_IFDIR = 0x4000;
-    static final int S_IFREG = 0x8000;
+    public static final int S_IFMT = 0xF000;
+    public static final int S_IFDIR = 0x4000;
+    public static final int S_IFREG = 0x8000;
 
     private static final int AT_FDCWD = -100;
     private static final int AT_EMPTY_PATH = 0x1000;
@@ -66,6 +72,10 @@ final class Libc {
             FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG), 1);
     private static final MethodHandle OPENAT = function("openat",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), 3);
+    private static final MethodHandle IOCTL_POINTER = function("ioctl",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS), 2);
+    private static final MethodHandle IOCTL_VALUE = function("ioctl",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG), 2);
     private static final MethodHandle CLOSE = function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT), -1);
     private static final MethodHandle MOUNT = function("mount",
             FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS), -1);
@@ -77,7 +87,7 @@ final class Libc {
             LINKER.defaultLookup().find("strerror").orElseThrow(), FunctionDescriptor.of(ADDRESS, JAVA_INT));
 
     /** A failed system call: errno and the system's description of it. */
-    static final class ErrnoException extends RuntimeException {
+    public static final class ErrnoException extends RuntimeException {
         private final int errno;
 
         ErrnoException(int errno) {
@@ -85,18 +95,18 @@ final class Libc {
             this.errno = errno;
         }
 
-        int errno() {
+        public int errno() {
             return errno;
         }
     }
 
     /** The type and size of an open file, from statx(2). */
-    record Stat(int mode, long size) {
-        boolean isDirectory() {
+    public record Stat(int mode, long size) {
+        public boolean isDirectory() {
             return (mode & S_IFMT) == S_IFDIR;
         }
 
-        boolean isRegularFile() {
+        public boolean isRegularFile() {
             return (mode & S_IFMT) == S_IFREG;
         }
     }
@@ -109,7 +119,7 @@ final class Libc {
      * (openat2's RESOLVE_NO_SYMLINKS; on kernels before 5.6, O_NOFOLLOW for the last name), so
      * what is opened is exactly the object at that path, never a symlink's destination.
      */
-    static int openPathNoSymlinks(String path, boolean directory) {
+    public static int openPathNoSymlinks(String path, boolean directory) {
         int flags = O_PATH | O_CLOEXEC | O_NOFOLLOW | (directory ? O_DIRECTORY : 0);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CALL_STATE);
@@ -133,7 +143,44 @@ final class Libc {
         }
     }
 
-    static void close(int fd) {
+    /** open(2) of {@code path} with {@code flags} (O_CLOEXEC added) and {@code mode} for a created file. */
+    public static int open(String path, int flags, int mode) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            return check((int) OPENAT.invokeExact(state, AT_FDCWD, arena.allocateFrom(path), flags | O_CLOEXEC, mode),
+                    state);
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("openat could not be called", t);
+        }
+    }
+
+    /** ioctl(2) whose argument is a pointer to {@code argument} (a struct the caller lays out). */
+    public static int ioctl(int fd, long request, MemorySegment argument) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            return check((int) IOCTL_POINTER.invokeExact(state, fd, request, argument), state);
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("ioctl could not be called", t);
+        }
+    }
+
+    /** ioctl(2) whose argument is a plain integer (a descriptor, a flag, or unused). */
+    public static int ioctl(int fd, long request, long argument) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            return check((int) IOCTL_VALUE.invokeExact(state, fd, request, argument), state);
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("ioctl could not be called", t);
+        }
+    }
+
+    public static void close(int fd) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CALL_STATE);
             int ignored = (int) CLOSE.invokeExact(state, fd);
@@ -142,7 +189,7 @@ final class Libc {
         }
     }
 
-    static Stat stat(int fd) {
+    public static Stat stat(int fd) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CALL_STATE);
             MemorySegment buffer = arena.allocate(256, 8); // struct statx
@@ -157,7 +204,7 @@ final class Libc {
     }
 
     /** mount(2); a null source, type or data is passed as NULL. */
-    static void mount(String source, String target, String type, long flags, String data) {
+    public static void mount(String source, String target, String type, long flags, String data) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CALL_STATE);
             check((int) MOUNT.invokeExact(state, string(arena, source), arena.allocateFrom(target),
@@ -169,7 +216,7 @@ final class Libc {
         }
     }
 
-    static void umount2(String target, int flags) {
+    public static void umount2(String target, int flags) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CALL_STATE);
             check((int) UMOUNT2.invokeExact(state, arena.allocateFrom(target), flags), state);
@@ -181,11 +228,11 @@ final class Libc {
     }
 
     /** The path through which the kernel reaches exactly the object behind an open descriptor. */
-    static String fdPath(int fd) {
+    public static String fdPath(int fd) {
         return "/proc/self/fd/" + fd;
     }
 
-    static String strerror(int errno) {
+    public static String strerror(int errno) {
         try {
             MemorySegment text = (MemorySegment) STRERROR.invokeExact(errno);
             return text.reinterpret(1024).getString(0);
