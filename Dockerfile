@@ -79,10 +79,16 @@ RUN apt-get update \
 
 COPY --from=build /opt/java /opt/java
 COPY --from=build /src/driver/target/blockpool-csi.jar /opt/blockpool/lib/blockpool-csi.jar
-# The launcher and the Java 25 search it runs, which finds /opt/java.
-COPY bin/blockpool-csi bin/java25-home /opt/blockpool/bin/
+# The launcher, its JVM options and the Java 25 search it runs, which finds /opt/java.
+COPY bin/blockpool-csi bin/java25-home bin/jvm.options /opt/blockpool/bin/
 ENV JAVA_HOME=/opt/java \
     PATH=/opt/blockpool/bin:/opt/java/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# The ahead-of-time cache (JEP 483/514/515) the launcher uses: recorded here, by the
+# runtime that will use it, from the driver's training run (AotTraining: unprivileged,
+# no loop device, no mount). It roughly halves the time from start to ready.
+RUN java @/opt/blockpool/bin/jvm.options -XX:AOTCacheOutput=/opt/blockpool/lib/blockpool-csi.aot \
+      -Xlog:aot=error -cp /opt/blockpool/lib/blockpool-csi.jar dev.blockpool.driver.AotTraining \
+ && test -s /opt/blockpool/lib/blockpool-csi.aot
 
 # Runs as root: the node plugin attaches loop devices and mounts file systems (in a
 # privileged container), the controller writes the pool's image files.

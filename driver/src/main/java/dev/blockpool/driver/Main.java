@@ -19,6 +19,7 @@ import org.slf4j.LoggerFactory;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /** The {@code blockpool-csi} command line. */
 @Command(name = "blockpool-csi", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
@@ -63,11 +64,16 @@ public final class Main implements Callable<Integer> {
             description = "How long SIGTERM waits for in-flight calls (default: ${DEFAULT-VALUE}).")
     int shutdownGraceSeconds;
 
+    /** The parsed command line, injected by picocli: building its model again costs start-up time. */
+    @Spec
+    CommandLine.Model.CommandSpec spec;
+
     public static void main(String[] args) {
         System.exit(run(args));
     }
 
     static int run(String... args) {
+        configureNetty();
         CommandLine commandLine = new CommandLine(new Main()).setCaseInsensitiveEnumValuesAllowed(true);
         commandLine.setParameterExceptionHandler((e, ignored) -> {
             PrintWriter err = e.getCommandLine().getErr();
@@ -108,8 +114,16 @@ public final class Main implements Callable<Integer> {
         return 0;
     }
 
+    /**
+     * The Netty inside grpc-netty-shaded reads its settings once, when its classes initialise, so
+     * they are set before any is used. Its Flight Recorder events are off: the driver records
+     * none, and checking for them loads the JFR module at every start.
+     */
+    static void configureNetty() {
+        System.getProperties().putIfAbsent("io.grpc.netty.shaded.io.netty.jfr.enabled", "false");
+    }
+
     private DriverConfig validate() throws IOException {
-        CommandLine.Model.CommandSpec spec = new CommandLine(this).getCommandSpec();
         if (endpoint == null) {
             throw new CommandLine.ParameterException(spec.commandLine(),
                     "no endpoint given: pass --endpoint or set CSI_ENDPOINT");
