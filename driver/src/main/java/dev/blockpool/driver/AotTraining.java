@@ -60,7 +60,7 @@ public final class AotTraining {
         int status = 0;
         try {
             awaitReady(IdentityGrpc.newBlockingStub(channel), driver);
-            for (int round = 0; round < 20; round++) {
+            for (int round = 0; round < Integer.getInteger("rounds", 20); round++) {
                 exercise(channel, work, round);
             }
         } catch (RuntimeException | InterruptedException e) {

@@ -52,9 +52,11 @@ public final class Driver {
     }
 
     /** A started driver: its server, and what must stop with it. */
-    public record Running(UnixSocketServer server, Optional<ScheduledExecutorService> reconcile) {
+    public record Running(UnixSocketServer server, Optional<ScheduledExecutorService> reconcile,
+                          IdleMemoryRelease memory) {
         public void stop(Duration grace) {
             reconcile.ifPresent(ExecutorService::shutdownNow);
+            memory.close();
             server.stop(grace);
         }
     }
@@ -88,15 +90,16 @@ public final class Driver {
         HostReadiness readiness = HostReadiness.onThisHost(config.poolDir(), tools);
         services.add(new IdentityService(config.driverName(), version, capabilities, readiness).bindService());
 
+        IdleMemoryRelease memory = IdleMemoryRelease.start();
         UnixSocketServer server = UnixSocketServer.start(config.endpoint(), services,
-                List.of(new StatusInterceptor(), new CallLoggingInterceptor()));
+                List.of(new StatusInterceptor(), new CallLoggingInterceptor(), memory));
         // A crash shortly before a restart leaves files too young for the start-up reconcile.
         // Only the controller repeats it: node plugins sharing the pool leave it to the one controller.
         Optional<ScheduledExecutorService> reconcile = config.mode().servesController()
                 ? Optional.of(scheduleReconcile(pool, locks)) : Optional.empty();
         log.info("{} {} serving {} on {} (node {}, pool {})", config.driverName(), version,
                 config.mode().name().toLowerCase(), config.endpoint(), config.nodeId(), config.poolDir());
-        return new Running(server, reconcile);
+        return new Running(server, reconcile, memory);
     }
 
     private static ScheduledExecutorService scheduleReconcile(Pool pool, OperationLocks locks) {

@@ -1,0 +1,94 @@
+package dev.blockpool.driver;
+
+import io.grpc.Metadata;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Gives the heap a burst of calls grew back to the host once the calls stop. The serial
+ * collector, chosen for its footprint (docs/performance.md), shrinks the heap only when it
+ * collects all of it, and an idle driver makes too little garbage to start such a collection: a
+ * node plugin would keep its peak for good. So when no call has come for {@link #QUIET} and the
+ * heap holds more than {@link #SLACK} beyond what it held after the last release, one full
+ * collection returns it, which is what G1's {@code G1PeriodicGCInterval} does for G1. Probes
+ * every few seconds grow the heap by little, so an idle driver is left alone. Memory the C
+ * library keeps after a burst is returned by the JVM's {@code -XX:TrimNativeHeapInterval}
+ * ({@code bin/jvm.options}).
+ */
+final class IdleMemoryRelease implements ServerInterceptor, AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(IdleMemoryRelease.class);
+    static final Duration QUIET = Duration.ofSeconds(10);
+    static final long SLACK = 16L << 20;
+
+    private final LongSupplier nanoClock;
+    private final LongSupplier committedHeap;
+    private final Runnable collect;
+    private final AtomicLong lastCall;
+    private long committedAfterRelease;
+    private final Thread watcher;
+
+    private IdleMemoryRelease(LongSupplier nanoClock, LongSupplier committedHeap, Runnable collect, boolean watch) {
+        this.nanoClock = nanoClock;
+        this.committedHeap = committedHeap;
+        this.collect = collect;
+        this.lastCall = new AtomicLong(nanoClock.getAsLong());
+        this.committedAfterRelease = committedHeap.getAsLong();
+        this.watcher = watch ? Thread.ofVirtual().name("idle-memory-release").start(this::watch) : null;
+    }
+
+    /** Watches this JVM's heap from a virtual thread until {@link #close}. */
+    static IdleMemoryRelease start() {
+        Runtime runtime = Runtime.getRuntime();
+        return new IdleMemoryRelease(System::nanoTime, runtime::totalMemory, System::gc, true);
+    }
+
+    /** For tests: nothing runs by itself; {@link #releaseIfIdle} is called by hand. */
+    static IdleMemoryRelease manual(LongSupplier nanoClock, LongSupplier committedHeap, Runnable collect) {
+        return new IdleMemoryRelease(nanoClock, committedHeap, collect, false);
+    }
+
+    @Override
+    public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
+                                                       ServerCallHandler<Q, R> next) {
+        lastCall.set(nanoClock.getAsLong());
+        return next.startCall(call, headers);
+    }
+
+    /** One look: collects when the calls have stopped and the heap grew; true when it did. */
+    synchronized boolean releaseIfIdle() {
+        boolean quiet = nanoClock.getAsLong() - lastCall.get() >= QUIET.toNanos();
+        long before = committedHeap.getAsLong();
+        if (!quiet || before <= committedAfterRelease + SLACK) {
+            return false;
+        }
+        collect.run();
+        committedAfterRelease = committedHeap.getAsLong();
+        log.debug("calls stopped: heap {} MiB -> {} MiB", before >> 20, committedAfterRelease >> 20);
+        return true;
+    }
+
+    private void watch() {
+        try {
+            while (!Thread.currentThread().isInterrupted()) {
+                Thread.sleep(QUIET.dividedBy(2));
+                releaseIfIdle();
+            }
+        } catch (InterruptedException stopped) {
+            // close()
+        }
+    }
+
+    @Override
+    public void close() {
+        if (watcher != null) {
+            watcher.interrupt();
+        }
+    }
+}
