@@ -73,12 +73,11 @@ func sectionList() {
 		return t, ids
 	}
 	// Small sparse block volumes: 1 MiB, which block access allows (a filesystem would need more).
-	// The first creates warm the driver up (JIT, caches) and are deleted, so that the empty and
-	// the full pool are compared warm.
-	_, warm := create("list-warm-")
-	for _, id := range warm {
-		p.deleteVolume(id)
-	}
+	// A thousand creates and deletes warm the driver up (JIT, caches) first, so that the empty
+	// and the full pool are compared warm.
+	parallel(1000, cfg.listClients, func(i int) {
+		p.deleteVolume(p.createVolume("list-warm-"+strconv.Itoa(i), mb, blockCap()))
+	})
 	createEmpty, _ := create("list-empty-")
 	ids := make([]string, cfg.listVolumes-sample)
 	fill := parallel(cfg.listVolumes-sample, cfg.listClients, func(i int) {

@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,14 +56,15 @@ func sectionMemory() {
 	mock.stop()
 	cpu0, children0 := bp.cpu()
 	start := time.Now()
+	var summaries []string
 	for _, access := range []string{"mount", "block"} {
-		runSanity(bp, access)
+		summaries = append(summaries, access+": "+runSanity(bp, access))
 	}
 	wall := time.Since(start)
 	cpu1, children1 := bp.cpu()
 	peak := bp.hwm()
 	bp.stop()
-	fmt.Printf("blockpool: idle RSS 3 s after ready; peak RSS (VmHWM) and CPU time over csi-sanity for mount then block volumes (%.0f s wall).\n", wall.Seconds())
+	fmt.Printf("blockpool: idle RSS 3 s after ready; peak RSS (VmHWM) and CPU time over csi-sanity for mount then block volumes\n(%.0f s wall; %s).\n", wall.Seconds(), strings.Join(summaries, ", "))
 	fmt.Printf("gomock: idle RSS only (it is no storage driver and cannot pass csi-sanity).\n\n")
 	table([]string{"process", "idle RSS", "peak RSS over csi-sanity", "CPU time (driver)", "CPU time (its mkfs, mount, ...)"}, [][]string{
 		{"blockpool", mib(bpIdle), mib(peak), fmt.Sprintf("%.1f s", (cpu1 - cpu0).Seconds()), fmt.Sprintf("%.1f s", (children1 - children0).Seconds())},
@@ -69,26 +72,28 @@ func sectionMemory() {
 		{"blockpool / gomock", ratio(float64(bpIdle), float64(mockIdle)), "", "", ""},
 	})
 
-	fmt.Printf("\nBurst: %d concurrent clients for %s of Probe, GetPluginInfo, ControllerGetCapabilities, NodeGetCapabilities,\n"+
+	fmt.Printf("\nBurst: %d concurrent clients for %.0f s of Probe, GetPluginInfo, ControllerGetCapabilities, NodeGetCapabilities,\n"+
 		"ListVolumes, NodeGetVolumeStats (a published ext4 volume), CreateVolume+DeleteVolume (1 MiB block); then RSS\n"+
-		"every second for up to %s of idle. Fresh processes.\n\n", cfg.burstClients, cfg.burst, cfg.idle)
+		"every second for up to %.0f s of idle. Fresh processes; the client shares the machine's cores with them.\n\n", cfg.burstClients, cfg.burst.Seconds(), cfg.idle.Seconds())
 	b, m := burst(blockpool), burst(gomock)
 	row := func(name string, r burstResult) []string {
 		return []string{name, strconv.FormatInt(r.calls, 10), fmt.Sprintf("%.0f", float64(r.calls)/cfg.burst.Seconds()),
-			strconv.FormatInt(r.errors, 10), mib(r.rssEnd), fmt.Sprintf("%.1f s", r.cpu.Seconds()), r.backUnder, mib(r.rssLast)}
+			strconv.FormatInt(r.errors, 10), mib(r.rssEnd), fmt.Sprintf("%.1f s", r.cpu.Seconds()), ms(r.cpuPerThousand()), r.backUnder, mib(r.rssLast)}
 	}
-	table([]string{"process", "calls", "calls/s", "errors", "RSS at end of burst", "CPU time in burst", "back under 96 MiB", "RSS at last sample"}, [][]string{
+	table([]string{"process", "calls", "calls/s", "errors", "RSS at end of burst", "CPU time in burst", "CPU per 1000 calls", "back under 96 MiB", "RSS at last sample"}, [][]string{
 		row("blockpool", b), row("gomock", m),
 		{"blockpool / gomock", "", ratio(float64(b.calls), float64(m.calls)), "", ratio(float64(b.rssEnd), float64(m.rssEnd)),
-			ratio(b.cpu.Seconds(), m.cpu.Seconds()), "", ratio(float64(b.rssLast), float64(m.rssLast))},
+			ratio(b.cpu.Seconds(), m.cpu.Seconds()), ratio(float64(b.cpuPerThousand()), float64(m.cpuPerThousand())), "",
+			ratio(float64(b.rssLast), float64(m.rssLast))},
 	})
 	if b.firstError != "" {
 		fmt.Printf("\nblockpool's first error in the burst: %s\n", b.firstError)
 	}
 }
 
-// runSanity runs csi-sanity against a running driver, with the flags of sanity-tests/run-sanity.sh.
-func runSanity(p *proc, access string) {
+// runSanity runs csi-sanity against a running driver, with the flags of sanity-tests/run-sanity.sh,
+// and returns its count of specs passed and failed.
+func runSanity(p *proc, access string) string {
 	if cfg.sanity == "" {
 		fatalf("-sanity is required")
 	}
@@ -106,6 +111,14 @@ func runSanity(p *proc, access string) {
 	if err := cmd.Run(); err != nil {
 		fatalf("csi-sanity (%s) failed: %v\n%s", access, err, tail(log, 40))
 	}
+	data, err := os.ReadFile(log)
+	must(err)
+	counts := regexp.MustCompile(`(\d+) Passed \| (\d+) Failed`).FindAllStringSubmatch(string(data), -1)
+	if len(counts) == 0 {
+		fatalf("no spec counts in csi-sanity's output:\n%s", tail(log, 20))
+	}
+	last := counts[len(counts)-1]
+	return fmt.Sprintf("%s specs passed, %s failed", last[1], last[2])
 }
 
 type burstResult struct {
@@ -114,6 +127,10 @@ type burstResult struct {
 	rssEnd, rssLast int64
 	cpu             time.Duration
 	backUnder       string
+}
+
+func (r burstResult) cpuPerThousand() time.Duration {
+	return time.Duration(float64(r.cpu) * 1000 / float64(max(r.calls, 1)))
 }
 
 const idleThresholdKiB = 96 * 1024
@@ -191,7 +208,7 @@ func burst(k kind) burstResult {
 	cpu1, _ := p.cpu()
 	r.cpu = cpu1 - cpu0
 	r.rssEnd = p.rss()
-	r.backUnder = fmt.Sprintf("not within %s", cfg.idle)
+	r.backUnder = fmt.Sprintf("not within %.0f s", cfg.idle.Seconds())
 	r.rssLast = r.rssEnd
 	for s := 0; r.rssLast >= idleThresholdKiB && time.Duration(s)*time.Second < cfg.idle; s++ {
 		time.Sleep(time.Second)
