@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -87,6 +88,7 @@ func main() {
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		s := <-signals
+		stopping.Store(true)
 		stopAll()
 		fmt.Fprintf(os.Stderr, "csibench: %v, stopped\n", s)
 		os.Exit(130)
@@ -113,7 +115,14 @@ func must(err error) {
 	}
 }
 
+// stopping is set once a signal arrived: calls then fail because their connections close, and
+// are no failures to report.
+var stopping atomic.Bool
+
 func fatalf(format string, args ...any) {
+	if stopping.Load() {
+		select {} // the signal handler exits
+	}
 	fmt.Fprintf(os.Stderr, "csibench: "+format+"\n", args...)
 	stopAll()
 	os.Exit(1)
