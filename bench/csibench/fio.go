@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -56,21 +55,7 @@ func runFio(job fioJob, file string) fioResult {
 }
 
 // cachedKiB is the host page cache (Cached: in /proc/meminfo).
-func cachedKiB() int64 {
-	f, err := os.Open("/proc/meminfo")
-	must(err)
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "Cached:"); ok {
-			n, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-			must(err)
-			return n
-		}
-	}
-	fatalf("no Cached: in /proc/meminfo")
-	return 0
-}
+func cachedKiB() int64 { return kibField("/proc/meminfo", "Cached") }
 
 // dropCaches writes back dirty pages and drops the host's clean page cache (a global, harmless
 // action: other processes only reread what they need).

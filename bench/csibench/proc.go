@@ -157,7 +157,12 @@ func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 // statusKiB reads a VmRSS/VmHWM-like field of /proc/PID/status.
 func (p *proc) statusKiB(field string) int64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.pid()))
+	return kibField(fmt.Sprintf("/proc/%d/status", p.pid()), field)
+}
+
+// kibField reads a "Field: N kB" line of a /proc file such as /proc/PID/status or /proc/meminfo.
+func kibField(path, field string) int64 {
+	f, err := os.Open(path)
 	must(err)
 	defer f.Close()
 	s := bufio.NewScanner(f)
@@ -168,7 +173,7 @@ func (p *proc) statusKiB(field string) int64 {
 			return n
 		}
 	}
-	fatalf("no %s in /proc/%d/status", field, p.pid())
+	fatalf("no %s: in %s", field, path)
 	return 0
 }
 
