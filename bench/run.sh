@@ -45,7 +45,8 @@ fi
 tools=$(sanity-tests/install-tools.sh)   # csi-sanity at its pinned version, and sudo's PATH fix-up
 command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
 # The client and the reference process, at the versions go.mod and go.sum pin; never committed.
-(cd bench/csibench && GOFLAGS=-mod=readonly go build -o "$tools/csibench" . && GOFLAGS=-mod=readonly go build -o "$tools/gomock" ./gomock)
+(cd bench/csibench && export GOFLAGS="${GOFLAGS:-} -mod=readonly" && go build -o "$tools/csibench" . && go build -o "$tools/gomock" ./gomock)
+if [[ " ${flags[*]} " == *" -h "* ]]; then exec "$tools/csibench" -h; fi
 if wants fio && ! command -v fio >/dev/null; then
   echo "bench: installing fio from Debian" >&2
   apt-get install -y -q fio >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q fio >/dev/null; }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -59,10 +60,17 @@ func listAll(p *proc, snapshots bool) (pages timings, entries int) {
 	}
 }
 
+// settle lets the filesystem write back what a series of creates or deletes left (the repository's
+// disk may be mounted with discard, which makes the next commits slow), so that a timed series
+// does not pay for the one before.
+func settle() {
+	syscall.Sync()
+	time.Sleep(2 * time.Second)
+}
+
 // sectionList: listing and creating in a pool with many volumes and snapshots, and starting on it.
 func sectionList() {
 	pool := dir("list", "pool")
-	emptyStarts := startTimes(blockpool, pool, cfg.listStarts)
 	p := launch(blockpool, "list", pool)
 	defer p.stop()
 	const sample = 100
@@ -78,6 +86,7 @@ func sectionList() {
 	parallel(1000, cfg.listClients, func(i int) {
 		p.deleteVolume(p.createVolume("list-warm-"+strconv.Itoa(i), mb, blockCap()))
 	})
+	settle()
 	createEmpty, _ := create("list-empty-")
 	ids := make([]string, cfg.listVolumes-sample)
 	fill := parallel(cfg.listVolumes-sample, cfg.listClients, func(i int) {
@@ -92,6 +101,7 @@ func sectionList() {
 		}
 	})
 	// The same number of creates on the full pool, deleted again so the pool keeps its size.
+	settle()
 	createFull, extra := create("list-full-")
 	for _, id := range extra {
 		p.deleteVolume(id)
@@ -105,7 +115,12 @@ func sectionList() {
 	}
 	rssAfter := p.rss()
 	p.stop()
-	fullStarts := startTimes(blockpool, pool, cfg.listStarts)
+	// Starts on an empty and on the full pool in turn, so that both see the same noise.
+	var emptyStarts, fullStarts timings
+	for range cfg.listStarts {
+		emptyStarts = append(emptyStarts, startTimes(blockpool, dir("list", "empty-pool"), 1)...)
+		fullStarts = append(fullStarts, startTimes(blockpool, pool, 1)...)
+	}
 
 	fmt.Printf("Filled through the driver with %d clients: %d volumes (1 MiB, block) in %.1f s, %d snapshots in %.1f s.\n"+
 		"Listing pages of 100 entries; the pool holds %d volumes and %d snapshots.\n\n",
