@@ -29,11 +29,12 @@ func sectionNode() {
 	vol.stage(dir("node", "staging", "main"))
 	targets := dir("node", "targets") // a pod's volume directory; the driver makes each target in it
 
+	var fails failures
 	var publish, unpublish timings
 	for i := range cfg.nodeIters {
 		target := filepath.Join(targets, "t"+strconv.Itoa(i))
-		publish.timed(func() { vol.publish(target) })
-		unpublish.timed(func() { vol.unpublish(target) })
+		publish.timedOrRetried(&fails, func() error { return vol.tryPublish(target) })
+		unpublish.timedOrRetried(&fails, func() error { return vol.tryUnpublish(target) })
 	}
 	// The floor: bind mount(2) and umount2(2) of one temporary directory onto another.
 	var mount, umount timings
@@ -47,11 +48,11 @@ func sectionNode() {
 	vol.publish(statsTarget)
 	var stats, statfs timings
 	for range cfg.nodeIters {
-		stats.timed(func() {
+		stats.timedOrRetried(&fails, func() error {
 			ctx, cancel := background()
 			defer cancel()
 			_, err := p.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: vol.id, VolumePath: statsTarget})
-			must(err)
+			return err
 		})
 	}
 	for range cfg.nodeIters {
@@ -65,10 +66,10 @@ func sectionNode() {
 	for i := range cfg.stageIters {
 		fresh := p.attach("fresh-"+strconv.Itoa(i), gib, ext4Cap())
 		staging, target := dir("node", "staging", "f"+strconv.Itoa(i)), filepath.Join(targets, "f"+strconv.Itoa(i))
-		stage.timed(func() { fresh.stage(staging) })
-		freshPublish.timed(func() { fresh.publish(target) })
+		stage.timedOrRetried(&fails, func() error { return fresh.tryStage(staging) })
+		freshPublish.timedOrRetried(&fails, func() error { return fresh.tryPublish(target) })
 		fresh.unpublish(target)
-		unstage.timed(fresh.unstage)
+		unstage.timedOrRetried(&fails, fresh.tryUnstage)
 		fresh.detach()
 	}
 
@@ -87,6 +88,7 @@ func sectionNode() {
 		latencyRow("NodePublishVolume (after that stage)", freshPublish, nil),
 		latencyRow("NodeUnstageVolume", unstage, nil),
 	})
+	fails.report()
 }
 
 // sectionSnapshot: CreateSnapshot of a 1 GiB volume with data on an XFS reflink pool.

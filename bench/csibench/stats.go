@@ -36,6 +36,37 @@ func (t *timings) timed(f func()) {
 	*t = append(*t, time.Since(start))
 }
 
+// failures counts the calls of a series that failed, and keeps the first error.
+type failures struct {
+	n     int
+	first error
+}
+
+// timedOrRetried times f when it succeeds. A failure is counted, not timed, and f runs once more,
+// untimed, so that the series can go on: on a shared machine the driver can trip over what other
+// processes do to the host (loop devices coming and going), and one such error should not end
+// a benchmark. A second failure in a row ends it.
+func (t *timings) timedOrRetried(fails *failures, f func() error) {
+	start := time.Now()
+	err := f()
+	if err == nil {
+		*t = append(*t, time.Since(start))
+		return
+	}
+	fails.n++
+	if fails.first == nil {
+		fails.first = err
+	}
+	must(f())
+}
+
+// report prints the count and the first error, if any failed.
+func (fails *failures) report() {
+	if fails.n > 0 {
+		fmt.Printf("\n%d calls failed and were retried (not timed); the first: %v\n", fails.n, fails.first)
+	}
+}
+
 func ms(d time.Duration) string {
 	switch {
 	case d == 0:

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/container-storage-interface/spec/lib/go/csi"
 )
 
@@ -43,6 +46,14 @@ func (p *proc) deleteVolume(id string) {
 	}
 }
 
+// onceMore runs an untimed step, and once more if it fails (see timedOrRetried), with a warning.
+func onceMore(f func() error) {
+	if err := f(); err != nil {
+		fmt.Fprintf(os.Stderr, "csibench: retrying once after: %v\n", err)
+		must(f())
+	}
+}
+
 // attached is a volume attached to this node (ControllerPublishVolume), ready to stage.
 type attached struct {
 	p              *proc
@@ -67,42 +78,54 @@ func (p *proc) attach(name string, size int64, c *csi.VolumeCapability) *attache
 	return &attached{p: p, id: id, cap: c, publishContext: resp.PublishContext}
 }
 
-func (a *attached) stage(staging string) {
+func (a *attached) stage(staging string) { onceMore(func() error { return a.tryStage(staging) }) }
+
+func (a *attached) tryStage(staging string) error {
 	ctx, cancel := background()
 	defer cancel()
 	_, err := a.p.node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: a.id,
 		PublishContext: a.publishContext, StagingTargetPath: staging, VolumeCapability: a.cap})
 	if err != nil {
-		fatalf("NodeStageVolume %s: %v", a.id, err)
+		return fmt.Errorf("NodeStageVolume %s: %w", a.id, err)
 	}
 	a.staging = staging
+	return nil
 }
 
-func (a *attached) publish(target string) {
+func (a *attached) publish(target string) { onceMore(func() error { return a.tryPublish(target) }) }
+
+func (a *attached) tryPublish(target string) error {
 	ctx, cancel := background()
 	defer cancel()
 	_, err := a.p.node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: a.id,
 		PublishContext: a.publishContext, StagingTargetPath: a.staging, TargetPath: target, VolumeCapability: a.cap})
 	if err != nil {
-		fatalf("NodePublishVolume %s: %v", a.id, err)
+		return fmt.Errorf("NodePublishVolume %s: %w", a.id, err)
 	}
+	return nil
 }
 
-func (a *attached) unpublish(target string) {
+func (a *attached) unpublish(target string) { onceMore(func() error { return a.tryUnpublish(target) }) }
+
+func (a *attached) tryUnpublish(target string) error {
 	ctx, cancel := background()
 	defer cancel()
 	if _, err := a.p.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: a.id, TargetPath: target}); err != nil {
-		fatalf("NodeUnpublishVolume %s: %v", a.id, err)
+		return fmt.Errorf("NodeUnpublishVolume %s: %w", a.id, err)
 	}
+	return nil
 }
 
-func (a *attached) unstage() {
+func (a *attached) unstage() { onceMore(func() error { return a.tryUnstage() }) }
+
+func (a *attached) tryUnstage() error {
 	ctx, cancel := background()
 	defer cancel()
 	if _, err := a.p.node.NodeUnstageVolume(ctx, &csi.NodeUnstageVolumeRequest{VolumeId: a.id, StagingTargetPath: a.staging}); err != nil {
-		fatalf("NodeUnstageVolume %s: %v", a.id, err)
+		return fmt.Errorf("NodeUnstageVolume %s: %w", a.id, err)
 	}
 	a.staging = ""
+	return nil
 }
 
 // detach unstages (if staged), unpublishes from the node and deletes the volume; not timed.
