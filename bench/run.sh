@@ -42,7 +42,8 @@ if [[ ! -f driver/target/blockpool-csi.jar ]]; then
   echo "bench: building the driver" >&2
   JAVA_HOME=$(scripts/java-home.sh) ./mvnw -B -q -DskipTests package
 fi
-tools=$(sanity-tests/install-tools.sh)   # csi-sanity at its pinned version, and sudo's PATH fix-up
+tools=$(sanity-tests/install-tools.sh)   # csi-sanity at its pinned version; its bin directory is ours too
+# sudo's secure_path drops the Go toolchain's usual home, as install-tools.sh knows.
 command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
 # The client and the reference process, at the versions go.mod and go.sum pin; never committed.
 (cd bench/csibench && export GOFLAGS="${GOFLAGS:-} -mod=readonly" && go build -o "$tools/csibench" . && go build -o "$tools/gomock" ./gomock)
