@@ -1,0 +1,133 @@
+// Command csibench is blockpool's benchmark client: it starts the real driver binary (and the
+// gomock reference process), drives it over its Unix socket with CSI calls, and prints one
+// Markdown table per section. bench/run.sh builds it, prepares the pools and cleans up; run
+// that, not this.
+//
+// Every path it mounts, unmounts or removes is under -work (its own temporary directory) or the
+// XFS pool run.sh made for it; host paths are only read (/proc).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	work, driver, mock, sanity, xfs, fio string
+	starts, burstClients                 int
+	burst, idle                          time.Duration
+	nodeIters, stageIters, snapshots     int
+	listVolumes, listSnapshots           int
+	listClients, listStarts              int
+	fioRuntime                           time.Duration
+	fioSize                              string
+}
+
+var cfg config
+
+var sections = map[string]func(){
+	"start":    sectionStart,
+	"memory":   sectionMemory,
+	"node":     sectionNode,
+	"snapshot": sectionSnapshot,
+	"list":     sectionList,
+	"fio":      sectionFio,
+}
+
+var sectionOrder = []string{"start", "memory", "node", "snapshot", "list", "fio"}
+
+func main() {
+	flag.StringVar(&cfg.work, "work", "", "the bench's own temporary directory on the disk under test (required)")
+	flag.StringVar(&cfg.driver, "driver", "", "bin/blockpool-csi (required)")
+	flag.StringVar(&cfg.mock, "mock", "", "the gomock reference binary (start and memory)")
+	flag.StringVar(&cfg.sanity, "sanity", "", "the csi-sanity binary (memory)")
+	flag.StringVar(&cfg.xfs, "xfs", "", "an empty directory on a reflink XFS filesystem the bench mounted (snapshot)")
+	flag.StringVar(&cfg.fio, "fio", "fio", "the fio binary (fio)")
+	flag.IntVar(&cfg.starts, "starts", 20, "starts measured per process (start)")
+	flag.DurationVar(&cfg.burst, "burst", 60*time.Second, "burst duration (memory)")
+	flag.DurationVar(&cfg.idle, "idle", 60*time.Second, "idle sampling after the burst (memory)")
+	flag.IntVar(&cfg.burstClients, "burst-clients", 64, "concurrent clients of the burst (memory)")
+	flag.IntVar(&cfg.nodeIters, "node-iters", 1000, "publish/unpublish and stats iterations (node)")
+	flag.IntVar(&cfg.stageIters, "stage-iters", 20, "fresh volumes staged and published (node)")
+	flag.IntVar(&cfg.snapshots, "snapshots", 50, "snapshots of the 1 GiB volume (snapshot)")
+	flag.IntVar(&cfg.listVolumes, "list-volumes", 10000, "volumes in the full pool (list)")
+	flag.IntVar(&cfg.listSnapshots, "list-snapshots", 1000, "snapshots in the full pool (list)")
+	flag.IntVar(&cfg.listClients, "list-clients", 8, "concurrent clients filling the pool (list)")
+	flag.IntVar(&cfg.listStarts, "list-starts", 3, "starts measured with the full and the empty pool (list)")
+	flag.DurationVar(&cfg.fioRuntime, "fio-runtime", 10*time.Second, "runtime of each fio job (fio)")
+	flag.StringVar(&cfg.fioSize, "fio-size", "1G", "fio file size (fio)")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: csibench -work DIR -driver PATH [flags] [%s]...\n", strings.Join(sectionOrder, "|"))
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if cfg.work == "" || cfg.driver == "" {
+		flag.Usage()
+		os.Exit(2)
+	}
+	chosen := flag.Args()
+	if len(chosen) == 0 {
+		chosen = sectionOrder
+	}
+	for _, s := range chosen {
+		if sections[s] == nil {
+			fatalf("unknown section %q (known: %s)", s, strings.Join(sectionOrder, " "))
+		}
+	}
+	// Ctrl-C or run.sh's TERM: stop the drivers we started; run.sh's trap removes the mounts,
+	// loop devices and directories under the work directory.
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := <-signals
+		stopping.Store(true)
+		stopAll()
+		fmt.Fprintf(os.Stderr, "csibench: %v, stopped\n", s)
+		os.Exit(130)
+	}()
+	for _, s := range chosen {
+		start := time.Now()
+		fmt.Printf("\n## %s\n\n", s)
+		sections[s]()
+		fmt.Printf("\n(%s: %.0f s)\n", s, time.Since(start).Seconds())
+	}
+	stopAll()
+}
+
+// dir makes (and returns) a directory under the work directory.
+func dir(parts ...string) string {
+	p := filepath.Join(append([]string{cfg.work}, parts...)...)
+	must(os.MkdirAll(p, 0o755))
+	return p
+}
+
+func must(err error) {
+	if err != nil {
+		fatalf("%v", err)
+	}
+}
+
+// stopping is set once a signal arrived: calls then fail because their connections close, and
+// are no failures to report.
+var stopping atomic.Bool
+
+func fatalf(format string, args ...any) {
+	if stopping.Load() {
+		select {} // the signal handler exits
+	}
+	fmt.Fprintf(os.Stderr, "csibench: "+format+"\n", args...)
+	stopAll()
+	os.Exit(1)
+}
+
+func background() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 2*time.Minute)
+}

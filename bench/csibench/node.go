@@ -1,0 +1,167 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"golang.org/x/sys/unix"
+)
+
+// row of a latency table: the operation's n, p50, p90, p99 and, where there is one, the kernel's
+// floor for the same work (its p50) and the ratio of the two p50s.
+func latencyRow(name string, t timings, floor timings) []string {
+	return []string{name, strconv.Itoa(len(t)), ms(t.q(.5)), ms(t.q(.9)), ms(t.q(.99)),
+		ms(floor.q(.5)), ratio(float64(t.q(.5)), float64(floor.q(.5)))}
+}
+
+var latencyHeader = []string{"operation", "n", "p50", "p90", "p99", "kernel floor p50", "ratio p50"}
+
+// cold is the first calls of a series, where caches and the JIT are cold.
+const cold = 20
+
+// sectionNode: publish/unpublish, stats, and stage+publish of fresh volumes, on real loop devices.
+func sectionNode() {
+	p := launch(blockpool, "node", dir("node", "pool"))
+	defer p.stop()
+	vol := p.attach("node", gib, ext4Cap())
+	vol.stage(dir("node", "staging", "main"))
+	targets := dir("node", "targets") // a pod's volume directory; the driver makes each target in it
+
+	var fails failures
+	var publish, unpublish timings
+	for i := range cfg.nodeIters {
+		target := filepath.Join(targets, "t"+strconv.Itoa(i))
+		publish.timedOrRetried(&fails, func() error { return vol.tryPublish(target) })
+		unpublish.timedOrRetried(&fails, func() error { return vol.tryUnpublish(target) })
+	}
+	// The floor: bind mount(2) and umount2(2) of one temporary directory onto another.
+	var mount, umount timings
+	src, dst := dir("node", "floor", "src"), dir("node", "floor", "dst")
+	for range cfg.nodeIters {
+		mount.timed(func() { must(unix.Mount(src, dst, "", unix.MS_BIND, "")) })
+		umount.timed(func() { must(unix.Unmount(dst, 0)) })
+	}
+
+	statsTarget := filepath.Join(targets, "stats")
+	vol.publish(statsTarget)
+	var stats, statfs timings
+	for range cfg.nodeIters {
+		stats.timedOrRetried(&fails, func() error {
+			ctx, cancel := background()
+			defer cancel()
+			_, err := p.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: vol.id, VolumePath: statsTarget})
+			return err
+		})
+	}
+	for range cfg.nodeIters {
+		var st unix.Statfs_t
+		statfs.timed(func() { must(unix.Statfs(statsTarget, &st)) })
+	}
+	vol.unpublish(statsTarget)
+	vol.detach()
+
+	var stage, freshPublish, unstage timings
+	for i := range cfg.stageIters {
+		fresh := p.attach("fresh-"+strconv.Itoa(i), gib, ext4Cap())
+		staging, target := dir("node", "staging", "f"+strconv.Itoa(i)), filepath.Join(targets, "f"+strconv.Itoa(i))
+		stage.timedOrRetried(&fails, func() error { return fresh.tryStage(staging) })
+		freshPublish.timedOrRetried(&fails, func() error { return fresh.tryPublish(target) })
+		fresh.unpublish(target)
+		unstage.timedOrRetried(&fails, fresh.tryUnstage)
+		fresh.detach()
+	}
+
+	fmt.Printf("One 1 GiB ext4 volume staged; NodePublishVolume + NodeUnpublishVolume to a fresh target %d times\n"+
+		"(cold: the first %d); NodeGetVolumeStats on a published target; then %d fresh 1 GiB ext4 volumes\n"+
+		"(CreateVolume + ControllerPublishVolume not timed) staged (attach, mkfs, mount), published, unstaged.\n"+
+		"Floors: bind mount(2) / umount2(2) of a temporary directory, statfs(2) of the target.\n\n",
+		cfg.nodeIters, cold, cfg.stageIters)
+	table(latencyHeader, [][]string{
+		latencyRow(fmt.Sprintf("NodePublishVolume (first %d)", cold), publish[:min(cold, len(publish))], mount[:min(cold, len(mount))]),
+		latencyRow("NodePublishVolume", publish, mount),
+		latencyRow(fmt.Sprintf("NodeUnpublishVolume (first %d)", cold), unpublish[:min(cold, len(unpublish))], umount[:min(cold, len(umount))]),
+		latencyRow("NodeUnpublishVolume", unpublish, umount),
+		latencyRow("NodeGetVolumeStats", stats, statfs),
+		latencyRow("NodeStageVolume (fresh 1 GiB ext4)", stage, nil),
+		latencyRow("NodePublishVolume (after that stage)", freshPublish, nil),
+		latencyRow("NodeUnstageVolume", unstage, nil),
+	})
+	fails.report()
+}
+
+// sectionSnapshot: CreateSnapshot of a 1 GiB volume with data on an XFS reflink pool.
+func sectionSnapshot() {
+	if cfg.xfs == "" {
+		fatalf("-xfs is required for the snapshot section")
+	}
+	pool := filepath.Join(cfg.xfs, "pool")
+	p := launch(blockpool, "snapshot", pool)
+	defer p.stop()
+	vol := p.attach("snapshot-source", gib, ext4Cap())
+	vol.stage(dir("snapshot", "staging"))
+	target := filepath.Join(dir("snapshot", "targets"), "t")
+	vol.publish(target)
+	const dataMiB = 256
+	writeData(filepath.Join(target, "data"), dataMiB)
+	vol.unpublish(target)
+	vol.unstage()
+
+	var create, del timings
+	var ids []string
+	for i := range cfg.snapshots {
+		create.timed(func() {
+			ctx, cancel := background()
+			defer cancel()
+			resp, err := p.ctl.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{SourceVolumeId: vol.id, Name: "snap-" + strconv.Itoa(i)})
+			must(err)
+			ids = append(ids, resp.Snapshot.SnapshotId)
+		})
+	}
+	for _, id := range ids {
+		del.timed(func() {
+			ctx, cancel := background()
+			defer cancel()
+			_, err := p.ctl.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: id})
+			must(err)
+		})
+	}
+	// The floor: FICLONE of the volume's image (read only; the pool layout is in the README)
+	// into a new file beside the pool, then unlink(2).
+	image := filepath.Join(pool, "volumes", vol.id+".img")
+	clones := filepath.Join(cfg.xfs, "floor")
+	must(mkdirAll(clones))
+	var clone, unlink timings
+	for i := range cfg.snapshots {
+		path := filepath.Join(clones, "c"+strconv.Itoa(i))
+		clone.timed(func() { must(ficlone(image, path)) })
+	}
+	for i := range cfg.snapshots {
+		unlink.timed(func() { must(unix.Unlink(filepath.Join(clones, "c"+strconv.Itoa(i)))) })
+	}
+	vol.detach()
+
+	fmt.Printf("A 1 GiB ext4 volume with %d MiB written, on a pool on XFS (reflink=1, on a loop device over a file on\n"+
+		"the disk); CreateSnapshot of it %d times, then DeleteSnapshot of each. Floor: ioctl(FICLONE) of its image\n"+
+		"into a new file on the same XFS, then unlink(2).\n\n", dataMiB, cfg.snapshots)
+	table(latencyHeader, [][]string{
+		latencyRow("CreateSnapshot", create, clone),
+		latencyRow("DeleteSnapshot", del, unlink),
+	})
+}
+
+// ficlone makes dst a reflink copy of src.
+func ficlone(src, dst string) error {
+	in, err := unix.Open(src, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(in)
+	out, err := unix.Open(dst, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(out)
+	return unix.IoctlFileClone(out, in)
+}

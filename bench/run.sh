@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# blockpool's benchmark: starts the real bin/blockpool-csi, drives it over its socket with the Go
+# client in bench/csibench, and prints one Markdown table per section, with ratios measured in
+# the same run (the machine is shared and noisy, so absolute figures say less than ratios):
+#   start     process start -> first ready Probe, blockpool vs the gomock reference process
+#   memory    idle RSS; peak RSS and CPU time over csi-sanity (mount and block); a burst of
+#             cheap calls from 64 clients, then how fast RSS comes back under 96 MiB
+#   node      publish/unpublish, stats, stage+publish of fresh volumes vs mount(2)/statfs(2)
+#   snapshot  CreateSnapshot on an XFS reflink pool vs ioctl(FICLONE)
+#   list      10,000 volumes and 1,000 snapshots: listing, creating, starting on a full pool
+#   fio       fio in a published volume vs on the pool's own filesystem, and page cache growth
+#
+#   usage: sudo bench/run.sh [csibench flags] [section ...]    (all sections by default)
+#   e.g.   sudo bench/run.sh -burst 10s -idle 10s -starts 5 start memory
+#          BLOCKPOOL_JAVA_OPTS='-XX:+UseSerialGC' sudo -E bench/run.sh start memory
+# Flags go to bench/csibench (-h lists them with their defaults: durations and counts).
+#
+# Needs root (loop devices, mounts, drop_caches), Go, xfsprogs; builds the driver if its jar is
+# missing, installs csi-sanity (sanity-tests/install-tools.sh) and fio (Debian) if missing.
+# Everything it makes lives in one temporary directory under .cache/bench, on the repository's
+# disk (not tmpfs): the pools, sockets, staging and target directories, and an XFS image on a
+# loop device of its own. All of it, with every mount and loop device in it, goes on exit, also
+# on failure or Ctrl-C; nothing outside that directory is mounted, unmounted or removed.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+[[ $(id -u) -eq 0 ]] || { echo "bench: needs root (loop devices, mounts, drop_caches)" >&2; exit 1; }
+
+command="sudo bench/run.sh${1+ }$*"
+flags=() sections=()
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    -h|-help|--help) flags+=(-h); shift ;;
+    -*) [[ $# -ge 2 ]] || { echo "bench: $1 needs a value" >&2; exit 2; }; flags+=("$1" "$2"); shift 2 ;;
+    *) sections+=("$1"); shift ;;
+  esac
+done
+wants() { [[ ${#sections[@]} -eq 0 ]] || [[ " ${sections[*]} " == *" $1 "* ]]; }
+
+# --- what the bench needs -----------------------------------------------------------------------
+if [[ ! -f driver/target/blockpool-csi.jar ]]; then
+  echo "bench: building the driver" >&2
+  JAVA_HOME=$(scripts/java-home.sh) ./mvnw -B -q -DskipTests package
+fi
+tools=$(sanity-tests/install-tools.sh)   # csi-sanity at its pinned version; its bin directory is ours too
+# sudo's secure_path drops the Go toolchain's usual home, as install-tools.sh knows.
+command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
+# The client and the reference process, at the versions go.mod and go.sum pin; never committed.
+(cd bench/csibench && export GOFLAGS="${GOFLAGS:-} -mod=readonly" && go build -o "$tools/csibench" . && go build -o "$tools/gomock" ./gomock)
+if [[ " ${flags[*]} " == *" -h "* ]]; then exec "$tools/csibench" -h; fi
+if wants fio && ! command -v fio >/dev/null; then
+  echo "bench: installing fio from Debian" >&2
+  apt-get install -y -q fio >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q fio >/dev/null; }
+fi
+
+# --- the bench's own directory, and its removal -------------------------------------------------
+mkdir -p .cache/bench
+work=$(mktemp -d "$repo/.cache/bench/run.XXXXXX")
+xfs=$work/xfs xfs_loop= client=
+cleanup() {
+  set +e
+  # The client first (it stops the drivers it started), then any driver it left (pid files).
+  if [[ -n $client ]] && kill -0 "$client" 2>/dev/null; then kill -TERM "$client"; wait "$client"; fi
+  for pidfile in "$work"/pids/*; do
+    [[ -e $pidfile ]] || continue
+    pid=${pidfile##*/}
+    kill -TERM "$pid" 2>/dev/null && for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null
+  done
+  # Mounts the drivers left under the work directory (deepest first), but the XFS pool's.
+  grep -F " $work/" /proc/self/mountinfo | awk '{print $5}' | grep -vxF "$xfs" | sort -r |
+      while read -r mnt; do umount "$mnt" 2>/dev/null || umount -l "$mnt"; done
+  # Loop devices the drivers attached to images in the work directory, but the XFS pool's own.
+  losetup -n -O NAME,BACK-FILE 2>/dev/null | awk -v w="$work/" -v own="$xfs_loop" 'index($2, w) == 1 && $1 != own {print $1}' |
+      while read -r dev; do losetup -d "$dev"; done
+  if mountpoint -q "$xfs"; then umount "$xfs" || umount -l "$xfs"; fi
+  [[ -z $xfs_loop ]] || losetup -d "$xfs_loop"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The snapshot section's pool: XFS with reflink on a loop device over a sparse file in $work.
+if wants snapshot; then
+  truncate -s 8G "$work/xfs.img"
+  xfs_loop=$(losetup -f --show "$work/xfs.img")
+  mkfs.xfs -q -m reflink=1 "$xfs_loop"
+  mkdir "$xfs"
+  mount "$xfs_loop" "$xfs"
+fi
+
+# --- the run -----------------------------------------------------------------------------------
+read -r fs source < <(findmnt -n -o FSTYPE,SOURCE -T "$work")
+echo "# blockpool benchmark"
+echo
+echo "machine: $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), $(nproc) cores," \
+     "$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r);" \
+     "pools on $fs ($source); $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "driver: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench' || echo '+changes'), $("$(bin/java25-home --for bench)/bin/java" -version 2>&1 | head -1)," \
+     "BLOCKPOOL_JAVA_OPTS=${BLOCKPOOL_JAVA_OPTS:-(none)}"
+echo "command: $command"
+"$tools/csibench" -work "$work" -driver "$repo/bin/blockpool-csi" -mock "$tools/gomock" \
+    -sanity "$tools/csi-sanity" -xfs "$xfs" "${flags[@]}" "${sections[@]}" &
+client=$!
+wait "$client"
+client=
