@@ -1,5 +1,6 @@
 package dev.blockpool.host;
 
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.FsType;
 import dev.blockpool.common.StorageException;
@@ -22,8 +23,8 @@ public final class HostMounter implements Mounter {
     private final MountCalls calls;
     private final MountTable table;
 
-    public HostMounter(MountTable table) {
-        this(new LinuxMountCalls(), table);
+    public HostMounter(BlockingCalls blocking, MountTable table) {
+        this(new LinuxMountCalls(blocking), table);
     }
 
     HostMounter(MountCalls calls, MountTable table) {

@@ -15,7 +15,6 @@ import java.util.regex.Pattern;
  */
 public final class LoopAttachments {
 
-    private static final int LOOP_MAJOR = 7;
     /**
      * A bind of a device node /dev/loopN shows in mountinfo with root "/loopN" on the filesystem
      * that holds /dev (devtmpfs): the one rule for recognising a raw block publish.
@@ -145,7 +144,7 @@ public final class LoopAttachments {
         // node has gone (an ext4 or xfs mount of a directory named loopN is not one).
         boolean deviceNodeBind = boundLoopName(mount).isPresent() && !mount.fsType().startsWith("ext")
                 && !mount.fsType().equals("xfs");
-        return mount.device().major() == LOOP_MAJOR || deviceNodeBind ? MountOwner.BROKEN : MountOwner.OTHER;
+        return mount.device().major() == LoopSysfs.LOOP_MAJOR || deviceNodeBind ? MountOwner.BROKEN : MountOwner.OTHER;
     }
 
     /** The loop device behind a mount: a filesystem on it, or its device node bound there. */
@@ -154,8 +153,7 @@ public final class LoopAttachments {
         if (byNumber.isPresent()) {
             return byNumber;
         }
-        return boundLoopName(mount).flatMap(name -> loops.list().stream()
-                .filter(l -> l.name().equals(name) && sameDeviceFilesystem(l, mount)).findFirst());
+        return boundLoopName(mount).flatMap(loops::byName).filter(l -> sameDeviceFilesystem(l, mount));
     }
 
     /** Whether the mount is a bind of a loop device's node (a raw block publish). */

@@ -1,5 +1,6 @@
 package dev.blockpool.host;
 
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
 
 /**
@@ -22,9 +23,14 @@ public record NodeHost(Staging staging, Publishing publishing, VolumeStats stats
                 loops);
     }
 
-    /** The host side on this machine: mount(8), losetup(8), blkid, mkfs, fsck and the resize tools. */
+    /**
+     * The host side on this machine: blkid, mkfs, fsck and the resize tools as child processes;
+     * loop devices, mounts and statfs as system calls, each on a thread of one {@link BlockingCalls}.
+     */
     public static NodeHost onThisHost(CommandRunner runner) {
         MountTable table = new ProcMountTable();
-        return of(table, new HostLoopDevices(runner), new HostFilesystems(runner), new HostMounter(table));
+        BlockingCalls blocking = new BlockingCalls();
+        return of(table, new HostLoopDevices(blocking), new HostFilesystems(runner, blocking),
+                new HostMounter(blocking, table));
     }
 }
