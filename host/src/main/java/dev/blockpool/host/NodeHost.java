@@ -2,6 +2,7 @@ package dev.blockpool.host;
 
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.Libc;
 
 /**
  * The node's work on the host, knowing nothing of gRPC, as the node service uses it: staging,
@@ -30,6 +31,8 @@ public record NodeHost(Staging staging, Publishing publishing, VolumeStats stats
     public static NodeHost onThisHost(CommandRunner runner) {
         MountTable table = new ProcMountTable();
         BlockingCalls blocking = new BlockingCalls();
+        // In the background: the node serves at once, and its first calls find the system calls linked.
+        Thread.ofPlatform().daemon().name("libc-prepare").start(Libc::prepare);
         return of(table, new HostLoopDevices(blocking), new HostFilesystems(runner, blocking),
                 new HostMounter(blocking, table));
     }
