@@ -30,7 +30,12 @@ public interface LoopDevices {
      * a read-write one first (read-only devices next to it belong to read-only block publishes).
      */
     default Optional<LoopDevice> reusableFor(Path image) {
-        return boundTo(image).stream().filter(d -> !d.autoclear() && !d.backingFileDeleted())
+        return reusableAmong(boundTo(image));
+    }
+
+    /** {@link #reusableFor} among the devices bound to one image, read once. */
+    static Optional<LoopDevice> reusableAmong(List<LoopDevice> boundToImage) {
+        return boundToImage.stream().filter(d -> !d.autoclear() && !d.backingFileDeleted())
                 .min(java.util.Comparator.comparing(LoopDevice::readOnly));
     }
 
