@@ -221,13 +221,7 @@ final class LinuxLoopCalls implements LoopCalls {
             makeNode(node, number);
             fd = open(node, flags, "the new device node");
         }
-        Libc.Stat stat;
-        try {
-            stat = Libc.stat(fd);
-        } catch (Libc.ErrnoException e) {
-            Libc.close(fd);
-            throw StorageException.internal("cannot inspect %s: %s", node, e.getMessage());
-        }
+        Libc.Stat stat = Descriptors.statOrClose(fd, node);
         if (!stat.isBlockDevice() || stat.rdevMajor() != number.major() || stat.rdevMinor() != number.minor()) {
             Libc.close(fd);
             throw StorageException.internal("%s is not the device node of the loop device %s (%s); it is left as it is",

@@ -102,13 +102,7 @@ final class LinuxMountCalls implements MountCalls {
             }
             throw StorageException.precondition("cannot open %s to mount on it: %s", path, e.getMessage());
         }
-        Libc.Stat stat;
-        try {
-            stat = Libc.stat(fd);
-        } catch (Libc.ErrnoException e) {
-            Libc.close(fd);
-            throw StorageException.internal("cannot inspect %s: %s", path, e.getMessage());
-        }
+        Libc.Stat stat = Descriptors.statOrClose(fd, path);
         boolean fits = kind == null || (kind == TargetKind.DIRECTORY ? stat.isDirectory() : stat.isRegularFile());
         if (!fits) {
             Libc.close(fd);
