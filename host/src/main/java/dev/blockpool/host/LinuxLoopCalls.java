@@ -47,7 +47,7 @@ final class LinuxLoopCalls implements LoopCalls {
     private static final long INFO_FLAGS = 52;
     private static final long INFO_FILE_NAME = 56;
     private static final int LO_NAME_SIZE = 64;
-    /** Another process may take the free device before we bind it (EBUSY): ask for another, this often. */
+    /** Another process may take the free device before we bind it (EBUSY): ask again, this often. */
     private static final int ATTEMPTS = 32;
     private static final Duration DEADLINE = Duration.ofSeconds(30);
     /** The only device nodes this class ever makes: /dev/loopN. */
@@ -84,8 +84,9 @@ final class LinuxLoopCalls implements LoopCalls {
                         throw StorageException.internal("cannot attach %s to %s: %s", image, devDir.resolve(name),
                                 Libc.strerror(errno));
                     }
-                    log.debug("{} was taken by another process before {} was bound to it; trying another",
+                    log.debug("{} was taken by another process before {} was bound to it; trying again",
                             devDir.resolve(name), image);
+                    pause(attempt);
                 }
             } finally {
                 Libc.close(file);
@@ -128,6 +129,20 @@ final class LinuxLoopCalls implements LoopCalls {
                 Libc.close(fd);
             }
         });
+    }
+
+    /**
+     * Another binder usually has the device bound at once and the kernel offers the next one;
+     * a device held open exclusively for a while (a probe) is offered again, so the retries
+     * slow down, to a few seconds in all, as losetup's do.
+     */
+    private static void pause(int attempt) {
+        try {
+            Thread.sleep(Math.min(100, 5L * attempt));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw StorageException.internal("interrupted while looking for a free loop device");
+        }
     }
 
     /** A free device's number; the kernel adds one when none is free. */
