@@ -31,9 +31,19 @@ public record NodeHost(Staging staging, Publishing publishing, VolumeStats stats
     public static NodeHost onThisHost(CommandRunner runner) {
         MountTable table = new ProcMountTable();
         BlockingCalls blocking = new BlockingCalls();
-        // In the background: the node serves at once, and its first calls find the system calls linked.
-        Thread.ofPlatform().daemon().name("libc-prepare").start(Libc::prepare);
-        return of(table, new HostLoopDevices(blocking), new HostFilesystems(runner, blocking),
-                new HostMounter(blocking, table));
+        LoopDevices loops = new HostLoopDevices(blocking);
+        // In the background, so the node serves at once: its first calls then find the system
+        // calls linked and the readers of the mount table and loop sysfs loaded, some 100 ms
+        // they would otherwise wait. Only reads; what they find is read afresh by every call.
+        Thread.ofPlatform().daemon().name("node-host-prepare").start(() -> {
+            try {
+                Libc.prepare();
+                table.mounts();
+                loops.list();
+            } catch (RuntimeException e) {
+                // a real call meets the same failure and reports it
+            }
+        });
+        return of(table, loops, new HostFilesystems(runner, blocking), new HostMounter(blocking, table));
     }
 }
