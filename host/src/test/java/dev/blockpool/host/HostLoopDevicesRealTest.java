@@ -156,8 +156,7 @@ class HostLoopDevicesRealTest {
                 () -> inContainer.attach(image(dir, "refused.img", MiB), false))).hasMessageContaining("loop-control");
         Files.delete(dev.resolve("loop-control"));
         RUNNER.runChecked("cp", "-a", "/dev/loop-control", dev.resolve("loop-control").toString());
-        assumeThat(RUNNER.run("dd", "if=" + dev.resolve("loop-control"), "of=/dev/null", "count=0").ok())
-                .as("device nodes work in " + dir).isTrue();
+        assumeThat(deviceNodesWork(dev.resolve("loop-control"))).as("device nodes work in " + dir).isTrue();
 
         Path image = image(dir, "vol.img", 4 * MiB);
         LoopDevice device = attach(inContainer, image, false);
@@ -195,6 +194,15 @@ class HostLoopDevicesRealTest {
                 new LoopSysfs(Path.of("/sys/block"), Path.of("/dev")).directIo(l.name())).isFalse());
         assertThat(warnings.lines().filter(l -> l.contains("takes no direct I/O")).toList()).singleElement()
                 .asString().contains(ramPool.toString()).contains("page cache");
+    }
+
+    /** A filesystem mounted nodev refuses to open device nodes on it. */
+    private static boolean deviceNodesWork(Path node) {
+        try (var channel = Files.newByteChannel(node)) {
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     /** What the warn-level log (slf4j-simple writes to stderr) says while {@code work} runs. */
