@@ -4,7 +4,7 @@ import java.time.Duration;
 import java.util.List;
 
 /**
- * Runs host commands (losetup, blkid, mkfs, mount, ...): an argument array, never a shell, with
+ * Runs host commands (blkid, mkfs, e2fsck, cp, ...): an argument array, never a shell, with
  * a timeout. Behind an interface so the logic that decides what to run can be unit-tested.
  */
 public interface CommandRunner {

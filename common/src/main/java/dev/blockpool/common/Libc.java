@@ -17,8 +17,9 @@ import java.lang.invoke.VarHandle;
 /**
  * The Linux system calls the driver makes itself, through Java's foreign function API (no JNI
  * library to ship): opening a path (also without following any symlink), mount(2), umount2(2),
- * statx(2), ioctl(2). The one place that knows the C library's calls and constants; each failure
- * is an {@link ErrnoException} carrying errno and the system's words.
+ * statx(2), fstatfs(2), mknod(2), ioctl(2). The one place that knows the C library's calls and
+ * constants; each failure is an {@link ErrnoException} carrying errno and the system's words.
+ * A call that can hang on a dead filesystem is made through {@link BlockingCalls}.
  */
 public final class Libc {
 
@@ -31,8 +32,12 @@ public final class Libc {
     public static final int O_NOFOLLOW = 0x20000;
     public static final int O_DIRECTORY = 0x10000;
     public static final int O_CLOEXEC = 0x80000;
+    public static final int ENOENT = 2;
+    public static final int ENXIO = 6;
     public static final int EBUSY = 16;
+    public static final int EEXIST = 17;
     public static final int EINVAL = 22;
+    public static final int ENOTTY = 25;
     public static final int ENOSYS = 38;
     public static final int ELOOP = 40;
 
@@ -54,6 +59,7 @@ public final class Libc {
 
     public static final int S_IFMT = 0xF000;
     public static final int S_IFDIR = 0x4000;
+    public static final int S_IFBLK = 0x6000;
     public static final int S_IFREG = 0x8000;
 
     private static final int AT_FDCWD = -100;
@@ -83,6 +89,10 @@ public final class Libc {
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), -1);
     private static final MethodHandle STATX = function("statx",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS), -1);
+    private static final MethodHandle FSTATFS = function("fstatfs",
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS), -1);
+    private static final MethodHandle MKNOD = function("mknod",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG), -1);
     private static final MethodHandle STRERROR = LINKER.downcallHandle(
             LINKER.defaultLookup().find("strerror").orElseThrow(), FunctionDescriptor.of(ADDRESS, JAVA_INT));
 
@@ -100,8 +110,8 @@ public final class Libc {
         }
     }
 
-    /** The type and size of an open file, from statx(2). */
-    public record Stat(int mode, long size) {
+    /** The type and size of an open file, and the device a device node stands for, from statx(2). */
+    public record Stat(int mode, long size, int rdevMajor, int rdevMinor) {
         public boolean isDirectory() {
             return (mode & S_IFMT) == S_IFDIR;
         }
@@ -109,6 +119,18 @@ public final class Libc {
         public boolean isRegularFile() {
             return (mode & S_IFMT) == S_IFREG;
         }
+
+        public boolean isBlockDevice() {
+            return (mode & S_IFMT) == S_IFBLK;
+        }
+    }
+
+    /**
+     * A filesystem's size from statfs(2), in units of {@code fragmentSize} (f_frsize, what df(1)
+     * and {@code stat -f %S} count in): blocks, free ones, those free to unprivileged users, and inodes.
+     */
+    public record StatFs(long fragmentSize, long blocks, long freeBlocks, long availableBlocks, long inodes,
+                         long freeInodes) {
     }
 
     private Libc() {
@@ -195,11 +217,46 @@ public final class Libc {
             MemorySegment buffer = arena.allocate(256, 8); // struct statx
             check((int) STATX.invokeExact(state, fd, arena.allocateFrom(""), AT_EMPTY_PATH, STATX_TYPE | STATX_SIZE,
                     buffer), state);
-            return new Stat(Short.toUnsignedInt(buffer.get(JAVA_SHORT, 28)), buffer.get(JAVA_LONG, 40));
+            return new Stat(Short.toUnsignedInt(buffer.get(JAVA_SHORT, 28)), buffer.get(JAVA_LONG, 40),
+                    buffer.get(JAVA_INT, 128), buffer.get(JAVA_INT, 132));
         } catch (ErrnoException e) {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException("statx could not be called", t);
+        }
+    }
+
+    /** fstatfs(2) of an open descriptor (an O_PATH one will do). */
+    public static StatFs fstatfs(int fd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            // struct statfs of the 64-bit ABIs: f_type, f_bsize, f_blocks, f_bfree, f_bavail, f_files,
+            // f_ffree, f_fsid, f_namelen, f_frsize, f_flags, f_spare[4]: 8 bytes each but f_fsid's two ints.
+            MemorySegment buffer = arena.allocate(128, 8);
+            check((int) FSTATFS.invokeExact(state, fd, buffer), state);
+            long fragment = buffer.get(JAVA_LONG, 72);
+            return new StatFs(fragment != 0 ? fragment : buffer.get(JAVA_LONG, 8), buffer.get(JAVA_LONG, 16),
+                    buffer.get(JAVA_LONG, 24), buffer.get(JAVA_LONG, 32), buffer.get(JAVA_LONG, 40),
+                    buffer.get(JAVA_LONG, 48));
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("fstatfs could not be called", t);
+        }
+    }
+
+    /** mknod(2) of a block device node {@code major:minor} at {@code path}, with permission bits {@code mode}. */
+    public static void mknodBlock(String path, int mode, int major, int minor) {
+        // glibc's makedev(): the 64-bit dev_t keeps the old 8+8 bits low and the rest above.
+        long dev = ((major & 0xfffff000L) << 32) | ((major & 0xfffL) << 8) | ((minor & 0xffffff00L) << 12)
+                | (minor & 0xffL);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            check((int) MKNOD.invokeExact(state, arena.allocateFrom(path), S_IFBLK | mode, dev), state);
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("mknod could not be called", t);
         }
     }
 
@@ -224,6 +281,40 @@ public final class Libc {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException("umount2 could not be called", t);
+        }
+    }
+
+    /**
+     * Makes every call once, each failing harmlessly (an empty path, a request no descriptor
+     * knows): the first call of each downcall links it, about 100 ms in all, which would
+     * otherwise fall on the first requests a node serves.
+     */
+    public static void prepare() {
+        int fd = openPathNoSymlinks("/", true);
+        try {
+            stat(fd);
+            fstatfs(fd);
+        } finally {
+            close(fd);
+        }
+        int root = open("/", O_RDONLY | O_DIRECTORY, 0);
+        try (Arena arena = Arena.ofConfined()) {
+            ignore(() -> ioctl(root, 0, 0L));
+            ignore(() -> ioctl(root, 0, arena.allocate(8)));
+        } finally {
+            close(root);
+        }
+        ignore(() -> mount(null, "", null, 0, null));
+        ignore(() -> umount2("", UMOUNT_NOFOLLOW));
+        ignore(() -> mknodBlock("", 0, 0, 0));
+        strerror(ENOENT);
+    }
+
+    private static void ignore(Runnable call) {
+        try {
+            call.run();
+        } catch (ErrnoException e) {
+            // the failure was the point: only the call's linking was wanted
         }
     }
 

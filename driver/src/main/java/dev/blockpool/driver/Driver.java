@@ -40,8 +40,8 @@ public final class Driver {
     private static final Duration RECONCILE_SETTLE_TIME = Duration.ofMinutes(10);
 
     private static final List<String> CONTROLLER_TOOLS = List.of("cp", "fallocate");
-    private static final List<String> NODE_TOOLS = List.of("losetup", "blkid", "mount", "umount", "mkfs.ext4",
-            "mkfs.xfs", "e2fsck", "resize2fs", "xfs_growfs");
+    private static final List<String> NODE_TOOLS = List.of("blkid", "mount", "umount", "mkfs.ext4", "mkfs.xfs",
+            "e2fsck", "resize2fs", "xfs_growfs");
 
     private final DriverConfig config;
     private final String version;

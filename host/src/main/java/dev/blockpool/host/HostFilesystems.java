@@ -1,7 +1,9 @@
 package dev.blockpool.host;
 
-import dev.blockpool.common.FsType;
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.FsType;
+import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -13,7 +15,7 @@ import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** {@link Filesystems} through blkid, mkfs, e2fsck, resize2fs/xfs_growfs and stat(1). */
+/** {@link Filesystems} through blkid, mkfs, e2fsck and resize2fs/xfs_growfs, and statfs(2). */
 public final class HostFilesystems implements Filesystems {
 
     private static final Logger log = LoggerFactory.getLogger(HostFilesystems.class);
@@ -24,9 +26,11 @@ public final class HostFilesystems implements Filesystems {
     private static final Duration STATFS_TIMEOUT = Duration.ofSeconds(15);
 
     private final CommandRunner runner;
+    private final BlockingCalls blocking;
 
-    public HostFilesystems(CommandRunner runner) {
+    public HostFilesystems(CommandRunner runner, BlockingCalls blocking) {
         this.runner = runner;
+        this.blocking = blocking;
     }
 
     @Override
@@ -108,13 +112,21 @@ public final class HostFilesystems implements Filesystems {
 
     @Override
     public FsStats stats(Path path) {
-        // statfs(2) in a child process: a hung mount times out instead of blocking a gRPC thread forever.
-        CommandRunner.Result result = runner.runChecked(STATFS_TIMEOUT,
-                List.of("stat", "-f", "-c", "%S %b %f %a %c %d", path.toString()));
-        try {
-            return FsStats.parseStatFs(result.stdout());
-        } catch (IllegalArgumentException e) { // NumberFormatException included
-            throw StorageException.internal(e, "cannot read the usage of %s: %s", path, e.getMessage());
-        }
+        // On its own thread: a hung mount times out instead of blocking a gRPC thread forever.
+        return blocking.call(STATFS_TIMEOUT, "statfs(2) of " + path, () -> {
+            int fd;
+            try {
+                fd = Libc.openPathNoSymlinks(path.toString(), false);
+            } catch (Libc.ErrnoException e) {
+                throw StorageException.internal("cannot open %s to read its usage: %s", path, e.getMessage());
+            }
+            try {
+                return FsStats.of(Libc.fstatfs(fd));
+            } catch (Libc.ErrnoException e) {
+                throw StorageException.internal("cannot read the usage of %s: %s", path, e.getMessage());
+            } finally {
+                Libc.close(fd);
+            }
+        });
     }
 }

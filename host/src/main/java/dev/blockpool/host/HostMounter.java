@@ -1,5 +1,6 @@
 package dev.blockpool.host;
 
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.FsType;
 import dev.blockpool.common.StorageException;
@@ -7,7 +8,6 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -22,8 +22,8 @@ public final class HostMounter implements Mounter {
     private final MountCalls calls;
     private final MountTable table;
 
-    public HostMounter(MountTable table) {
-        this(new LinuxMountCalls(), table);
+    public HostMounter(BlockingCalls blocking, MountTable table) {
+        this(new LinuxMountCalls(blocking), table);
     }
 
     HostMounter(MountCalls calls, MountTable table) {
@@ -55,7 +55,7 @@ public final class HostMounter implements Mounter {
             calls.remountBind(target, kind, flags);
         } catch (RuntimeException e) {
             try {
-                unmount(target, false);
+                table.at(target).ifPresent(mount -> unmount(mount, false));
             } catch (RuntimeException cleanup) {
                 e.addSuppressed(cleanup);
             }
@@ -64,26 +64,26 @@ public final class HostMounter implements Mounter {
     }
 
     @Override
-    public void unmount(Path target, boolean corrupted) {
-        Optional<MountInfo> before = table.at(target);
-        if (before.isEmpty()) {
-            return;
-        }
-        log.info("unmounting {} ({})", target, before.get().source());
+    public List<MountInfo> unmount(MountInfo mount, boolean corrupted) {
+        Path target = mount.mountPoint();
+        log.info("unmounting {} ({})", target, mount.source());
         int errno = calls.unmount(target, false);
-        if (errno != 0 && corrupted && isStill(before.get())) {
+        List<MountInfo> left = table.allAt(target);
+        if (errno != 0 && corrupted && isStill(mount, left)) {
             errno = calls.unmount(target, true);
+            left = table.allAt(target);
         }
-        if (isStill(before.get())) {
+        if (isStill(mount, left)) {
             throw StorageException.internal("%s is still mounted after umount%s", target,
-                    errno == 0 ? " (mount " + before.get().mountId() + " of " + before.get().source() + ")"
+                    errno == 0 ? " (mount " + mount.mountId() + " of " + mount.source() + ")"
                             : ": " + (errno == Libc.EBUSY ? "target is busy" : Libc.strerror(errno)));
         }
+        return left;
     }
 
     /** The kernel recycles mount IDs at once, so the ID alone could name somebody else's new mount. */
-    private boolean isStill(MountInfo mount) {
-        return table.mounts().stream().anyMatch(m -> m.mountId() == mount.mountId()
-                && m.mountPoint().equals(mount.mountPoint()) && m.device().equals(mount.device()));
+    private static boolean isStill(MountInfo mount, List<MountInfo> atItsMountPoint) {
+        return atItsMountPoint.stream()
+                .anyMatch(m -> m.mountId() == mount.mountId() && m.device().equals(mount.device()));
     }
 }

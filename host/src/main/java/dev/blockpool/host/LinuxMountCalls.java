@@ -1,14 +1,34 @@
 package dev.blockpool.host;
 
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.nio.file.Path;
+import java.time.Duration;
 
-/** {@link MountCalls} through mount(2) and umount2(2) on descriptors opened without following symlinks. */
+/**
+ * {@link MountCalls} through mount(2) and umount2(2) on descriptors opened without following
+ * symlinks, each call with its opens through {@link BlockingCalls}: a path on a dead NFS pool,
+ * or a filesystem whose loop device's image is on one, can hang any of them.
+ */
 final class LinuxMountCalls implements MountCalls {
+
+    /** A mount may replay a journal and an unmount writes back what is dirty: minutes on a slow pool, yet bounded. */
+    private static final Duration DEADLINE = Duration.ofMinutes(5);
+
+    private final BlockingCalls blocking;
+
+    LinuxMountCalls(BlockingCalls blocking) {
+        this.blocking = blocking;
+    }
 
     @Override
     public void mount(String source, Path target, TargetKind kind, String type, long flags, String data) {
+        blocking.run(DEADLINE, "mount(2) of " + source + " at " + target,
+                () -> mountNow(source, target, kind, type, flags, data));
+    }
+
+    private static void mountNow(String source, Path target, TargetKind kind, String type, long flags, String data) {
         boolean bind = (flags & Libc.MS_BIND) != 0;
         // A bind's source is opened the same way, so it too is exactly what was checked.
         int sourceFd = bind ? open(Path.of(source), null) : -1;
@@ -36,6 +56,10 @@ final class LinuxMountCalls implements MountCalls {
 
     @Override
     public void remountBind(Path target, TargetKind kind, long flags) {
+        blocking.run(DEADLINE, "mount(2) to change the flags at " + target, () -> remountNow(target, flags));
+    }
+
+    private static void remountNow(Path target, long flags) {
         // Opened afresh: now the root of the new mount (for a device node's bind, the device node,
         // whatever kind the target was). It cannot have been swapped meanwhile: a mount point
         // cannot be renamed or removed.
@@ -52,12 +76,14 @@ final class LinuxMountCalls implements MountCalls {
 
     @Override
     public int unmount(Path target, boolean detach) {
-        try {
-            Libc.umount2(target.toString(), Libc.UMOUNT_NOFOLLOW | (detach ? Libc.MNT_DETACH : 0));
-            return 0;
-        } catch (Libc.ErrnoException e) {
-            return e.errno();
-        }
+        return blocking.call(DEADLINE, "umount2(2) of " + target, () -> {
+            try {
+                Libc.umount2(target.toString(), Libc.UMOUNT_NOFOLLOW | (detach ? Libc.MNT_DETACH : 0));
+                return 0;
+            } catch (Libc.ErrnoException e) {
+                return e.errno();
+            }
+        });
     }
 
     /**
@@ -76,13 +102,7 @@ final class LinuxMountCalls implements MountCalls {
             }
             throw StorageException.precondition("cannot open %s to mount on it: %s", path, e.getMessage());
         }
-        Libc.Stat stat;
-        try {
-            stat = Libc.stat(fd);
-        } catch (Libc.ErrnoException e) {
-            Libc.close(fd);
-            throw StorageException.internal("cannot inspect %s: %s", path, e.getMessage());
-        }
+        Libc.Stat stat = Descriptors.statOrClose(fd, path);
         boolean fits = kind == null || (kind == TargetKind.DIRECTORY ? stat.isDirectory() : stat.isRegularFile());
         if (!fits) {
             Libc.close(fd);

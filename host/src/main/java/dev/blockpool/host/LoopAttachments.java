@@ -15,7 +15,6 @@ import java.util.regex.Pattern;
  */
 public final class LoopAttachments {
 
-    private static final int LOOP_MAJOR = 7;
     /**
      * A bind of a device node /dev/loopN shows in mountinfo with root "/loopN" on the filesystem
      * that holds /dev (devtmpfs): the one rule for recognising a raw block publish.
@@ -30,30 +29,34 @@ public final class LoopAttachments {
         this.table = table;
     }
 
+    /** The device {@link #acquire} gave, and whether it attached it now (rather than reusing it). */
+    public record Acquired(LoopDevice device, boolean attached) {
+    }
+
     /**
      * The image's device, attached now or reused: one device per image, so that two filesystem
      * instances never write the same image. A read-write use of a read-only device is refused.
      */
-    public LoopDevice acquire(Path image, boolean readOnly) {
-        Optional<LoopDevice> existing = loops.reusableFor(image);
+    public Acquired acquire(Path image, boolean readOnly) {
+        List<LoopDevice> bound = loops.boundTo(image);
+        Optional<LoopDevice> existing = LoopDevices.reusableAmong(bound);
         if (existing.isPresent()) {
             if (existing.get().readOnly() && !readOnly) {
                 throw StorageException.precondition(
                         "the volume is attached read-only on this node (%s), a read-write use is refused",
                         existing.get().device());
             }
-            return existing.get();
+            return new Acquired(existing.get(), false);
         }
         if (!Files.isRegularFile(image)) {
             throw StorageException.notFound("the image of the volume is missing from the pool: %s", image);
         }
-        List<LoopDevice> leaving = loops.boundTo(image);
-        if (!leaving.isEmpty()) {
+        if (!bound.isEmpty()) { // none reusable: each is on its way out
             throw StorageException.precondition(
                     "the image is still bound to %s, which was detached while in use and goes away once released",
-                    leaving.stream().map(LoopDevice::device).toList());
+                    bound.stream().map(LoopDevice::device).toList());
         }
-        return loops.attach(image, readOnly);
+        return new Acquired(loops.attach(image, readOnly), true);
     }
 
     /** The device a new user of the image shares, if it has one. */
@@ -145,7 +148,7 @@ public final class LoopAttachments {
         // node has gone (an ext4 or xfs mount of a directory named loopN is not one).
         boolean deviceNodeBind = boundLoopName(mount).isPresent() && !mount.fsType().startsWith("ext")
                 && !mount.fsType().equals("xfs");
-        return mount.device().major() == LOOP_MAJOR || deviceNodeBind ? MountOwner.BROKEN : MountOwner.OTHER;
+        return mount.device().major() == LoopSysfs.LOOP_MAJOR || deviceNodeBind ? MountOwner.BROKEN : MountOwner.OTHER;
     }
 
     /** The loop device behind a mount: a filesystem on it, or its device node bound there. */
@@ -154,8 +157,7 @@ public final class LoopAttachments {
         if (byNumber.isPresent()) {
             return byNumber;
         }
-        return boundLoopName(mount).flatMap(name -> loops.list().stream()
-                .filter(l -> l.name().equals(name) && sameDeviceFilesystem(l, mount)).findFirst());
+        return boundLoopName(mount).flatMap(loops::byName).filter(l -> sameDeviceFilesystem(l, mount));
     }
 
     /** Whether the mount is a bind of a loop device's node (a raw block publish). */

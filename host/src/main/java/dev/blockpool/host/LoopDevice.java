@@ -6,7 +6,7 @@ import java.nio.file.Path;
  * A bound loop device as the kernel reports it under {@code /sys/block/loopN}.
  *
  * @param backingFileDeleted the image was unlinked while bound (sysfs appends " (deleted)")
- * @param autoclear          the device detaches itself on last close: set by {@code losetup -d}
+ * @param autoclear          the device detaches itself on last close: set by a detach (LOOP_CLR_FD)
  *                           on a device that is still open, so a device with this flag is on its
  *                           way out and is never reused
  */

@@ -13,7 +13,7 @@ public interface LoopDevices {
     /** Binds {@code image} to a free loop device. */
     LoopDevice attach(Path image, boolean readOnly);
 
-    /** Makes the device pick up a grown backing file ({@code losetup -c}); returns the device afresh. */
+    /** Makes the device pick up a grown backing file (LOOP_SET_CAPACITY); returns the device afresh. */
     LoopDevice refreshCapacity(LoopDevice device);
 
     /** Unbinds the device and checks that it is gone; a device already gone is fine. */
@@ -30,11 +30,21 @@ public interface LoopDevices {
      * a read-write one first (read-only devices next to it belong to read-only block publishes).
      */
     default Optional<LoopDevice> reusableFor(Path image) {
-        return boundTo(image).stream().filter(d -> !d.autoclear() && !d.backingFileDeleted())
+        return reusableAmong(boundTo(image));
+    }
+
+    /** {@link #reusableFor} among the devices bound to one image, read once. */
+    static Optional<LoopDevice> reusableAmong(List<LoopDevice> boundToImage) {
+        return boundToImage.stream().filter(d -> !d.autoclear() && !d.backingFileDeleted())
                 .min(java.util.Comparator.comparing(LoopDevice::readOnly));
     }
 
     default Optional<LoopDevice> byNumber(DeviceNumber number) {
         return list().stream().filter(d -> d.number().equals(number)).findFirst();
+    }
+
+    /** The bound device named {@code loopN}. */
+    default Optional<LoopDevice> byName(String name) {
+        return list().stream().filter(d -> d.name().equals(name)).findFirst();
     }
 }

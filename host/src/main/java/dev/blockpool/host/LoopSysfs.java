@@ -13,25 +13,43 @@ import java.util.stream.Stream;
 
 /**
  * The one reader of loop devices in sysfs: {@code /sys/block/loopN/{dev,size,ro}} and, while
- * the device is bound, {@code /sys/block/loopN/loop/{backing_file,autoclear}}.
+ * the device is bound, {@code /sys/block/loopN/loop/{backing_file,autoclear,dio}}; a device
+ * number leads to its name through {@code /sys/dev/block/MAJOR:MINOR}, the sibling of
+ * {@code /sys/block}.
  */
 public final class LoopSysfs {
 
+    /** The block major of every loop device (its minor depends on the module's max_part). */
+    public static final int LOOP_MAJOR = 7;
     private static final String DELETED = " (deleted)";
 
     private final Path sysBlock;
+    private final Path sysDevBlock;
     private final Path devDir;
 
     public LoopSysfs(Path sysBlock, Path devDir) {
         this.sysBlock = sysBlock;
+        this.sysDevBlock = sysBlock.resolveSibling("dev").resolve("block");
         this.devDir = devDir;
     }
 
     public List<LoopDevice> list() {
+        return scan(Optional.empty());
+    }
+
+    /**
+     * The devices bound to the image as the kernel prints it ({@link #canonical}); only their
+     * backing files are read of the others.
+     */
+    public List<LoopDevice> boundTo(Path canonicalImage) {
+        return scan(Optional.of(canonicalImage));
+    }
+
+    private List<LoopDevice> scan(Optional<Path> image) {
         List<LoopDevice> devices = new ArrayList<>();
         try (Stream<Path> entries = Files.list(sysBlock)) {
             for (Path entry : entries.filter(p -> p.getFileName().toString().startsWith("loop")).sorted().toList()) {
-                read(entry.getFileName().toString()).ifPresent(devices::add);
+                read(entry.getFileName().toString(), image).ifPresent(devices::add);
             }
         } catch (IOException e) {
             throw StorageException.io(e, "cannot list the loop devices in %s", sysBlock);
@@ -41,9 +59,57 @@ public final class LoopSysfs {
 
     /** The device named {@code loopN}, if it is bound (an unbound or vanished device is empty). */
     public Optional<LoopDevice> read(String name) {
-        Path dir = sysBlock.resolve(name);
+        return read(name, Optional.empty());
+    }
+
+    /** The bound device with this number: one link and one device read, not a scan. */
+    public Optional<LoopDevice> byNumber(DeviceNumber number) {
+        if (number.major() != LOOP_MAJOR) {
+            return Optional.empty();
+        }
+        Path link = sysDevBlock.resolve(number.toString());
+        if (!Files.isSymbolicLink(link)) {
+            return Optional.empty();
+        }
         try {
-            Optional<String> backing = readIfExists(dir.resolve("loop/backing_file"));
+            String name = Files.readSymbolicLink(link).getFileName().toString();
+            return read(name).filter(d -> d.number().equals(number));
+        } catch (IOException e) {
+            return Optional.empty(); // removed while we were reading
+        }
+    }
+
+    /** The device as it is now, if it is still bound to the same image. */
+    public Optional<LoopDevice> current(LoopDevice device) {
+        return read(device.name()).filter(d -> d.backingFile().equals(device.backingFile()));
+    }
+
+    /** The number of the device named {@code loopN}, bound or not, if the kernel has it. */
+    public Optional<DeviceNumber> deviceNumber(String name) {
+        try {
+            return readIfExists(sysBlock.resolve(name).resolve("dev")).map(DeviceNumber::parse);
+        } catch (IOException e) {
+            throw StorageException.io(e, "cannot read the loop device %s", sysBlock.resolve(name));
+        }
+    }
+
+    /** Whether the bound device does direct I/O on its backing file (LO_FLAGS_DIRECT_IO took). */
+    public boolean directIo(String name) {
+        try {
+            return "1".equals(readIfExists(sysBlock.resolve(name).resolve("loop/dio")).orElse("0"));
+        } catch (IOException e) {
+            throw StorageException.io(e, "cannot read the loop device %s", sysBlock.resolve(name));
+        }
+    }
+
+    private Optional<LoopDevice> read(String name, Optional<Path> image) {
+        Path dir = sysBlock.resolve(name);
+        Path backingFile = dir.resolve("loop/backing_file");
+        if (!Files.exists(backingFile)) {
+            return Optional.empty(); // unbound: sysfs has no loop/ directory (checked without an exception)
+        }
+        try {
+            Optional<String> backing = readIfExists(backingFile);
             if (backing.isEmpty() || backing.get().isEmpty()) {
                 return Optional.empty();
             }
@@ -51,6 +117,9 @@ public final class LoopSysfs {
             boolean deleted = file.endsWith(DELETED);
             if (deleted) {
                 file = file.substring(0, file.length() - DELETED.length());
+            }
+            if (image.isPresent() && !image.get().equals(Path.of(file))) {
+                return Optional.empty();
             }
             return Optional.of(new LoopDevice(name, devDir.resolve(name),
                     DeviceNumber.parse(Files.readString(dir.resolve("dev")).strip()),

@@ -16,14 +16,65 @@ public final class MountInfoParser {
     private MountInfoParser() {
     }
 
+    /** The fields a caller may select lines by (counted from 0): each line's device and mount point. */
+    static final int DEVICE = 2;
+    static final int MOUNT_POINT = 4;
+
     public static List<MountInfo> parse(String content) {
+        return parse(content, -1, List.of());
+    }
+
+    /**
+     * Parses the lines whose {@code field} is one of {@code values} as the kernel writes them
+     * (escaped, see {@link #escape}); the other lines are only scanned up to that field, not
+     * parsed. A {@code field} of -1 selects every line.
+     */
+    static List<MountInfo> parse(String content, int field, List<String> values) {
         List<MountInfo> mounts = new ArrayList<>();
-        for (String line : content.split("\n")) {
-            if (!line.isBlank()) {
-                mounts.add(parseLine(line));
+        int start = 0;
+        while (start < content.length()) {
+            int end = content.indexOf('\n', start);
+            if (end < 0) {
+                end = content.length();
             }
+            if (field < 0 ? !content.substring(start, end).isBlank() : fieldIsOneOf(content, start, end, field, values)) {
+                mounts.add(parseLine(content.substring(start, end)));
+            }
+            start = end + 1;
         }
         return List.copyOf(mounts);
+    }
+
+    private static boolean fieldIsOneOf(String content, int lineStart, int lineEnd, int field, List<String> values) {
+        int from = lineStart;
+        for (int i = 0; i < field; i++) {
+            from = content.indexOf(' ', from, lineEnd);
+            if (from < 0) {
+                return false;
+            }
+            from++;
+        }
+        int to = content.indexOf(' ', from, lineEnd);
+        int length = (to < 0 ? lineEnd : to) - from;
+        for (String value : values) {
+            if (length == value.length() && content.startsWith(value, from)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** A path as the kernel writes it in mountinfo: space, tab, newline and backslash octal-escaped. */
+    static String escape(String path) {
+        StringBuilder out = new StringBuilder(path.length());
+        for (int i = 0; i < path.length(); i++) {
+            char c = path.charAt(i);
+            switch (c) {
+                case ' ', '\t', '\n', '\\' -> out.append('\\').append(String.format("%03o", (int) c));
+                default -> out.append(c);
+            }
+        }
+        return out.toString();
     }
 
     static MountInfo parseLine(String line) {

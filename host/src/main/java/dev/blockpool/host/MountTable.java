@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
+import java.util.stream.Stream;
 
 /**
  * The live mount table. Every idempotency decision of the node service is taken against it,
@@ -15,14 +16,22 @@ public interface MountTable {
 
     /** The topmost mount at {@code mountPoint} (the last one listed wins when mounts are stacked). */
     default Optional<MountInfo> at(Path mountPoint) {
+        return topmost(allAt(mountPoint), mountPoint);
+    }
+
+    /**
+     * Every mount at any of the {@code mountPoints}, in the table's order (the topmost at each
+     * last): one read of the table for all of them.
+     */
+    default List<MountInfo> allAt(Path... mountPoints) {
+        List<Path> wanted = Stream.of(mountPoints).map(p -> p.toAbsolutePath().normalize()).toList();
+        return mounts().stream().filter(m -> wanted.contains(m.mountPoint())).toList();
+    }
+
+    /** The topmost of {@code mounts} at {@code mountPoint}. */
+    static Optional<MountInfo> topmost(List<MountInfo> mounts, Path mountPoint) {
         Path wanted = mountPoint.toAbsolutePath().normalize();
-        MountInfo found = null;
-        for (MountInfo mount : mounts()) {
-            if (mount.mountPoint().equals(wanted)) {
-                found = mount;
-            }
-        }
-        return Optional.ofNullable(found);
+        return mounts.stream().filter(m -> m.mountPoint().equals(wanted)).reduce((below, above) -> above);
     }
 
     /**

@@ -17,9 +17,10 @@ public interface Mounter {
     void bind(Path source, Path target, boolean readOnly, List<String> options);
 
     /**
-     * Unmounts the topmost mount at {@code target} and checks the table that it is gone. A busy
-     * mount is an error, never success. {@code corrupted} allows a lazy unmount as a last resort
-     * for a mount whose device has vanished (nothing can be flushed to it any more).
+     * Unmounts {@code mount}, the topmost at its mount point as the caller just read the table,
+     * and checks the table that it is gone; returns what is still mounted there, read afresh. A
+     * busy mount is an error, never success. {@code corrupted} allows a lazy unmount as a last
+     * resort for a mount whose device has vanished (nothing can be flushed to it any more).
      */
-    void unmount(Path target, boolean corrupted);
+    List<MountInfo> unmount(MountInfo mount, boolean corrupted);
 }

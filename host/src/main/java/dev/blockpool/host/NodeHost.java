@@ -1,6 +1,8 @@
 package dev.blockpool.host;
 
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.Libc;
 
 /**
  * The node's work on the host, knowing nothing of gRPC, as the node service uses it: staging,
@@ -22,9 +24,26 @@ public record NodeHost(Staging staging, Publishing publishing, VolumeStats stats
                 loops);
     }
 
-    /** The host side on this machine: mount(8), losetup(8), blkid, mkfs, fsck and the resize tools. */
+    /**
+     * The host side on this machine: blkid, mkfs, fsck and the resize tools as child processes;
+     * loop devices, mounts and statfs as system calls, each on a thread of one {@link BlockingCalls}.
+     */
     public static NodeHost onThisHost(CommandRunner runner) {
         MountTable table = new ProcMountTable();
-        return of(table, new HostLoopDevices(runner), new HostFilesystems(runner), new HostMounter(table));
+        BlockingCalls blocking = new BlockingCalls();
+        LoopDevices loops = new HostLoopDevices(blocking);
+        // In the background, so the node serves at once: its first calls then find the system
+        // calls linked and the readers of the mount table and loop sysfs loaded, some 100 ms
+        // they would otherwise wait. Only reads; what they find is read afresh by every call.
+        Thread.ofPlatform().daemon().name("node-host-prepare").start(() -> {
+            try {
+                Libc.prepare();
+                table.mounts();
+                loops.list();
+            } catch (RuntimeException e) {
+                // a real call meets the same failure and reports it
+            }
+        });
+        return of(table, loops, new HostFilesystems(runner, blocking), new HostMounter(blocking, table));
     }
 }

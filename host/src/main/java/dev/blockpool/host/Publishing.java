@@ -29,11 +29,13 @@ public final class Publishing {
 
     public void publishFilesystem(Path image, Path staging, Path target, boolean readOnly, List<String> flags,
                                   boolean singleWriter) {
-        MountInfo staged = table.at(staging).filter(m -> loops.ownerOf(m, image) == MountOwner.THIS_VOLUME)
+        List<MountInfo> here = table.allAt(staging, target); // one read of the table for both
+        MountInfo staged = MountTable.topmost(here, staging)
+                .filter(m -> loops.ownerOf(m, image) == MountOwner.THIS_VOLUME)
                 .orElseThrow(() -> StorageException.precondition(
                         "the volume is not staged at %s; call NodeStageVolume first", staging));
         FsType.find(staged.fsType()).ifPresent(type -> MountOptions.requireAllowedFor(flags, type));
-        Optional<MountInfo> existing = table.at(target);
+        Optional<MountInfo> existing = MountTable.topmost(here, target);
         if (existing.isPresent()) {
             if (!existing.get().device().equals(staged.device())) {
                 throw StorageException.conflict("%s already has another filesystem mounted", target);
@@ -95,15 +97,17 @@ public final class Publishing {
             return;
         }
         List<LoopDevice> unbound = new ArrayList<>();
-        for (Optional<MountInfo> mount = table.at(target); mount.isPresent(); mount = table.at(target)) {
-            MountOwner owner = loops.ownerOf(mount.get(), image);
+        for (List<MountInfo> stack = table.allAt(target); !stack.isEmpty(); ) {
+            MountInfo mount = stack.getLast();
+            MountOwner owner = loops.ownerOf(mount, image);
             if (owner == MountOwner.OTHER) { // FAILED_PRECONDITION, not ALREADY_EXISTS: see Staging.unstage
                 throw StorageException.precondition("%s holds another volume or filesystem, not this volume", target);
             }
-            if (owner == MountOwner.THIS_VOLUME && LoopAttachments.isDeviceNodeBind(mount.get())) {
-                loops.loopOf(mount.get()).ifPresent(unbound::add);
+            if (owner == MountOwner.THIS_VOLUME && LoopAttachments.isDeviceNodeBind(mount)) {
+                loops.loopOf(mount).ifPresent(unbound::add);
             }
-            mounter.unmount(target, owner == MountOwner.BROKEN || PathState.of(target) instanceof PathState.Broken);
+            stack = mounter.unmount(mount,
+                    owner == MountOwner.BROKEN || PathState.of(target) instanceof PathState.Broken);
         }
         MountPoints.removeUnmounted(target);
         unbound.forEach(device -> loops.releaseReadOnlyCopy(image, device));

@@ -33,7 +33,8 @@ public final class SafeFormatAndMount {
      * formatted. A volume has one staging path on a node: one staged elsewhere is refused.
      */
     public void mountStaged(Path image, Path staging, FilesystemRequest request) {
-        if (table.at(staging).isEmpty()) {
+        Optional<MountInfo> existing = table.at(staging);
+        if (existing.isEmpty()) {
             List<Path> elsewhere = loops.usersOf(image).stream().filter(m -> !LoopAttachments.isDeviceNodeBind(m))
                     .map(MountInfo::mountPoint).toList();
             if (!elsewhere.isEmpty()) {
@@ -41,7 +42,7 @@ public final class SafeFormatAndMount {
                         + "unstage it there first", elsewhere);
             }
         }
-        mount(image, staging, request, request.readOnly());
+        mount(image, staging, existing, request, request.readOnly());
     }
 
     /**
@@ -49,18 +50,19 @@ public final class SafeFormatAndMount {
      * when the pod is to see it read-only; only the mount is read-only then.
      */
     public void mountInline(Path image, Path target, FilesystemRequest request) {
-        mount(image, target, request, false);
+        mount(image, target, table.at(target), request, false);
     }
 
-    private void mount(Path image, Path mountPoint, FilesystemRequest request, boolean readOnlyDevice) {
-        Optional<MountInfo> existing = table.at(mountPoint);
+    /** {@code existing}: what the table has at {@code mountPoint}, read by the caller for this call. */
+    private void mount(Path image, Path mountPoint, Optional<MountInfo> existing, FilesystemRequest request,
+                       boolean readOnlyDevice) {
         if (existing.isPresent()) {
             requireSameMount(existing.get(), image, mountPoint, request);
             return;
         }
         MountPoints.createDirectory(mountPoint);
-        boolean attached = loops.reusable(image).isEmpty();
-        LoopDevice loop = loops.acquire(image, readOnlyDevice);
+        LoopAttachments.Acquired acquired = loops.acquire(image, readOnlyDevice);
+        LoopDevice loop = acquired.device();
         try {
             FsType type = prepare(loop, request, readOnlyDevice);
             MountOptions.requireAllowedFor(request.flags(), type);
@@ -68,7 +70,7 @@ public final class SafeFormatAndMount {
                     ? Stream.concat(request.flags().stream(), Stream.of("ro")).toList() : request.flags();
             mounter.mount(loop.device(), mountPoint, type, options);
         } catch (RuntimeException e) {
-            if (attached) {
+            if (acquired.attached()) {
                 loops.detachAfter(e, loop);
             }
             throw e;

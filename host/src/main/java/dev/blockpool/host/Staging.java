@@ -69,7 +69,8 @@ public final class Staging {
                             published);
                 }
             }
-            mounter.unmount(staging, owner == MountOwner.BROKEN || PathState.of(staging) instanceof PathState.Broken);
+            mounter.unmount(mount.get(),
+                    owner == MountOwner.BROKEN || PathState.of(staging) instanceof PathState.Broken);
         }
         loops.releaseAll(image);
     }

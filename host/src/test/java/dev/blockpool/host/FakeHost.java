@@ -125,9 +125,9 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
     }
 
     @Override
-    public void unmount(Path target, boolean corrupted) {
-        MountInfo top = at(target).orElseThrow();
-        log.add("umount " + target.getFileName());
-        mounts.remove(top);
+    public List<MountInfo> unmount(MountInfo mount, boolean corrupted) {
+        log.add("umount " + mount.mountPoint().getFileName());
+        mounts.remove(mount);
+        return allAt(mount.mountPoint());
     }
 }

@@ -70,7 +70,7 @@ class HostMounterTest {
     @Test
     void aBusyMountIsAnErrorAndNeverLazilyDetachedWhenHealthy() {
         HostMounter mounter = new HostMounter(kernel(() -> Libc.EBUSY), table);
-        assertInternal(() -> mounter.unmount(TARGET, false), "target is busy");
+        assertInternal(() -> mounter.unmount(mounts.getFirst(), false), "target is busy");
         assertThat(calls).containsExactly("umount " + TARGET);
         assertThat(mounts).hasSize(1);
     }
@@ -84,21 +84,28 @@ class HostMounterTest {
             }
             return Libc.EINVAL;
         }), table);
-        mounter.unmount(TARGET, true);
+        assertThat(mounter.unmount(mounts.getFirst(), true)).isEmpty();
         assertThat(calls).containsExactly("umount " + TARGET, "umount --lazy " + TARGET);
         assertThat(mounts).isEmpty();
     }
 
     @Test
     void aSuccessfulUnmountWhoseMountIsStillThereIsAnError() {
-        assertInternal(() -> new HostMounter(kernel(() -> 0), table).unmount(TARGET, false), "still mounted");
+        assertInternal(() -> new HostMounter(kernel(() -> 0), table).unmount(mounts.getFirst(), false),
+                "still mounted");
         assertThat(calls).containsExactly("umount " + TARGET);
     }
 
     @Test
-    void nothingMountedIsNothingToDo() {
-        mounts.clear();
-        new HostMounter(kernel(() -> 0), table).unmount(TARGET, true);
-        assertThat(calls).isEmpty();
+    void whatIsLeftMountedBelowIsAnswered() {
+        MountInfo below = mounts.getFirst();
+        MountInfo top = new MountInfo(41, 1, new DeviceNumber(7, 4), "/", TARGET, List.of("rw"), List.of(), "ext4",
+                "/dev/loop4", List.of("rw"));
+        mounts.add(top);
+        HostMounter mounter = new HostMounter(kernel(() -> {
+            mounts.remove(top);
+            return 0;
+        }), table);
+        assertThat(mounter.unmount(top, false)).containsExactly(below);
     }
 }

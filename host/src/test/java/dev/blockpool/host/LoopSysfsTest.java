@@ -8,17 +8,58 @@ import java.time.Duration;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class LoopSysfsTest {
 
     @TempDir
-    Path sys;
+    Path root;
+    private Path sys;
+
+    /** A made-up /sys: block/loopN, and dev/block/MAJOR:MINOR links to them, as the kernel has them. */
+    @BeforeEach
+    void makeSys() throws IOException {
+        sys = Files.createDirectories(root.resolve("block"));
+        Files.createDirectories(root.resolve("dev/block"));
+    }
+
+    /** Loop calls that do nothing but record what was asked, and then do {@code effect}. */
+    private static final class RecordedCalls implements LoopCalls {
+        final List<String> calls = new ArrayList<>();
+        private final Runnable effect;
+
+        RecordedCalls(Runnable effect) {
+            this.effect = effect;
+        }
+
+        @Override
+        public String attach(Path image, boolean readOnly) {
+            throw new AssertionError("no attach expected");
+        }
+
+        @Override
+        public int detach(LoopDevice device) {
+            calls.add("detach " + device.name());
+            effect.run();
+            return 0;
+        }
+
+        @Override
+        public void setCapacity(LoopDevice device) {
+            calls.add("set-capacity " + device.name());
+        }
+    }
 
     private void device(String name, String dev, long sectors, String ro, String backing, String autoclear)
             throws IOException {
         Path dir = Files.createDirectories(sys.resolve(name));
+        Path link = root.resolve("dev/block/" + dev);
+        Files.deleteIfExists(link);
+        Files.createSymbolicLink(link, Path.of("../../block/" + name));
         Files.writeString(dir.resolve("dev"), dev + "\n");
         Files.writeString(dir.resolve("size"), sectors + "\n");
         Files.writeString(dir.resolve("ro"), ro + "\n");
@@ -63,56 +104,70 @@ class LoopSysfsTest {
         device("loop0", "7:0", 2048, "0", "/pool/volumes/vol-a.img", "1");
         device("loop1", "7:1", 2048, "0", "/pool/volumes/vol-a.img", "0");
         LoopSysfs sysfs = new LoopSysfs(sys, Path.of("/dev"));
-        LoopDevices loops = new HostLoopDevices((timeout, command) -> {
-            throw new AssertionError("no command expected");
-        }, sysfs);
+        LoopDevices loops = new HostLoopDevices(new RecordedCalls(() -> {
+            throw new AssertionError("no call expected");
+        }), sysfs, Duration.ofMillis(300));
         assertThat(loops.boundTo(Path.of("/pool/volumes/vol-a.img"))).hasSize(2);
         assertThat(loops.reusableFor(Path.of("/pool/volumes/vol-a.img"))).get()
                 .extracting(LoopDevice::name).isEqualTo("loop1");
         assertThat(loops.byNumber(new DeviceNumber(7, 0))).get().extracting(LoopDevice::name).isEqualTo("loop0");
+        assertThat(loops.byNumber(new DeviceNumber(7, 9))).isEmpty();
+        assertThat(loops.byName("loop1")).get().extracting(LoopDevice::number).isEqualTo(new DeviceNumber(7, 1));
+    }
+
+    @Test
+    void aNumberLeadsToItsDeviceWhateverItsMinor() throws IOException {
+        // With max_part, loopN's minor is N shifted: the number is looked up, never guessed.
+        device("loop3", "7:48", 2048, "0", "/pool/volumes/vol-a.img", "0");
+        device("loop4", "7:64", 2048, "0", "/pool/volumes/vol-b.img", "0");
+        LoopDevices loops = new HostLoopDevices(new RecordedCalls(() -> { }), new LoopSysfs(sys, Path.of("/dev")),
+                Duration.ofMillis(300));
+        assertThat(loops.byNumber(new DeviceNumber(7, 48))).get().extracting(LoopDevice::name).isEqualTo("loop3");
+        assertThat(loops.byNumber(new DeviceNumber(7, 3))).isEmpty();
+        assertThat(loops.boundTo(Path.of("/pool/volumes/vol-b.img"))).extracting(LoopDevice::name)
+                .containsExactly("loop4");
     }
 
     @Test
     void anAutoclearDeviceIsNeverDetachedAgainOnlyWaitedFor() throws Exception {
         device("loop4", "7:4", 2048, "0", "/pool/volumes/vol-a.img", "1");
         LoopDevice leaving = new LoopSysfs(sys, Path.of("/dev")).read("loop4").orElseThrow();
-        ScriptedRunner runner = new ScriptedRunner(c -> null);
+        RecordedCalls runner = new RecordedCalls(() -> { });
         LoopDevices loops = new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(300));
 
         // Still held elsewhere after the grace period (another mount namespace): it frees itself
         // once released, nothing of the driver's is left to undo, so this is no error.
         loops.detach(leaving);
-        assertThat(runner.commands).isEmpty();
+        assertThat(runner.calls).isEmpty();
 
         // Freed on its last close and reused at once by another volume: not ours to touch.
         device("loop4", "7:4", 2048, "0", "/pool/volumes/vol-b.img", "0");
         loops.detach(leaving);
-        assertThat(runner.commands).isEmpty();
+        assertThat(runner.calls).isEmpty();
         assertThat(new LoopSysfs(sys, Path.of("/dev")).read("loop4")).get().extracting(LoopDevice::backingFile)
                 .isEqualTo(Path.of("/pool/volumes/vol-b.img"));
     }
 
     @Test
-    void aDeviceInUseByNobodyElseIsDetachedWithLosetup() throws IOException {
+    void aDeviceInUseByNobodyElseIsDetached() throws IOException {
         device("loop5", "7:5", 2048, "0", "/pool/volumes/vol-a.img", "0");
         LoopDevice loop = new LoopSysfs(sys, Path.of("/dev")).read("loop5").orElseThrow();
-        ScriptedRunner runner = new ScriptedRunner(c -> {
+        RecordedCalls runner = new RecordedCalls(() -> {
             try {
                 Files.delete(sys.resolve("loop5/loop/backing_file")); // what the kernel does
             } catch (IOException e) {
                 throw new java.io.UncheckedIOException(e);
             }
-            return null;
         });
         new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(300)).detach(loop);
-        assertThat(runner.commands).containsExactly("losetup --detach /dev/loop5");
+        assertThat(runner.calls).containsExactly("detach loop5");
     }
 
     @Test
     void aDeviceThatWillNotDetachIsBusyWithItsHoldersForARetry() throws IOException {
         device("loop6", "7:6", 2048, "0", "/pool/volumes/vol-a.img", "0");
         LoopDevice loop = new LoopSysfs(sys, Path.of("/dev")).read("loop6").orElseThrow();
-        ScriptedRunner runner = new ScriptedRunner(c -> null); // losetup succeeds, the kernel keeps it bound
+        RecordedCalls runner = new RecordedCalls(() -> { }); // the call succeeds, the kernel keeps it bound
         LoopDevices loops = new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(200));
         assertThatThrownBy(() -> loops.detach(loop)).isInstanceOfSatisfying(StorageException.class, e -> {
             assertThat(e.kind()).isEqualTo(StorageException.Kind.BUSY);

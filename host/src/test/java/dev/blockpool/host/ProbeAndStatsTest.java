@@ -4,7 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.FsType;
+import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -14,6 +16,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 class ProbeAndStatsTest {
+
+    private static final BlockingCalls CALLS = new BlockingCalls("test", 1);
 
     @Test
     void parsesBlkidExportOutput() {
@@ -49,11 +53,11 @@ class ProbeAndStatsTest {
     @Test
     void blkidExitCodesDistinguishEmptyFromFailure() throws IOException {
         Path device = Files.write(dir.resolve("zeros.img"), new byte[128 * 1024]); // stands in for a device
-        assertThat(new HostFilesystems(answering(2, "", "")).probe(device).empty()).isTrue();
-        assertThat(new HostFilesystems(answering(0, "TYPE=xfs\n", "")).probe(device).type()).contains("xfs");
+        assertThat(new HostFilesystems(answering(2, "", ""), CALLS).probe(device).empty()).isTrue();
+        assertThat(new HostFilesystems(answering(0, "TYPE=xfs\n", ""), CALLS).probe(device).type()).contains("xfs");
         // 8: ambivalent (several signatures); 4: usage/IO error. Neither may ever read as "empty".
         for (int code : List.of(8, 4, 1)) {
-            assertThatThrownBy(() -> new HostFilesystems(answering(code, "", "blkid: error")).probe(device))
+            assertThatThrownBy(() -> new HostFilesystems(answering(code, "", "blkid: error"), CALLS).probe(device))
                     .isInstanceOfSatisfying(StorageException.class,
                             e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.INTERNAL))
                     .hasMessageContaining("will not be formatted");
@@ -64,7 +68,7 @@ class ProbeAndStatsTest {
     void aDeviceBlkidCouldNotOpenIsNeverEmpty() {
         // blkid -p exits 2 ("nothing found") for a missing device node too.
         Path gone = dir.resolve("loop-gone");
-        assertThatThrownBy(() -> new HostFilesystems(answering(2, "", "")).probe(gone))
+        assertThatThrownBy(() -> new HostFilesystems(answering(2, "", ""), CALLS).probe(gone))
                 .isInstanceOfSatisfying(StorageException.class,
                         e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.INTERNAL))
                 .hasMessageContaining("cannot read " + gone).hasMessageContaining("will not be formatted");
@@ -73,9 +77,9 @@ class ProbeAndStatsTest {
     @Test
     void fsckExitCodesAreInterpretedPerFilesystem() {
         Path device = Path.of("/dev/loop0");
-        new HostFilesystems(answering(1, "", "errors corrected")).check(device, FsType.EXT4);
-        new HostFilesystems(answering(2, "", "")).check(device, FsType.EXT4);
-        assertThatThrownBy(() -> new HostFilesystems(answering(4, "", "UNEXPECTED INCONSISTENCY")).check(device, FsType.EXT4))
+        new HostFilesystems(answering(1, "", "errors corrected"), CALLS).check(device, FsType.EXT4);
+        new HostFilesystems(answering(2, "", ""), CALLS).check(device, FsType.EXT4);
+        assertThatThrownBy(() -> new HostFilesystems(answering(4, "", "UNEXPECTED INCONSISTENCY"), CALLS).check(device, FsType.EXT4))
                 .hasMessageContaining("manual repair").hasMessageContaining("UNEXPECTED INCONSISTENCY");
     }
 
@@ -83,20 +87,19 @@ class ProbeAndStatsTest {
     void xfsIsNotCheckedBeforeAMountBecauseTheMountReplaysItsLog() {
         // xfs_repair -n calls a dirty log (any unclean shutdown) corruption: stage would fail forever.
         ScriptedRunner runner = new ScriptedRunner(c -> ScriptedRunner.exit(c, 1, "dirty log"));
-        new HostFilesystems(runner).check(Path.of("/dev/loop0"), FsType.XFS);
+        new HostFilesystems(runner, CALLS).check(Path.of("/dev/loop0"), FsType.XFS);
         assertThat(runner.commands).isEmpty();
     }
 
     @Test
     void statfsNumbersAreComputedLikeDf() {
-        // `stat -f -c '%S %b %f %a %c %d'` of a 1 GiB ext4: block size, blocks, free, available, inodes, free inodes
-        FsStats stats = FsStats.parseStatFs("4096 249830 244990 231418 65536 65525\n");
+        // statfs(2) of a 1 GiB ext4: fragment size, blocks, free, available, inodes, free inodes
+        FsStats stats = FsStats.of(new Libc.StatFs(4096, 249830, 244990, 231418, 65536, 65525));
         assertThat(stats.totalBytes()).isEqualTo(249830L * 4096);
         assertThat(stats.usedBytes()).isEqualTo((249830L - 244990) * 4096);
         assertThat(stats.availableBytes()).isEqualTo(231418L * 4096);
         assertThat(stats.totalInodes()).isEqualTo(65536);
         assertThat(stats.usedInodes()).isEqualTo(11);
         assertThat(stats.freeInodes()).isEqualTo(65525);
-        assertThatThrownBy(() -> FsStats.parseStatFs("4096 1 2")).isInstanceOf(IllegalArgumentException.class);
     }
 }

@@ -16,7 +16,6 @@ import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.InProcessCsi;
 import dev.blockpool.host.KubeletPaths;
 import dev.blockpool.host.NodeHost;
-import dev.blockpool.host.FsStats;
 import dev.blockpool.host.LoopDevice;
 import dev.blockpool.host.MountInfo;
 import dev.blockpool.pool.AccessType;
@@ -626,8 +625,8 @@ class NodeServiceRealHostTest {
         Volume volume = createVolume("stats", 64 * MiB, "ext4", AccessType.MOUNT);
         stage(volume, mountCapability(Mode.SINGLE_NODE_WRITER));
         Csi.NodeGetVolumeStatsResponse stats = stats(volume.id(), staging);
-        FsStats df = FsStats.parseStatFs(RealHost.run("stat", "-f", "-c", "%S %b %f %a %c %d", staging.toString()));
-        assertThat(bytes(stats).getTotal()).isEqualTo(df.totalBytes());
+        String[] statf = RealHost.run("stat", "-f", "-c", "%S %b", staging.toString()).strip().split(" ");
+        assertThat(bytes(stats).getTotal()).isEqualTo(Long.parseLong(statf[0]) * Long.parseLong(statf[1]));
         assertCode(() -> stats(volume.id(), dir.resolve("nowhere")), Status.Code.NOT_FOUND);
         assertCode(() -> stats(volume.id(), dir), Status.Code.NOT_FOUND);
         unstage(volume);

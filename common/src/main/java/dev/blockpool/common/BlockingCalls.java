@@ -1,0 +1,171 @@
+package dev.blockpool.common;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * System calls that can hang (statfs, mount, umount, the open of a path, loop ioctls on an image
+ * in a pool whose NFS server went away), each made on a small pool of platform threads of their
+ * own, with a deadline. A native call through the foreign function API pins the virtual thread
+ * that makes it (the gRPC handlers run on virtual threads) to its carrier: a hung one would take
+ * a carrier away for good and stall every other volume's call. Here it takes one of these
+ * threads, and its caller gets an error at the deadline, as for a hung child process.
+ *
+ * <p>A thread in a system call cannot be interrupted: a call past its deadline is left to the
+ * kernel and its thread counts as stuck until the call returns. Only {@link #THREADS} calls run
+ * at once, so a dead filesystem holds at most that many threads; once every one is stuck, new
+ * calls fail at once with a message saying so, instead of queueing behind calls that may never
+ * return.
+ */
+public final class BlockingCalls {
+
+    /**
+     * How many such calls run at once: each normally takes microseconds, so this is ample for a
+     * node's volumes, and it is the most threads a hung filesystem can ever hold.
+     */
+    public static final int THREADS = 16;
+
+    private static final Logger log = LoggerFactory.getLogger(BlockingCalls.class);
+
+    private final int threads;
+    /** One per call in flight: taken before a call is handed over, given back when it returns. */
+    private final Semaphore running;
+    /** Calls past their deadline that have not returned yet. */
+    private final AtomicInteger stuck = new AtomicInteger();
+    private final ThreadPoolExecutor executor;
+    private volatile String latestStuck = "";
+
+    /** The driver's calls: {@link #THREADS} daemon threads named "syscall-N", made as needed. */
+    public BlockingCalls() {
+        this("syscall", THREADS);
+    }
+
+    public BlockingCalls(String threadName, int threads) {
+        this.threads = threads;
+        this.running = new Semaphore(threads);
+        this.executor = new ThreadPoolExecutor(threads, threads, 1, TimeUnit.MINUTES, new LinkedBlockingQueue<>(),
+                Thread.ofPlatform().name(threadName + "-", 0).daemon().factory());
+    }
+
+    /** Runs {@code work} on one of the threads; {@code what} names the call and its path for the errors. */
+    public <T> T call(Duration deadline, String what, Supplier<T> work) {
+        long end = System.nanoTime() + deadline.toNanos();
+        acquire(deadline, what);
+        Call<T> call = new Call<>(what, work);
+        try {
+            executor.execute(call);
+        } catch (RuntimeException e) {
+            running.release();
+            throw StorageException.internal(e, "cannot run %s: %s", what, e.getMessage());
+        }
+        try {
+            return call.result.get(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            if (call.abandon()) {
+                throw StorageException.internal("%s did not finish within %s and is left waiting in the kernel",
+                        what, deadline);
+            }
+            return call.result.join(); // it returned just now
+        } catch (InterruptedException e) {
+            call.abandon();
+            Thread.currentThread().interrupt();
+            throw StorageException.internal("interrupted while waiting for %s", what);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException runtime) {
+                throw runtime;
+            }
+            if (e.getCause() instanceof Error error) {
+                throw error;
+            }
+            throw StorageException.internal(e.getCause(), "%s failed: %s", what, e.getCause().getMessage());
+        }
+    }
+
+    /** {@link #call} of work without a result. */
+    public void run(Duration deadline, String what, Runnable work) {
+        call(deadline, what, () -> {
+            work.run();
+            return null;
+        });
+    }
+
+    /** Calls past their deadline that have not returned yet. */
+    public int stuck() {
+        return stuck.get();
+    }
+
+    private void acquire(Duration deadline, String what) {
+        if (running.tryAcquire()) {
+            return;
+        }
+        try {
+            // Busy with calls still within their deadlines: wait for one; stuck ones: give up now.
+            if (stuck.get() < threads && running.tryAcquire(deadline.toNanos(), TimeUnit.NANOSECONDS)) {
+                return;
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw StorageException.internal("interrupted while waiting to run %s", what);
+        }
+        if (stuck.get() >= threads) {
+            throw StorageException.internal("%s is refused: all %d threads for system calls that can hang are stuck "
+                    + "in calls the kernel never returned from (the latest: %s); a filesystem of this node, likely "
+                    + "the pool's, does not answer", what, threads, latestStuck);
+        }
+        throw StorageException.internal("%s could not start within %s: all %d threads for system calls that can "
+                + "hang were busy", what, deadline, threads);
+    }
+
+    /** One call: its result, and whether its caller gave up on it. */
+    private final class Call<T> implements Runnable {
+        private final String what;
+        private final Supplier<T> work;
+        private final CompletableFuture<T> result = new CompletableFuture<>();
+        private final AtomicBoolean settled = new AtomicBoolean();
+        private final long start = System.nanoTime();
+
+        Call(String what, Supplier<T> work) {
+            this.what = what;
+            this.work = work;
+        }
+
+        @Override
+        public void run() {
+            try {
+                result.complete(work.get());
+            } catch (Throwable t) {
+                result.completeExceptionally(t);
+            } finally {
+                if (!settled.compareAndSet(false, true)) {
+                    stuck.decrementAndGet();
+                    log.warn("{} returned after all, {} ms after it started", what,
+                            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+                }
+                running.release();
+            }
+        }
+
+        /** Marks the call stuck, unless it has returned; says whether it did. */
+        boolean abandon() {
+            if (!settled.compareAndSet(false, true)) {
+                return false;
+            }
+            latestStuck = what;
+            int now = stuck.incrementAndGet();
+            log.warn("{} has not returned; {} of {} threads for system calls that can hang are stuck", what, now,
+                    threads);
+            return true;
+        }
+    }
+}

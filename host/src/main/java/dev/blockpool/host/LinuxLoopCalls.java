@@ -1,0 +1,271 @@
+package dev.blockpool.host;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+
+import dev.blockpool.common.BlockingCalls;
+import dev.blockpool.common.Libc;
+import dev.blockpool.common.StorageException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@link LoopCalls} through the loop driver's ioctls (linux/loop.h), as losetup makes them:
+ * LOOP_CTL_GET_FREE on /dev/loop-control, then LOOP_CONFIGURE on the free device (Linux 5.8;
+ * LOOP_SET_FD and LOOP_SET_STATUS64 before), LOOP_CLR_FD and LOOP_SET_CAPACITY. Each runs
+ * through {@link BlockingCalls}: on an image of a dead NFS pool any of them can hang.
+ */
+final class LinuxLoopCalls implements LoopCalls {
+
+    private static final Logger log = LoggerFactory.getLogger(LinuxLoopCalls.class);
+
+    private static final long LOOP_SET_FD = 0x4C00;
+    private static final long LOOP_CLR_FD = 0x4C01;
+    private static final long LOOP_SET_STATUS64 = 0x4C04;
+    private static final long LOOP_SET_CAPACITY = 0x4C07;
+    private static final long LOOP_SET_DIRECT_IO = 0x4C08;
+    private static final long LOOP_CONFIGURE = 0x4C0A;
+    private static final long LOOP_CTL_GET_FREE = 0x4C82;
+    private static final int LO_FLAGS_READ_ONLY = 1;
+    private static final int LO_FLAGS_DIRECT_IO = 16;
+    /**
+     * The logical block size of every volume's device, whatever the pool's disk has: a
+     * filesystem made on one node must mount on another. Direct I/O takes only where the backing
+     * file accepts 512-byte aligned I/O; elsewhere the kernel stays buffered.
+     */
+    private static final int SECTOR_SIZE = 512;
+    /** struct loop_config: fd, block_size, struct loop_info64 (232 bytes), 8 reserved u64s. */
+    private static final long LOOP_CONFIG_SIZE = 304;
+    private static final long INFO_OFFSET = 8;
+    private static final long INFO_SIZE = 232;
+    private static final long INFO_FLAGS = 52;
+    private static final long INFO_FILE_NAME = 56;
+    private static final int LO_NAME_SIZE = 64;
+    /** Another process may take the free device before we bind it (EBUSY): ask again, this often. */
+    private static final int ATTEMPTS = 32;
+    private static final Duration DEADLINE = Duration.ofSeconds(30);
+    /** The only device nodes this class ever makes: /dev/loopN. */
+    private static final Pattern LOOP_NAME = Pattern.compile("loop[0-9]+");
+
+    private final BlockingCalls calls;
+    private final LoopSysfs sysfs;
+    private final Path devDir;
+
+    LinuxLoopCalls(BlockingCalls calls, LoopSysfs sysfs, Path devDir) {
+        this.calls = calls;
+        this.sysfs = sysfs;
+        this.devDir = devDir;
+    }
+
+    @Override
+    public String attach(Path image, boolean readOnly) {
+        return calls.call(DEADLINE, "attaching " + image + " to a loop device", () -> {
+            int file = open(image, readOnly ? Libc.O_RDONLY : Libc.O_RDWR, "the image");
+            try {
+                for (int attempt = 1; ; attempt++) {
+                    String name = "loop" + freeDevice();
+                    int device = openDevice(name, Libc.O_RDWR);
+                    int errno;
+                    try {
+                        errno = configure(device, file, image, readOnly);
+                    } finally {
+                        Libc.close(device);
+                    }
+                    if (errno == 0) {
+                        return name;
+                    }
+                    if (errno != Libc.EBUSY || attempt == ATTEMPTS) {
+                        throw StorageException.internal("cannot attach %s to %s: %s", image, devDir.resolve(name),
+                                Libc.strerror(errno));
+                    }
+                    log.debug("{} was taken by another process before {} was bound to it; trying again",
+                            devDir.resolve(name), image);
+                    pause(attempt);
+                }
+            } finally {
+                Libc.close(file);
+            }
+        });
+    }
+
+    @Override
+    public int detach(LoopDevice device) {
+        return calls.call(DEADLINE, "detaching " + device.device(), () -> {
+            if (sysfs.current(device).isEmpty()) {
+                return Libc.ENXIO;
+            }
+            int fd = openDevice(device.name(), Libc.O_RDONLY);
+            try {
+                // Held open, the device cannot be freed and bound anew: what is checked now is what is detached.
+                if (sysfs.current(device).isEmpty()) {
+                    return Libc.ENXIO;
+                }
+                Libc.ioctl(fd, LOOP_CLR_FD, 0L);
+                return 0;
+            } catch (Libc.ErrnoException e) {
+                return e.errno();
+            } finally {
+                Libc.close(fd);
+            }
+        });
+    }
+
+    @Override
+    public void setCapacity(LoopDevice device) {
+        calls.run(DEADLINE, "refreshing the capacity of " + device.device(), () -> {
+            int fd = openDevice(device.name(), Libc.O_RDONLY);
+            try {
+                Libc.ioctl(fd, LOOP_SET_CAPACITY, 0L);
+            } catch (Libc.ErrnoException e) {
+                throw StorageException.internal("cannot refresh the capacity of %s: %s", device.device(),
+                        e.getMessage());
+            } finally {
+                Libc.close(fd);
+            }
+        });
+    }
+
+    /**
+     * Another binder usually has the device bound at once and the kernel offers the next one;
+     * a device held open exclusively for a while (a probe) is offered again, so the retries
+     * slow down, to a few seconds in all, as losetup's do.
+     */
+    private static void pause(int attempt) {
+        try {
+            Thread.sleep(Math.min(100, 5L * attempt));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw StorageException.internal("interrupted while looking for a free loop device");
+        }
+    }
+
+    /** A free device's number; the kernel adds one when none is free. */
+    private int freeDevice() {
+        int control = open(devDir.resolve("loop-control"), Libc.O_RDWR, "the loop control device");
+        try {
+            return Libc.ioctl(control, LOOP_CTL_GET_FREE, 0L);
+        } catch (Libc.ErrnoException e) {
+            throw StorageException.internal("cannot find a free loop device: %s", e.getMessage());
+        } finally {
+            Libc.close(control);
+        }
+    }
+
+    /**
+     * Binds the image: LOOP_CONFIGURE with direct I/O; without it when refused (EINVAL: a kernel
+     * that refuses rather than staying buffered, or one without LOOP_CONFIGURE); the two older
+     * ioctls where LOOP_CONFIGURE does not exist. Returns 0 or errno.
+     */
+    private int configure(int device, int file, Path image, boolean readOnly) {
+        int flags = readOnly ? LO_FLAGS_READ_ONLY : 0;
+        int errno = configure(device, file, image, flags | LO_FLAGS_DIRECT_IO);
+        if (errno == Libc.EINVAL) {
+            errno = configure(device, file, image, flags);
+        }
+        return errno == Libc.EINVAL || errno == Libc.ENOTTY ? setFd(device, file, image) : errno;
+    }
+
+    private static int configure(int device, int file, Path image, int flags) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment config = arena.allocate(LOOP_CONFIG_SIZE, 8);
+            config.set(JAVA_INT, 0, file);
+            config.set(JAVA_INT, 4, SECTOR_SIZE);
+            config.set(JAVA_INT, INFO_OFFSET + INFO_FLAGS, flags);
+            fileName(config.asSlice(INFO_OFFSET + INFO_FILE_NAME, LO_NAME_SIZE), image);
+            Libc.ioctl(device, LOOP_CONFIGURE, config);
+            return 0;
+        } catch (Libc.ErrnoException e) {
+            return e.errno();
+        }
+    }
+
+    /** Before Linux 5.8: read-only follows the image's open mode; direct I/O where the kernel takes it. */
+    private static int setFd(int device, int file, Path image) {
+        try (Arena arena = Arena.ofConfined()) {
+            Libc.ioctl(device, LOOP_SET_FD, file);
+            try {
+                MemorySegment info = arena.allocate(INFO_SIZE, 8);
+                fileName(info.asSlice(INFO_FILE_NAME, LO_NAME_SIZE), image);
+                Libc.ioctl(device, LOOP_SET_STATUS64, info);
+            } catch (Libc.ErrnoException e) {
+                Libc.ioctl(device, LOOP_CLR_FD, 0L);
+                return e.errno();
+            }
+            try {
+                Libc.ioctl(device, LOOP_SET_DIRECT_IO, 1L);
+            } catch (Libc.ErrnoException e) {
+                // buffered it is; HostLoopDevices reads which from sysfs
+            }
+            return 0;
+        } catch (Libc.ErrnoException e) {
+            return e.errno();
+        }
+    }
+
+    /** lo_file_name, as losetup fills it: the image's path, cut to fit (sysfs has the whole one). */
+    private static void fileName(MemorySegment field, Path image) {
+        byte[] name = image.toString().getBytes(StandardCharsets.UTF_8);
+        MemorySegment.copy(name, 0, field, JAVA_BYTE, 0, Math.min(name.length, LO_NAME_SIZE - 1));
+    }
+
+    /**
+     * Opens /dev/loopN, the node of the device the kernel named, without following a symlink,
+     * and checks it is that device. A missing node (a /dev that is no devtmpfs, as in some
+     * containers) is made, with the number sysfs gives (its minor depends on max_part).
+     */
+    private int openDevice(String name, int flags) {
+        if (!LOOP_NAME.matcher(name).matches()) {
+            throw StorageException.internal("%s is not the name of a loop device", name);
+        }
+        Path node = devDir.resolve(name);
+        DeviceNumber number = sysfs.deviceNumber(name).orElseThrow(() -> StorageException.internal(
+                "the loop device %s has gone from sysfs", name));
+        int fd;
+        try {
+            fd = Libc.open(node.toString(), flags | Libc.O_NOFOLLOW, 0);
+        } catch (Libc.ErrnoException e) {
+            if (e.errno() != Libc.ENOENT) {
+                throw StorageException.internal("cannot open %s: %s", node, e.getMessage());
+            }
+            makeNode(node, number);
+            fd = open(node, flags, "the new device node");
+        }
+        Libc.Stat stat = Descriptors.statOrClose(fd, node);
+        if (!stat.isBlockDevice() || stat.rdevMajor() != number.major() || stat.rdevMinor() != number.minor()) {
+            Libc.close(fd);
+            throw StorageException.internal("%s is not the device node of the loop device %s (%s); it is left as it is",
+                    node, name, number);
+        }
+        return fd;
+    }
+
+    private static void makeNode(Path node, DeviceNumber number) {
+        if (number.major() != LoopSysfs.LOOP_MAJOR) {
+            throw StorageException.internal("sysfs gives %s the number %s, which is no loop device's", node, number);
+        }
+        try {
+            // As devtmpfs makes it: root's, for root and the disk group.
+            Libc.mknodBlock(node.toString(), 0660, number.major(), number.minor());
+            log.info("made the missing device node {} ({})", node, number);
+        } catch (Libc.ErrnoException e) {
+            if (e.errno() != Libc.EEXIST) { // made meanwhile (udev): opened and checked like any other
+                throw StorageException.internal("cannot make the missing device node %s (%s): %s", node, number,
+                        e.getMessage());
+            }
+        }
+    }
+
+    private static int open(Path path, int flags, String what) {
+        try {
+            return Libc.open(path.toString(), flags | Libc.O_NOFOLLOW, 0);
+        } catch (Libc.ErrnoException e) {
+            throw StorageException.internal("cannot open %s %s: %s", what, path, e.getMessage());
+        }
+    }
+}
