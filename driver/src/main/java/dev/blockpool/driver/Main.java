@@ -115,12 +115,17 @@ public final class Main implements Callable<Integer> {
     }
 
     /**
-     * The Netty inside grpc-netty-shaded reads its settings once, when its classes initialise, so
-     * they are set before any is used. Its Flight Recorder events are off: the driver records
-     * none, and checking for them loads the JFR module at every start.
+     * gRPC and the Netty inside grpc-netty-shaded read their settings once, when their classes
+     * initialise, so they are set before any is used (a -D option still wins). Flight Recorder
+     * events are off: the driver records none, and checking for them loads the JFR module at every
+     * start. Buffers are allocated per message and freed after it instead of from pooled arenas,
+     * which keep what a burst of calls took: a CSI driver's messages are small and few, and its
+     * memory after a burst matters more than the allocation cost (docs/performance.md).
      */
     static void configureNetty() {
         System.getProperties().putIfAbsent("io.grpc.netty.shaded.io.netty.jfr.enabled", "false");
+        System.getProperties().putIfAbsent("io.grpc.netty.useCustomAllocator", "false");
+        System.getProperties().putIfAbsent("io.grpc.netty.shaded.io.netty.allocator.type", "unpooled");
     }
 
     private DriverConfig validate() throws IOException {
