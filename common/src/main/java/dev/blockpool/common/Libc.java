@@ -17,7 +17,7 @@ import java.lang.invoke.VarHandle;
 /**
  * The Linux system calls the driver makes itself, through Java's foreign function API (no JNI
  * library to ship): opening a path (also without following any symlink), mount(2), umount2(2),
- * statx(2), ioctl(2). The one place that knows the C library's calls and constants; each failure
+ * statx(2), ioctl(2), fsync(2). The one place that knows the C library's calls and constants; each failure
  * is an {@link ErrnoException} carrying errno and the system's words.
  */
 public final class Libc {
@@ -27,14 +27,23 @@ public final class Libc {
     public static final int O_RDWR = 2;
     public static final int O_CREAT = 0x40;
     public static final int O_EXCL = 0x80;
+    public static final int O_TRUNC = 0x200;
     public static final int O_PATH = 0x200000;
     public static final int O_NOFOLLOW = 0x20000;
     public static final int O_DIRECTORY = 0x10000;
     public static final int O_CLOEXEC = 0x80000;
     public static final int EBUSY = 16;
+    public static final int EXDEV = 18;
     public static final int EINVAL = 22;
+    public static final int ENOTTY = 25;
+    public static final int ENOSPC = 28;
     public static final int ENOSYS = 38;
     public static final int ELOOP = 40;
+    public static final int EOPNOTSUPP = 95;
+    public static final int EDQUOT = 122;
+
+    /** ioctl(dest_fd, FICLONE, src_fd): dest shares all of src's extents (a reflink). */
+    public static final long FICLONE = 0x40049409L;
 
     public static final long MS_RDONLY = 1;
     public static final long MS_NOSUID = 2;
@@ -77,6 +86,7 @@ public final class Libc {
     private static final MethodHandle IOCTL_VALUE = function("ioctl",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG), 2);
     private static final MethodHandle CLOSE = function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT), -1);
+    private static final MethodHandle FSYNC = function("fsync", FunctionDescriptor.of(JAVA_INT, JAVA_INT), -1);
     private static final MethodHandle MOUNT = function("mount",
             FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS), -1);
     private static final MethodHandle UMOUNT2 = function("umount2",
@@ -186,6 +196,17 @@ public final class Libc {
             int ignored = (int) CLOSE.invokeExact(state, fd);
         } catch (Throwable t) {
             throw new IllegalStateException("close could not be called", t);
+        }
+    }
+
+    public static void fsync(int fd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            check((int) FSYNC.invokeExact(state, fd), state);
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("fsync could not be called", t);
         }
     }
 
