@@ -126,14 +126,6 @@ public final class ImageFiles {
         }
     }
 
-    public static long size(Path image) {
-        try {
-            return Files.size(image);
-        } catch (IOException e) {
-            throw StorageException.io(e, "cannot read the size of image %s", image);
-        }
-    }
-
     private static void setLength(Path image, long sizeBytes) {
         try (RandomAccessFile file = new RandomAccessFile(image.toFile(), "rw")) {
             file.setLength(sizeBytes);

@@ -59,7 +59,12 @@ final class ImageRecords<T> {
 
     /** Every readable committed record, sorted by ID. */
     List<T> list() {
-        return metadata.readAll(isId);
+        return page(Optional.empty(), 0, id -> true, record -> true).entries();
+    }
+
+    /** The committed records after {@code after} whose ID and record pass the filters, as {@link MetadataStore#page} reads them. */
+    Page<T> page(Optional<String> after, int max, Predicate<String> idFilter, Predicate<T> filter) {
+        return metadata.page(isId.and(idFilter), after, max, filter);
     }
 
     /**

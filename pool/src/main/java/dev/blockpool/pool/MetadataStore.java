@@ -2,7 +2,6 @@ package dev.blockpool.pool;
 
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -63,36 +62,60 @@ final class MetadataStore<T> {
     }
 
     /**
-     * Every readable record whose ID is {@code wanted}, sorted by ID. A record that cannot be
-     * read is logged and left out, so one damaged file does not hide the rest of the pool.
+     * The readable records whose ID is {@code wanted} and sorts after {@code after}, and that
+     * {@code filter} accepts, in ID order: at most {@code max} of them, or all when {@code max} is
+     * 0. Only the directory's names are listed in full; a record's file is read only on the way
+     * to the page's end, so a page costs its own entries, not the pool's. A record that cannot be
+     * read is logged and left out, so one damaged file does not hide the rest of the pool; one
+     * deleted since the names were listed is simply gone.
      */
-    List<T> readAll(Predicate<String> wanted) {
-        List<T> records = new ArrayList<>();
-        for (String id : ids()) {
-            if (!wanted.test(id)) {
-                continue;
-            }
-            try {
-                read(id).ifPresent(records::add);
-            } catch (StorageException e) {
-                log.error("{}", e.getMessage());
+    Page<T> page(Predicate<String> wanted, Optional<String> after, int max, Predicate<T> filter) {
+        List<String> ids = ids(wanted, after);
+        List<T> entries = new ArrayList<>();
+        for (int i = 0; i < ids.size(); i++) {
+            readListed(ids.get(i)).filter(filter).ifPresent(entries::add);
+            if (max > 0 && entries.size() == max && i + 1 < ids.size()) {
+                return new Page<>(entries, Optional.of(ids.get(i)));
             }
         }
-        return records;
+        return new Page<>(entries, Optional.empty());
     }
 
-    /** IDs with a metadata file, sorted; files that are not records of ours are ignored. */
-    List<String> ids() {
+    private Optional<T> readListed(String id) {
+        try {
+            return read(id);
+        } catch (StorageException e) {
+            log.error("{}", e.getMessage());
+            return Optional.empty();
+        }
+    }
+
+    /** The IDs with a metadata file, {@code wanted} and after {@code after}, sorted. */
+    private List<String> ids(Predicate<String> wanted, Optional<String> after) {
+        // File.list gives bare names: no Path per entry of a directory that holds every volume twice
+        String[] names = directory.toFile().list();
+        if (names == null) {
+            throw listingFailure();
+        }
+        List<String> ids = new ArrayList<>();
+        for (String name : names) {
+            if (name.endsWith(SUFFIX)) {
+                String id = name.substring(0, name.length() - SUFFIX.length());
+                if ((after.isEmpty() || id.compareTo(after.get()) > 0) && wanted.test(id)) {
+                    ids.add(id);
+                }
+            }
+        }
+        ids.sort(null);
+        return ids;
+    }
+
+    /** File.list says only that it failed; Files.list says why. */
+    private StorageException listingFailure() {
         try (Stream<Path> files = Files.list(directory)) {
-            return files.map(p -> p.getFileName().toString())
-                    .filter(n -> n.endsWith(SUFFIX))
-                    .map(n -> n.substring(0, n.length() - SUFFIX.length()))
-                    .sorted()
-                    .toList();
+            return StorageException.internal("cannot list the pool directory %s", directory);
         } catch (IOException e) {
-            throw StorageException.io(e, "cannot list the pool directory %s", directory);
-        } catch (UncheckedIOException e) {
-            throw StorageException.io(e.getCause(), "cannot list the pool directory %s", directory);
+            return StorageException.io(e, "cannot list the pool directory %s", directory);
         }
     }
 
