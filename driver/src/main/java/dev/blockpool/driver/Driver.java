@@ -21,8 +21,6 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Optional;
-import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -36,7 +34,7 @@ import org.slf4j.LoggerFactory;
 public final class Driver {
 
     private static final Logger log = LoggerFactory.getLogger(Driver.class);
-    /** Files younger than this are left alone by the pool's reconcile; it also runs this often. */
+    /** Files younger than this are left alone by the pool's reconcile; the controller repeats it this often. */
     private static final Duration RECONCILE_SETTLE_TIME = Duration.ofMinutes(10);
 
     private static final List<String> CONTROLLER_TOOLS = List.of("cp", "fallocate");
@@ -52,9 +50,9 @@ public final class Driver {
     }
 
     /** A started driver: its server, and what must stop with it. */
-    public record Running(UnixSocketServer server, Optional<ScheduledExecutorService> reconcile) {
+    public record Running(UnixSocketServer server, ScheduledExecutorService reconcile) {
         public void stop(Duration grace) {
-            reconcile.ifPresent(ExecutorService::shutdownNow);
+            reconcile.shutdownNow();
             server.stop(grace);
         }
     }
@@ -90,25 +88,32 @@ public final class Driver {
 
         UnixSocketServer server = UnixSocketServer.start(config.endpoint(), services,
                 List.of(new StatusInterceptor(), new CallLoggingInterceptor()));
-        // A crash shortly before a restart leaves files too young for the start-up reconcile.
-        // Only the controller repeats it: node plugins sharing the pool leave it to the one controller.
-        Optional<ScheduledExecutorService> reconcile = config.mode().servesController()
-                ? Optional.of(scheduleReconcile(pool, locks)) : Optional.empty();
+        // The reconcile reads every record in the pool, so it starts once the driver serves, beside
+        // the calls, whose per-ID locks it shares. A crash shortly before a restart leaves files too
+        // young for it; only the controller repeats it: node plugins sharing the pool leave that to
+        // the one controller.
+        ScheduledExecutorService reconcile = scheduleReconcile(pool, locks, config.mode().servesController());
         log.info("{} {} serving {} on {} (node {}, pool {})", config.driverName(), version,
                 config.mode().name().toLowerCase(), config.endpoint(), config.nodeId(), config.poolDir());
         return new Running(server, reconcile);
     }
 
-    private static ScheduledExecutorService scheduleReconcile(Pool pool, OperationLocks locks) {
+    private static ScheduledExecutorService scheduleReconcile(Pool pool, OperationLocks locks, boolean repeat) {
         ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(
                 Thread.ofPlatform().name("pool-reconcile").daemon().factory());
-        executor.scheduleWithFixedDelay(() -> {
+        Runnable reconcile = () -> {
             try {
                 pool.reconcile(locks);
             } catch (RuntimeException e) {
-                log.error("pool reconcile failed; retrying in {}: {}", RECONCILE_SETTLE_TIME, e.getMessage(), e);
+                log.error("pool reconcile failed{}: {}", repeat ? "; retrying in " + RECONCILE_SETTLE_TIME : "",
+                        e.getMessage(), e);
             }
-        }, RECONCILE_SETTLE_TIME.toSeconds(), RECONCILE_SETTLE_TIME.toSeconds(), TimeUnit.SECONDS);
+        };
+        if (repeat) {
+            executor.scheduleWithFixedDelay(reconcile, 0, RECONCILE_SETTLE_TIME.toSeconds(), TimeUnit.SECONDS);
+        } else {
+            executor.execute(reconcile);
+        }
         return executor;
     }
 }
