@@ -1,15 +1,17 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
+import java.util.PriorityQueue;
 import java.util.function.Predicate;
-import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -22,6 +24,8 @@ final class MetadataStore<T> {
     private static final Logger log = LoggerFactory.getLogger(MetadataStore.class);
 
     static final String SUFFIX = ".json";
+    /** IDs looked at per pass over the listing at least, so that a filter that skips most costs few passes. */
+    private static final int MIN_BATCH = 128;
 
     private final Path directory;
     private final Class<T> type;
@@ -70,15 +74,47 @@ final class MetadataStore<T> {
      * deleted since the names were listed is simply gone.
      */
     Page<T> page(Predicate<String> wanted, Optional<String> after, int max, Predicate<T> filter) {
-        List<String> ids = ids(wanted, after);
+        List<String> ids = ids(wanted);
         List<T> entries = new ArrayList<>();
-        for (int i = 0; i < ids.size(); i++) {
-            readListed(ids.get(i)).filter(filter).ifPresent(entries::add);
-            if (max > 0 && entries.size() == max && i + 1 < ids.size()) {
-                return new Page<>(entries, Optional.of(ids.get(i)));
+        Optional<String> cursor = after;
+        while (true) {
+            // enough IDs to fill the page and see whether one is left after it; more when a filter skips some
+            int batch = max == 0 ? Integer.MAX_VALUE : Math.max(max - entries.size() + 1, MIN_BATCH);
+            List<String> next = firstAfter(ids, cursor, batch);
+            for (String id : next) {
+                if (max > 0 && entries.size() == max) {
+                    return new Page<>(entries, cursor);
+                }
+                cursor = Optional.of(id);
+                readListed(id).filter(filter).ifPresent(entries::add);
+            }
+            if (next.size() < batch) {
+                return new Page<>(entries, Optional.empty());
             }
         }
-        return new Page<>(entries, Optional.empty());
+    }
+
+    /**
+     * The first {@code count} of {@code ids} that sort after {@code cursor}, sorted. A page needs
+     * a hundred of thousands: a heap of the smallest seen so far costs one comparison for most
+     * IDs, where sorting them all costs a dozen each.
+     */
+    private static List<String> firstAfter(List<String> ids, Optional<String> cursor, int count) {
+        PriorityQueue<String> largestFirst = new PriorityQueue<>(Comparator.reverseOrder());
+        for (String id : ids) {
+            if (cursor.isPresent() && id.compareTo(cursor.get()) <= 0) {
+                continue;
+            }
+            if (largestFirst.size() < count) {
+                largestFirst.add(id);
+            } else if (id.compareTo(largestFirst.peek()) < 0) {
+                largestFirst.poll();
+                largestFirst.add(id);
+            }
+        }
+        List<String> first = new ArrayList<>(largestFirst);
+        first.sort(null);
+        return first;
     }
 
     private Optional<T> readListed(String id) {
@@ -90,33 +126,23 @@ final class MetadataStore<T> {
         }
     }
 
-    /** The IDs with a metadata file, {@code wanted} and after {@code after}, sorted. */
-    private List<String> ids(Predicate<String> wanted, Optional<String> after) {
-        // File.list gives bare names: no Path per entry of a directory that holds every volume twice
-        String[] names = directory.toFile().list();
-        if (names == null) {
-            throw listingFailure();
+    /** The IDs with a metadata file that are {@code wanted}, in no particular order. */
+    private List<String> ids(Predicate<String> wanted) {
+        List<String> names;
+        try {
+            // one getdents64 pass: no Path, nor even a String, per file of a directory of thousands
+            names = Libc.directoryNames(directory.toString(), SUFFIX);
+        } catch (Libc.ErrnoException e) {
+            throw StorageException.io(e, "cannot list the pool directory %s", directory);
         }
-        List<String> ids = new ArrayList<>();
+        List<String> ids = new ArrayList<>(names.size());
         for (String name : names) {
-            if (name.endsWith(SUFFIX)) {
-                String id = name.substring(0, name.length() - SUFFIX.length());
-                if ((after.isEmpty() || id.compareTo(after.get()) > 0) && wanted.test(id)) {
-                    ids.add(id);
-                }
+            String id = name.substring(0, name.length() - SUFFIX.length());
+            if (wanted.test(id)) {
+                ids.add(id);
             }
         }
-        ids.sort(null);
         return ids;
-    }
-
-    /** File.list says only that it failed; Files.list says why. */
-    private StorageException listingFailure() {
-        try (Stream<Path> files = Files.list(directory)) {
-            return StorageException.internal("cannot list the pool directory %s", directory);
-        } catch (IOException e) {
-            return StorageException.io(e, "cannot list the pool directory %s", directory);
-        }
     }
 
     /** Why the metadata file cannot be read as a {@code type}, or empty when it can. */
