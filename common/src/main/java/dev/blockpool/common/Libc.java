@@ -21,8 +21,8 @@ import java.util.List;
 /**
  * The Linux system calls the driver makes itself, through Java's foreign function API (no JNI
  * library to ship): opening a path (also without following any symlink), mount(2), umount2(2),
- * statx(2), ioctl(2), fsync(2), getdents64(2). The one place that knows the C library's calls and constants; each failure
- * is an {@link ErrnoException} carrying errno and the system's words.
+ * statx(2), ioctl(2), getdents64(2). The one place that knows the C library's calls and
+ * constants; each failure is an {@link ErrnoException} carrying errno and the system's words.
  */
 public final class Libc {
 
@@ -92,7 +92,6 @@ public final class Libc {
     private static final MethodHandle IOCTL_VALUE = function("ioctl",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG), 2);
     private static final MethodHandle CLOSE = function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT), -1);
-    private static final MethodHandle FSYNC = function("fsync", FunctionDescriptor.of(JAVA_INT, JAVA_INT), -1);
     private static final MethodHandle GETDENTS64 = function("getdents64",
             FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), -1);
     private static final MethodHandle MOUNT = function("mount",
@@ -204,17 +203,6 @@ public final class Libc {
             int ignored = (int) CLOSE.invokeExact(state, fd);
         } catch (Throwable t) {
             throw new IllegalStateException("close could not be called", t);
-        }
-    }
-
-    public static void fsync(int fd) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            check((int) FSYNC.invokeExact(state, fd), state);
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("fsync could not be called", t);
         }
     }
 

@@ -18,6 +18,9 @@ import org.slf4j.LoggerFactory;
  * clones. A copy is a reflink (the FICLONE ioctl through {@link Libc}: it shares extents instead
  * of copying data, so it takes milliseconds however large the image) where the pool's filesystem shares extents (XFS with reflink, btrfs),
  * otherwise a sparse-aware copy by {@code cp} that keeps holes as holes.
+ *
+ * <p>None of these makes the image durable: the caller flushes it once, when it is complete
+ * (after a copy and a grow, say), before the metadata that relies on it is written.
  */
 public final class ImageFiles {
 
@@ -56,11 +59,10 @@ public final class ImageFiles {
             runChecked(List.of("fallocate", "--length", Long.toString(sizeBytes),
                     image.toString()));
         }
-        DurableFiles.fsync(image);
     }
 
     /**
-     * Copies {@code source} to {@code target} (replacing it), durably: a reflink where the pool's
+     * Copies {@code source} to {@code target} (replacing it): a reflink where the pool's
      * filesystem can share the extents, else a sparse-aware copy.
      */
     public CopyMethod copy(Path source, Path target) {
@@ -71,13 +73,12 @@ public final class ImageFiles {
             return CopyMethod.REFLINK;
         }
         runChecked(List.of("cp", "--reflink=never", "--sparse=always", "--", source.toString(), target.toString()));
-        DurableFiles.fsync(target);
         return CopyMethod.SPARSE_COPY;
     }
 
     /**
-     * FICLONE of {@code source} into {@code target}, fsync'd; false (leaving {@code target} empty)
-     * where the filesystem shares no extents (ext4, tmpfs) or not between these two files.
+     * FICLONE of {@code source} into {@code target}; false (leaving {@code target} empty) where
+     * the filesystem shares no extents (ext4, tmpfs) or not between these two files.
      */
     private static boolean reflink(Path source, Path target) {
         int from = open(source, Libc.O_RDONLY);
@@ -92,11 +93,6 @@ public final class ImageFiles {
                         return false;
                     }
                     throw StorageException.io(e, "cannot reflink %s to %s", source, target);
-                }
-                try {
-                    Libc.fsync(to);
-                } catch (Libc.ErrnoException e) {
-                    throw StorageException.io(e, "cannot flush %s to disk", target);
                 }
                 return true;
             } finally {

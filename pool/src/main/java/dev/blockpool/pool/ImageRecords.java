@@ -87,6 +87,7 @@ final class ImageRecords<T> {
         space.requireRoomFor(bytes);
         try {
             makeImage.accept(image);
+            DurableFiles.fsync(image); // once, however many steps made it, and before the commit
             metadata.write(id, record);
             return record;
         } catch (RuntimeException failure) {

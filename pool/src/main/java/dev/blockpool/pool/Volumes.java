@@ -120,6 +120,7 @@ public final class Volumes {
         }
         space.requireRoomFor(newCapacity - volume.capacityBytes());
         images.grow(imagePath(volumeId), newCapacity, volume.allocation());
+        DurableFiles.fsync(imagePath(volumeId)); // the new size is on disk before the metadata says so
         Volume grown = volume.withCapacity(newCapacity);
         records.update(volumeId, grown);
         log.info("expanded volume {} to {} bytes", volumeId, newCapacity);
