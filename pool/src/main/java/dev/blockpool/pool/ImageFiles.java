@@ -15,9 +15,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Image files: create (sparse or preallocated), grow, and copy for snapshots, restores and
- * clones. A copy is a reflink (the FICLONE ioctl through {@link Libc}: it shares extents instead
- * of copying data, so it takes milliseconds however large the image) where the pool's filesystem shares extents (XFS with reflink, btrfs),
- * otherwise a sparse-aware copy by {@code cp} that keeps holes as holes.
+ * clones. A copy is a reflink where the pool's filesystem shares extents (XFS with reflink,
+ * btrfs): the FICLONE ioctl through {@link Libc}, which copies no data, so it takes milliseconds
+ * however large the image. Otherwise it is a sparse-aware copy by {@code cp} that keeps holes
+ * as holes.
  *
  * <p>None of these makes the image durable: the caller flushes it once, when it is complete
  * (after a copy and a grow, say), before the metadata that relies on it is written.

@@ -62,7 +62,7 @@ final class ImageRecords<T> {
         return page(Optional.empty(), 0, id -> true, record -> true).entries();
     }
 
-    /** The committed records after {@code after} whose ID and record pass the filters, as {@link MetadataStore#page} reads them. */
+    /** A page of the committed records whose ID and record pass the filters; see {@link MetadataStore#page}. */
     Page<T> page(Optional<String> after, int max, Predicate<String> idFilter, Predicate<T> filter) {
         return metadata.page(isId.and(idFilter), after, max, filter);
     }

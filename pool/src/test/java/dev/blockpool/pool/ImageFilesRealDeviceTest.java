@@ -29,8 +29,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Snapshot copies on real pool filesystems, each made in the test on a loop device: XFS with
- * reflink shares extents (FICLONE, without running any host tool), ext4 falls back to a sparse-aware copy that keeps holes.
- * Needs root; skipped otherwise.
+ * reflink shares extents (FICLONE, without running any host tool), ext4 falls back to a
+ * sparse-aware copy that keeps holes. Needs root; skipped otherwise.
  */
 class ImageFilesRealDeviceTest {
 
