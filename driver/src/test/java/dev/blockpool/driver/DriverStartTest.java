@@ -23,7 +23,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The pool's reconcile runs once the driver serves, beside its calls rather than before them. */
+/** The pool's reconcile runs once the driver serves (a few seconds after), beside its calls rather than before them. */
 class DriverStartTest {
 
     @TempDir
@@ -47,7 +47,7 @@ class DriverStartTest {
         Driver.Running running = new Driver(new DriverConfig(Endpoint.parse(dir.resolve("csi.sock").toString()),
                 "node-1", "blockpool.csi.dev", poolDir, Mode.CONTROLLER, 8), "test").start();
         try {
-            for (int i = 0; i < 300 && Files.exists(orphan); i++) {
+            for (int i = 0; i < 600 && Files.exists(orphan); i++) {
                 Thread.sleep(100);
             }
         } finally {
