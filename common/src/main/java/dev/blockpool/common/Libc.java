@@ -1,6 +1,7 @@
 package dev.blockpool.common;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
@@ -13,13 +14,16 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The Linux system calls the driver makes itself, through Java's foreign function API (no JNI
  * library to ship): opening a path (also without following any symlink), mount(2), umount2(2),
- * statx(2), fstatfs(2), mknod(2), ioctl(2). The one place that knows the C library's calls and
- * constants; each failure is an {@link ErrnoException} carrying errno and the system's words.
- * A call that can hang on a dead filesystem is made through {@link BlockingCalls}.
+ * statx(2), fstatfs(2), mknod(2), ioctl(2), getdents64(2). The one place that knows the C
+ * library's calls and constants; each failure is an {@link ErrnoException} carrying errno and the
+ * system's words. A call that can hang on a dead filesystem is made through {@link BlockingCalls}.
  */
 public final class Libc {
 
@@ -28,6 +32,7 @@ public final class Libc {
     public static final int O_RDWR = 2;
     public static final int O_CREAT = 0x40;
     public static final int O_EXCL = 0x80;
+    public static final int O_TRUNC = 0x200;
     public static final int O_PATH = 0x200000;
     public static final int O_NOFOLLOW = 0x20000;
     public static final int O_DIRECTORY = 0x10000;
@@ -36,10 +41,17 @@ public final class Libc {
     public static final int ENXIO = 6;
     public static final int EBUSY = 16;
     public static final int EEXIST = 17;
+    public static final int EXDEV = 18;
     public static final int EINVAL = 22;
     public static final int ENOTTY = 25;
+    public static final int ENOSPC = 28;
     public static final int ENOSYS = 38;
     public static final int ELOOP = 40;
+    public static final int EOPNOTSUPP = 95;
+    public static final int EDQUOT = 122;
+
+    /** ioctl(dest_fd, FICLONE, src_fd): dest shares all of src's extents (a reflink). */
+    public static final long FICLONE = 0x40049409L;
 
     public static final long MS_RDONLY = 1;
     public static final long MS_NOSUID = 2;
@@ -67,6 +79,8 @@ public final class Libc {
     private static final int STATX_TYPE = 0x1;
     private static final int STATX_SIZE = 0x200;
     private static final long RESOLVE_NO_SYMLINKS = 0x04;
+    /** Room for some 16,000 directory entries of the pool's names per getdents64 call. */
+    private static final long DIRENT_BUFFER_BYTES = 1 << 20;
     /** openat2's number is the same on every architecture (the unified syscall table). */
     private static final long SYS_OPENAT2 = 437;
 
@@ -83,6 +97,8 @@ public final class Libc {
     private static final MethodHandle IOCTL_VALUE = function("ioctl",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG), 2);
     private static final MethodHandle CLOSE = function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT), -1);
+    private static final MethodHandle GETDENTS64 = function("getdents64",
+            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), -1);
     private static final MethodHandle MOUNT = function("mount",
             FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS), -1);
     private static final MethodHandle UMOUNT2 = function("umount2",
@@ -209,6 +225,62 @@ public final class Libc {
         } catch (Throwable t) {
             throw new IllegalStateException("close could not be called", t);
         }
+    }
+
+    /**
+     * The names in directory {@code path} that end with {@code suffix}, in no particular order,
+     * read with getdents64(2) into one large buffer: a Java string is made only for the names
+     * wanted, which in a directory of thousands of files is most of what listing it costs in Java.
+     */
+    public static List<String> directoryNames(String path, String suffix) {
+        byte[] wanted = suffix.getBytes(StandardCharsets.UTF_8);
+        List<String> names = new ArrayList<>();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            int fd = check((int) OPENAT.invokeExact(state, AT_FDCWD, arena.allocateFrom(path),
+                    O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0), state);
+            try {
+                MemorySegment buffer = arena.allocate(DIRENT_BUFFER_BYTES, 8);
+                long filled;
+                while ((filled = (long) GETDENTS64.invokeExact(state, fd, buffer, buffer.byteSize())) > 0) {
+                    // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name (NUL-terminated)
+                    long recordLength;
+                    for (long entry = 0; entry < filled; entry += recordLength) {
+                        recordLength = Short.toUnsignedInt(buffer.get(JAVA_SHORT, entry + 16));
+                        long name = entry + 19;
+                        int length = 0;
+                        while (buffer.get(JAVA_BYTE, name + length) != 0) {
+                            length++;
+                        }
+                        if (endsWith(buffer, name, length, wanted)) {
+                            names.add(buffer.getString(name, StandardCharsets.UTF_8));
+                        }
+                    }
+                }
+                if (filled < 0) {
+                    throw new ErrnoException(errno(state));
+                }
+            } finally {
+                int ignored = (int) CLOSE.invokeExact(state, fd);
+            }
+            return names;
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("getdents64 could not be called", t);
+        }
+    }
+
+    private static boolean endsWith(MemorySegment buffer, long name, int length, byte[] suffix) {
+        if (length < suffix.length) {
+            return false;
+        }
+        for (int i = 0; i < suffix.length; i++) {
+            if (buffer.get(JAVA_BYTE, name + length - suffix.length + i) != suffix[i]) {
+                return false;
+            }
+        }
+        return true;
     }
 
     public static Stat stat(int fd) {

@@ -43,6 +43,7 @@ import dev.blockpool.csi.UnaryReply;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Ids;
+import dev.blockpool.pool.Page;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.Snapshot;
 import dev.blockpool.pool.Volume;
@@ -120,7 +121,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     public void controllerUnpublishVolume(ControllerUnpublishVolumeRequest request,
                                           StreamObserver<ControllerUnpublishVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
-        Optional<String> nodeId = Optional.of(request.getNodeId()).filter(id -> !id.isEmpty());
+        Optional<String> nodeId = optional(request.getNodeId());
         locks.withLock(() -> pool.attachments().detach(volumeId, nodeId), volumeId);
         UnaryReply.send(response, ControllerUnpublishVolumeResponse.getDefaultInstance());
     }
@@ -155,9 +156,9 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
 
     @Override
     public void listVolumes(ListVolumesRequest request, StreamObserver<ListVolumesResponse> response) {
-        Pages.Page<Volume> page = Pages.page(pool.volumes().list(), Volume::id, request.getMaxEntries(),
-                request.getStartingToken());
-        var result = ListVolumesResponse.newBuilder().setNextToken(page.nextToken());
+        int maxEntries = Pages.maxEntries(request.getMaxEntries());
+        Page<Volume> page = pool.volumes().page(Pages.after(request.getStartingToken()), maxEntries);
+        var result = ListVolumesResponse.newBuilder().setNextToken(Pages.nextToken(page));
         for (Volume volume : page.entries()) {
             result.addEntriesBuilder().setVolume(mapper.volume(volume)).setStatus(mapper.listStatus(volume));
         }
@@ -235,14 +236,10 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
 
     @Override
     public void listSnapshots(ListSnapshotsRequest request, StreamObserver<ListSnapshotsResponse> response) {
-        List<Snapshot> matching = pool.snapshots().list().stream()
-                .filter(s -> request.getSnapshotId().isEmpty() || s.id().equals(request.getSnapshotId()))
-                .filter(s -> request.getSourceVolumeId().isEmpty()
-                        || s.sourceVolumeId().equals(request.getSourceVolumeId()))
-                .toList();
-        Pages.Page<Snapshot> page = Pages.page(matching, Snapshot::id, request.getMaxEntries(),
-                request.getStartingToken());
-        var result = ListSnapshotsResponse.newBuilder().setNextToken(page.nextToken());
+        int maxEntries = Pages.maxEntries(request.getMaxEntries());
+        Page<Snapshot> page = pool.snapshots().page(Pages.after(request.getStartingToken()), maxEntries,
+                optional(request.getSnapshotId()), optional(request.getSourceVolumeId()));
+        var result = ListSnapshotsResponse.newBuilder().setNextToken(Pages.nextToken(page));
         page.entries().forEach(s -> result.addEntriesBuilder().setSnapshot(ProtoMapper.snapshot(s)));
         UnaryReply.send(response, result.build());
     }
@@ -253,6 +250,11 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         Snapshot snapshot = pool.snapshots().find(snapshotId).orElseThrow(() ->
                 CsiException.notFound("snapshot %s does not exist", Quoting.quote(snapshotId)));
         UnaryReply.send(response, GetSnapshotResponse.newBuilder().setSnapshot(ProtoMapper.snapshot(snapshot)).build());
+    }
+
+    /** An optional string field: empty when not set. */
+    private static Optional<String> optional(String field) {
+        return Optional.of(field).filter(value -> !value.isEmpty());
     }
 
 }

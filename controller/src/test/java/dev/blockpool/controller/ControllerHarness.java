@@ -45,7 +45,9 @@ final class ControllerHarness implements AutoCloseable {
     private void start() {
         // settle time zero: at start-up everything unfinished is treated as left by a crash
         pool = Pool.open(poolDir, commands, Clock.systemUTC(), Duration.ZERO);
-        served = InProcessCsi.serve(new ControllerService(pool, new OperationLocks()));
+        OperationLocks locks = new OperationLocks();
+        served = InProcessCsi.serve(new ControllerService(pool, locks));
+        pool.reconcile(locks); // as the driver does once it serves
         stub = ControllerGrpc.newBlockingStub(served.channel());
     }
 

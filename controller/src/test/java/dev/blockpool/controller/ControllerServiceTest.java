@@ -458,10 +458,11 @@ class ControllerServiceTest {
 
     @Test
     void listVolumesPagesThroughEveryVolumeOnceAndAbortsOnABadToken() {
-        List<String> created = IntStream.range(0, 7).mapToObj(i -> create("pvc-list-" + i, MIB).getVolumeId())
+        List<String> created = IntStream.range(0, 40).mapToObj(i -> create("pvc-list-" + i, MIB).getVolumeId())
                 .sorted().toList();
 
         List<String> listed = new ArrayList<>();
+        List<String> deleted = new ArrayList<>();
         String token = "";
         do {
             ListVolumesResponse page = controller.stub().listVolumes(ListVolumesRequest.newBuilder()
@@ -472,8 +473,17 @@ class ControllerServiceTest {
                 assertThat(e.getStatus().getVolumeCondition().getAbnormal()).isFalse();
             });
             token = page.getNextToken();
+            if (!token.isEmpty()) {
+                // the token stays good when the volume its page ended at is deleted before the next call
+                String last = listed.getLast();
+                controller.stub().deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(last).build());
+                deleted.add(last);
+            }
         } while (!token.isEmpty());
         assertThat(listed).isEqualTo(created);
+        assertThat(controller.stub().listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList())
+                .extracting(e -> e.getVolume().getVolumeId())
+                .containsExactlyElementsOf(created.stream().filter(id -> !deleted.contains(id)).toList());
 
         failure(() -> controller.stub().listVolumes(ListVolumesRequest.newBuilder().setStartingToken("bogus")
                 .build()), Status.Code.ABORTED);

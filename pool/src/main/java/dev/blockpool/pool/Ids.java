@@ -19,8 +19,8 @@ public final class Ids {
     public static final String VOLUME_PREFIX = "vol-";
     public static final String SNAPSHOT_PREFIX = "snap-";
 
-    private static final Pattern VOLUME_ID = Pattern.compile("vol-[0-9a-f]{32}");
-    private static final Pattern SNAPSHOT_ID = Pattern.compile("snap-[0-9a-f]{32}");
+    /** Hex digits of the digest in an ID: 128 bits. */
+    private static final int DIGEST_CHARS = 32;
     /** Node IDs are host names in practice: DNS-label characters, dots and underscores. */
     private static final Pattern NODE_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
 
@@ -37,11 +37,25 @@ public final class Ids {
 
     /** True when {@code id} is one this driver could have issued; nothing else reaches a path. */
     public static boolean isVolumeId(String id) {
-        return VOLUME_ID.matcher(id).matches();
+        return isDigestId(VOLUME_PREFIX, id);
     }
 
     public static boolean isSnapshotId(String id) {
-        return SNAPSHOT_ID.matcher(id).matches();
+        return isDigestId(SNAPSHOT_PREFIX, id);
+    }
+
+    /** {@code prefix} and 32 lowercase hex digits; by hand, not a regex: a listing checks every name. */
+    private static boolean isDigestId(String prefix, String id) {
+        if (id.length() != prefix.length() + DIGEST_CHARS || !id.startsWith(prefix)) {
+            return false;
+        }
+        for (int i = prefix.length(); i < id.length(); i++) {
+            char c = id.charAt(i);
+            if (!(c >= '0' && c <= '9' || c >= 'a' && c <= 'f')) {
+                return false;
+            }
+        }
+        return true;
     }
 
     public static boolean isNodeId(String id) {
@@ -60,7 +74,7 @@ public final class Ids {
     private static String digest(String name) {
         try {
             byte[] hash = MessageDigest.getInstance("SHA-256").digest(name.getBytes(StandardCharsets.UTF_8));
-            return HexFormat.of().formatHex(hash, 0, 16);
+            return HexFormat.of().formatHex(hash, 0, DIGEST_CHARS / 2);
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is part of every Java runtime", e);
         }

@@ -1,6 +1,7 @@
 package dev.blockpool.pool;
 
 import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
 import java.io.RandomAccessFile;
@@ -8,14 +9,19 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Set;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Image files: create (sparse or preallocated), grow, and copy for snapshots, restores and
- * clones. A copy is a reflink (FICLONE, through {@code cp --reflink=always}) where the pool's
- * filesystem shares extents (XFS with reflink, btrfs), otherwise a sparse-aware copy that keeps
- * holes as holes.
+ * clones. A copy is a reflink where the pool's filesystem shares extents (XFS with reflink,
+ * btrfs): the FICLONE ioctl through {@link Libc}, which copies no data, so it takes milliseconds
+ * however large the image. Otherwise it is a sparse-aware copy by {@code cp} that keeps holes
+ * as holes.
+ *
+ * <p>None of these makes the image durable: the caller flushes it once, when it is complete
+ * (after a copy and a grow, say), before the metadata that relies on it is written.
  */
 public final class ImageFiles {
 
@@ -23,7 +29,12 @@ public final class ImageFiles {
     public enum CopyMethod { REFLINK, SPARSE_COPY }
 
     private static final Logger log = LoggerFactory.getLogger(ImageFiles.class);
-    /** A sparse copy of a large, mostly-written image can take a while; a reflink takes milliseconds. */
+    /**
+     * FICLONE's answers that mean "no shared extents here": the filesystem cannot (EOPNOTSUPP,
+     * ENOTTY, EINVAL) or not across these two files (EXDEV). Any other errno is a real failure.
+     */
+    private static final Set<Integer> NO_REFLINK = Set.of(Libc.EOPNOTSUPP, Libc.ENOTTY, Libc.EINVAL, Libc.EXDEV);
+    /** A sparse copy of a large, mostly-written image can take a while. */
     private static final Duration COPY_TIMEOUT = Duration.ofHours(1);
 
     private final CommandRunner commands;
@@ -49,24 +60,56 @@ public final class ImageFiles {
             runChecked(List.of("fallocate", "--length", Long.toString(sizeBytes),
                     image.toString()));
         }
-        DurableFiles.fsync(image);
     }
 
+    /**
+     * Copies {@code source} to {@code target} (replacing it): a reflink where the pool's
+     * filesystem can share the extents, else a sparse-aware copy.
+     */
     public CopyMethod copy(Path source, Path target) {
         if (!Files.isRegularFile(source)) {
             throw StorageException.internal("source image %s is missing", source);
         }
-        CommandRunner.Result reflink = commands.run(COPY_TIMEOUT,
-                List.of("cp", "--reflink=always", "--", source.toString(), target.toString()));
-        CopyMethod method = CopyMethod.REFLINK;
-        if (!reflink.ok()) {
-            log.debug("reflink of {} not possible ({}), copying sparsely", source, reflink.stderr().strip());
-            runChecked(List.of("cp", "--reflink=never", "--sparse=always", "--",
-                    source.toString(), target.toString()));
-            method = CopyMethod.SPARSE_COPY;
+        if (reflink(source, target)) {
+            return CopyMethod.REFLINK;
         }
-        DurableFiles.fsync(target);
-        return method;
+        runChecked(List.of("cp", "--reflink=never", "--sparse=always", "--", source.toString(), target.toString()));
+        return CopyMethod.SPARSE_COPY;
+    }
+
+    /**
+     * FICLONE of {@code source} into {@code target}; false (leaving {@code target} empty) where
+     * the filesystem shares no extents (ext4, tmpfs) or not between these two files.
+     */
+    private static boolean reflink(Path source, Path target) {
+        int from = open(source, Libc.O_RDONLY);
+        try {
+            int to = open(target, Libc.O_WRONLY | Libc.O_CREAT | Libc.O_TRUNC);
+            try {
+                try {
+                    Libc.ioctl(to, Libc.FICLONE, from);
+                } catch (Libc.ErrnoException e) {
+                    if (NO_REFLINK.contains(e.errno())) {
+                        log.debug("reflink of {} not possible ({}), copying sparsely", source, e.getMessage());
+                        return false;
+                    }
+                    throw StorageException.io(e, "cannot reflink %s to %s", source, target);
+                }
+                return true;
+            } finally {
+                Libc.close(to);
+            }
+        } finally {
+            Libc.close(from);
+        }
+    }
+
+    private static int open(Path image, int flags) {
+        try {
+            return Libc.open(image.toString(), flags | Libc.O_NOFOLLOW, 0666);
+        } catch (Libc.ErrnoException e) {
+            throw StorageException.io(e, "cannot open image %s", image);
+        }
     }
 
     /** Runs a command that writes into the pool; a full pool (or quota) is EXHAUSTED, not INTERNAL. */
@@ -77,14 +120,6 @@ public final class ImageFiles {
                 throw StorageException.noSpace("the pool is full: %s", result.describe());
             }
             throw StorageException.internal("%s", result.describe());
-        }
-    }
-
-    public static long size(Path image) {
-        try {
-            return Files.size(image);
-        } catch (IOException e) {
-            throw StorageException.io(e, "cannot read the size of image %s", image);
         }
     }
 

@@ -59,7 +59,12 @@ final class ImageRecords<T> {
 
     /** Every readable committed record, sorted by ID. */
     List<T> list() {
-        return metadata.readAll(isId);
+        return page(Optional.empty(), 0, id -> true, record -> true).entries();
+    }
+
+    /** A page of the committed records whose ID and record pass the filters; see {@link MetadataStore#page}. */
+    Page<T> page(Optional<String> after, int max, Predicate<String> idFilter, Predicate<T> filter) {
+        return metadata.page(isId.and(idFilter), after, max, filter);
     }
 
     /**
@@ -82,6 +87,7 @@ final class ImageRecords<T> {
         space.requireRoomFor(bytes);
         try {
             makeImage.accept(image);
+            DurableFiles.fsync(image); // once, however many steps made it, and before the commit
             metadata.write(id, record);
             return record;
         } catch (RuntimeException failure) {

@@ -42,8 +42,9 @@ public final class Pool {
     }
 
     /**
-     * Opens the pool at {@code root}, creating its directories when new, and reconciles work a
-     * crash left half-done (see {@link #reconcile(OperationLocks)}).
+     * Opens the pool at {@code root}, creating its directories when new. It reads no record: the
+     * reconcile of what a crash left half-done ({@link #reconcile(OperationLocks)}) reads them
+     * all, so the driver runs it beside its calls once it serves, never before.
      */
     public static Pool open(Path root, CommandRunner commands, Clock clock, Duration settleTime) {
         try {
@@ -53,16 +54,15 @@ public final class Pool {
         } catch (IOException e) {
             throw StorageException.io(e, "cannot create the pool directories under %s", root);
         }
-        Pool pool = new Pool(root, commands, clock, settleTime);
-        pool.reconcile(new OperationLocks());
-        return pool;
+        return new Pool(root, commands, clock, settleTime);
     }
 
     /**
      * Removes what interrupted work left behind: temporary files and images without metadata.
      * Only files untouched for the settle time are considered, so that a create in progress in
      * another process sharing the pool is never robbed of its image, and no image of an ID that
-     * holds one of {@code locks} (an operation in progress in this process).
+     * holds one of {@code locks} (an operation in progress in this process). Safe beside the
+     * calls being served, when they share {@code locks}.
      */
     public void reconcile(OperationLocks locks) {
         new Reconciler(root, clock.instant().minus(settleTime), locks).run();

@@ -16,6 +16,7 @@ import java.nio.file.Path;
 public final class PoolSpace {
 
     private final Path root;
+    private volatile FileStore store;
 
     PoolSpace(Path root) {
         this.root = root;
@@ -53,7 +54,17 @@ public final class PoolSpace {
         }
     }
 
+    /**
+     * Looked up once: the lookup reads the whole mount table, which on a node grows with every
+     * volume staged there. What it answers is read afresh on each call (statvfs of the pool's
+     * path), so nothing of it can go stale.
+     */
     private FileStore store() throws IOException {
-        return Files.getFileStore(root);
+        FileStore found = store;
+        if (found == null) {
+            found = Files.getFileStore(root);
+            store = found;
+        }
+        return found;
     }
 }

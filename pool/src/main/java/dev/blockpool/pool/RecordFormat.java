@@ -1,11 +1,14 @@
 package dev.blockpool.pool;
 
 import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -14,7 +17,6 @@ import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
 import java.math.BigInteger;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.stream.Collectors;
 
@@ -38,6 +40,13 @@ final class RecordFormat {
             .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
             .enable(SerializationFeature.INDENT_OUTPUT)
             .build();
+    /** One reader per record type, built once: building one per read would cost more than the read. */
+    private static final ClassValue<ObjectReader> READERS = new ClassValue<>() {
+        @Override
+        protected ObjectReader computeValue(Class<?> type) {
+            return JSON.readerFor(type);
+        }
+    };
 
     private RecordFormat() {
     }
@@ -54,25 +63,43 @@ final class RecordFormat {
 
     /** The record in {@code content}, read from {@code path} (named in every error). */
     static <T> T decode(Path path, byte[] content, Class<T> type) {
-        if (new String(content, StandardCharsets.UTF_8).isBlank()) {
-            throw damaged(path, "it is empty", null);
-        }
-        JsonNode tree;
+        requireReadableVersion(path, version(path, content));
         try {
-            tree = JSON.readTree(content);
-        } catch (JsonProcessingException e) {
+            // the version field is no field of the record's: FAIL_ON_UNKNOWN_PROPERTIES is off
+            return READERS.get(type).readValue(content);
+        } catch (JsonProcessingException | IllegalArgumentException e) {
             throw damaged(path, describe(e), e);
         } catch (IOException e) {
             throw StorageException.io(e, "cannot read metadata %s", path);
         }
-        if (!(tree instanceof ObjectNode fields)) {
-            throw damaged(path, "it holds no JSON object", null);
-        }
-        requireReadableVersion(path, fields.remove(VERSION_FIELD));
-        try {
-            return JSON.treeToValue(fields, type);
-        } catch (JsonProcessingException | IllegalArgumentException e) {
+    }
+
+    /**
+     * The top-level {@code formatVersion}, or null when there is none; streams over the top level
+     * only, and stops at the field, which the driver writes first.
+     */
+    private static JsonNode version(Path path, byte[] content) {
+        try (JsonParser parser = JSON.createParser(content)) {
+            JsonToken first = parser.nextToken();
+            if (first == null) {
+                throw damaged(path, "it is empty", null);
+            }
+            if (first != JsonToken.START_OBJECT) {
+                throw damaged(path, "it holds no JSON object", null);
+            }
+            while (parser.nextToken() == JsonToken.FIELD_NAME) {
+                String field = parser.currentName();
+                parser.nextToken();
+                if (field.equals(VERSION_FIELD)) {
+                    return parser.readValueAsTree();
+                }
+                parser.skipChildren();
+            }
+            return null;
+        } catch (JsonProcessingException e) {
             throw damaged(path, describe(e), e);
+        } catch (IOException e) {
+            throw StorageException.io(e, "cannot read metadata %s", path);
         }
     }
 

@@ -42,6 +42,16 @@ public final class Snapshots {
     }
 
     /**
+     * At most {@code max} snapshots (0: all) whose IDs sort after {@code after}, in ID order:
+     * only the one of {@code snapshotId} and only those of {@code sourceVolumeId}, when given.
+     */
+    public Page<Snapshot> page(Optional<String> after, int max, Optional<String> snapshotId,
+                               Optional<String> sourceVolumeId) {
+        return records.page(after, max, id -> snapshotId.isEmpty() || snapshotId.get().equals(id),
+                snapshot -> sourceVolumeId.isEmpty() || sourceVolumeId.get().equals(snapshot.sourceVolumeId()));
+    }
+
+    /**
      * Snapshots {@code source} under {@code name}, or returns the snapshot of that name when it
      * was taken before from the same volume (CreateSnapshot is idempotent on the name).
      */

@@ -2,8 +2,11 @@ package dev.blockpool.pool;
 
 import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
+import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Clock;
 import java.util.List;
 import java.util.Objects;
@@ -53,6 +56,11 @@ public final class Volumes {
     /** All volumes, sorted by ID. */
     public List<Volume> list() {
         return records.list();
+    }
+
+    /** At most {@code max} volumes (0: all) whose IDs sort after {@code after}, in ID order. */
+    public Page<Volume> page(Optional<String> after, int max) {
+        return records.page(after, max, id -> true, volume -> true);
     }
 
     /**
@@ -112,6 +120,7 @@ public final class Volumes {
         }
         space.requireRoomFor(newCapacity - volume.capacityBytes());
         images.grow(imagePath(volumeId), newCapacity, volume.allocation());
+        DurableFiles.fsync(imagePath(volumeId)); // the new size is on disk before the metadata says so
         Volume grown = volume.withCapacity(newCapacity);
         records.update(volumeId, grown);
         log.info("expanded volume {} to {} bytes", volumeId, newCapacity);
@@ -121,10 +130,18 @@ public final class Volumes {
     /** Whether the image still matches its metadata (ControllerGetVolume, ListVolumes). */
     public Condition condition(Volume volume) {
         Path image = imagePath(volume.id());
-        if (!Files.isRegularFile(image)) {
+        BasicFileAttributes attributes;
+        try {
+            attributes = Files.readAttributes(image, BasicFileAttributes.class);
+        } catch (NoSuchFileException e) {
+            attributes = null;
+        } catch (IOException e) {
+            throw StorageException.io(e, "cannot read the size of image %s", image);
+        }
+        if (attributes == null || !attributes.isRegularFile()) {
             return Condition.abnormal("image file " + image + " is missing");
         }
-        long size = ImageFiles.size(image);
+        long size = attributes.size();
         if (size != volume.capacityBytes()) {
             return Condition.abnormal("image file " + image + " is " + size + " bytes, expected "
                     + volume.capacityBytes());

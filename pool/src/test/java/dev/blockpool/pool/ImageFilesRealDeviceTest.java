@@ -21,6 +21,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -28,15 +29,21 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Snapshot copies on real pool filesystems, each made in the test on a loop device: XFS with
- * reflink shares extents (FICLONE), ext4 falls back to a sparse-aware copy that keeps holes.
- * Needs root; skipped otherwise.
+ * reflink shares extents (FICLONE, without running any host tool), ext4 falls back to a
+ * sparse-aware copy that keeps holes. Needs root; skipped otherwise.
  */
 class ImageFilesRealDeviceTest {
 
     private static final long MIB = 1 << 20;
     private static final long GIB = 1 << 30;
 
-    private final CommandRunner commands = new ProcessCommandRunner();
+    private final CommandRunner real = new ProcessCommandRunner();
+    /** Every host command the pool ran: a reflink runs none, the sparse copy runs {@code cp}. */
+    private final List<List<String>> ran = new CopyOnWriteArrayList<>();
+    private final CommandRunner commands = (timeout, command) -> {
+        ran.add(command);
+        return real.run(timeout, command);
+    };
 
     @TempDir
     Path work;
@@ -64,9 +71,18 @@ class ImageFilesRealDeviceTest {
 
         Path plain = pool.root().resolve("plain.img");
         writeRandom(plain, 0, 8 * MIB, 1);
-        assertThat(new ImageFiles(commands).copy(plain, pool.root().resolve("plain-copy.img")))
-                .isEqualTo(ImageFiles.CopyMethod.REFLINK);
-        assertThat(Files.mismatch(plain, pool.root().resolve("plain-copy.img"))).isEqualTo(-1);
+        Path copy = pool.root().resolve("plain-copy.img");
+        Files.write(copy, new byte[] {9, 9, 9}); // an earlier attempt's leftover is replaced
+        assertThat(new ImageFiles(commands).copy(plain, copy)).isEqualTo(ImageFiles.CopyMethod.REFLINK);
+        assertThat(Files.mismatch(plain, copy)).isEqualTo(-1);
+
+        // FICLONE cannot share extents across filesystems (EXDEV): the sparse copy takes over
+        Path outside = work.resolve("outside.img");
+        writeRandom(outside, MIB, MIB, 7);
+        Path fromOutside = pool.root().resolve("from-outside.img");
+        assertThat(new ImageFiles(commands).copy(outside, fromOutside)).isEqualTo(ImageFiles.CopyMethod.SPARSE_COPY);
+        assertThat(Files.mismatch(outside, fromOutside)).isEqualTo(-1);
+        ran.clear();
 
         Volume volume = pool.volumes().create(spec("xfs-vol", 256 * MIB));
         Path image = pool.volumes().imagePath(volume.id());
@@ -75,6 +91,7 @@ class ImageFilesRealDeviceTest {
 
         Snapshot snapshot = pool.snapshots().create("xfs-snap", volume, image);
 
+        assertThat(ran).as("host commands a reflinked volume and snapshot ran").isEmpty();
         long used = freeBefore - pool.space().availableBytes();
         assertThat(used).as("bytes the 100 MiB snapshot took from the pool").isLessThan(4 * MIB);
         Path snapshotImage = pool.snapshots().imagePath(snapshot.id());
@@ -97,6 +114,7 @@ class ImageFilesRealDeviceTest {
         writeRandom(plain, 0, 8 * MIB, 1);
         assertThat(new ImageFiles(commands).copy(plain, pool.root().resolve("plain-copy.img")))
                 .isEqualTo(ImageFiles.CopyMethod.SPARSE_COPY);
+        assertThat(ran).extracting(List::getFirst).containsExactly("cp");
         assertThat(Files.mismatch(plain, pool.root().resolve("plain-copy.img"))).isEqualTo(-1);
 
         Volume volume = pool.volumes().create(spec("sparse-1g", GIB));
@@ -182,7 +200,7 @@ class ImageFilesRealDeviceTest {
 
     /** Bytes of disk the file really occupies, from {@code stat}'s count of 512-byte blocks. */
     private long allocatedBytes(Path file) {
-        return Long.parseLong(commands.runChecked("stat", "-c", "%b", file.toString()).stdout().strip()) * 512;
+        return Long.parseLong(real.runChecked("stat", "-c", "%b", file.toString()).stdout().strip()) * 512;
     }
 
     private static void writeRandom(Path file, long offset, long length, long seed) throws IOException {

@@ -21,7 +21,7 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The start-up reconcile: what a crash leaves behind goes, committed volumes and snapshots stay. */
+/** The reconcile: what a crash leaves behind goes, committed volumes and snapshots stay. */
 class PoolReconcileTest {
 
     private static final Duration SETTLE = Duration.ofMinutes(5);
@@ -74,6 +74,7 @@ class PoolReconcileTest {
         age(snapshots.resolve(keptSnapshot.id() + ".img"));
 
         Pool reopened = open(SETTLE);
+        reopened.reconcile(new OperationLocks());
 
         for (Path file : debris) {
             assertThat(file).as("debris %s", file.getFileName()).doesNotExist();
@@ -95,12 +96,13 @@ class PoolReconcileTest {
         Files.write(inProgressImage, new byte[10]);
         Files.write(inProgressTemp, new byte[10]);
 
-        open(SETTLE);
+        open(SETTLE).reconcile(new OperationLocks());
         assertThat(inProgressImage).exists();
         assertThat(inProgressTemp).exists();
 
         Pool pool = Pool.open(root, new ProcessCommandRunner(), Clock.offset(Clock.systemUTC(), SETTLE.multipliedBy(2)),
                 SETTLE);
+        pool.reconcile(new OperationLocks());
         assertThat(inProgressImage).doesNotExist();
         assertThat(inProgressTemp).doesNotExist();
         assertThat(pool.volumes().list()).isEmpty();
@@ -128,7 +130,8 @@ class PoolReconcileTest {
         Volume volume = pool.volumes().create(spec("damaged", 1 << 20));
         Path image = pool.volumes().imagePath(volume.id());
         Path metadata = root.resolve("volumes").resolve(volume.id() + ".json");
-        Files.writeString(metadata, "{\"id\": \"" + volume.id() + "\", \"capacityBytes\": ");
+        // torn where the driver writes it, after the format version it writes first
+        Files.writeString(metadata, "{\"formatVersion\": 1, \"id\": \"" + volume.id() + "\", \"capacityBytes\": ");
         Path snapImage = root.resolve("snapshots").resolve(Ids.snapshotIdFor("damaged") + ".img");
         Path snapMetadata = root.resolve("snapshots").resolve(Ids.snapshotIdFor("damaged") + ".json");
         Files.write(snapImage, new byte[4096]);

@@ -268,6 +268,7 @@ class CrashTest {
     private void afterTheSettleTime() throws Exception {
         host.agePoolFiles(SETTLE_TIME.plusMinutes(1));
         driver.restart();
+        host.awaitReconciled(Duration.ofMinutes(1)); // what is still there then, the check reports
         step++;
         check("#" + step + " restart once the settle time has passed", List.of(), true);
     }

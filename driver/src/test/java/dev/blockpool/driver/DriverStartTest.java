@@ -1,0 +1,60 @@
+package dev.blockpool.driver;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.pool.AccessType;
+import dev.blockpool.pool.Allocation;
+import dev.blockpool.pool.Ids;
+import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.Volume;
+import dev.blockpool.pool.VolumeSpec;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The pool's reconcile runs once the driver serves (a few seconds after), beside its calls rather than before them. */
+class DriverStartTest {
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void aStartedDriverReconcilesThePoolWhatACrashLeftGoesAndCommittedVolumesStay() throws Exception {
+        Path poolDir = dir.resolve("pool");
+        Pool pool = Pool.open(poolDir, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ZERO);
+        Volume kept = pool.volumes().create(new VolumeSpec("kept", 4096, "ext4", Allocation.SPARSE,
+                Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
+        Path orphan = poolDir.resolve("volumes").resolve(Ids.volumeIdFor("interrupted") + ".img");
+        Files.write(orphan, new byte[4096]);
+        try (Stream<Path> files = Files.list(poolDir.resolve("volumes"))) {
+            for (Path file : files.toList()) {
+                // older than the driver's settle time, as a crash before a restart leaves them
+                Files.setLastModifiedTime(file, FileTime.from(Instant.now().minus(Duration.ofHours(1))));
+            }
+        }
+
+        Driver.Running running = new Driver(new DriverConfig(Endpoint.parse(dir.resolve("csi.sock").toString()),
+                "node-1", "blockpool.csi.dev", poolDir, Mode.CONTROLLER, 8), "test").start();
+        try {
+            for (int i = 0; i < 600 && Files.exists(orphan); i++) {
+                Thread.sleep(100);
+            }
+        } finally {
+            running.stop(Duration.ofSeconds(5));
+        }
+        assertThat(orphan).as("an image without metadata, after start-up").doesNotExist();
+        assertThat(pool.volumes().find(kept.id())).contains(kept);
+        assertThat(pool.volumes().imagePath(kept.id())).exists();
+    }
+}
