@@ -139,8 +139,14 @@ public final class LoopSysfs {
         }
     }
 
-    private static boolean isGone(IOException e) {
-        return e instanceof FileSystemException fse && "No such device".equals(fse.getReason());
+    /**
+     * ENODEV from sysfs: the device was removed while its files were read. Opening a file of it
+     * fails with a FileSystemException carrying the reason; a read of a file already open fails
+     * with a plain IOException whose message is the reason.
+     */
+    static boolean isGone(IOException e) {
+        String reason = e instanceof FileSystemException fse ? fse.getReason() : e.getMessage();
+        return "No such device".equals(reason);
     }
 
     private static Optional<String> readIfExists(Path file) throws IOException {

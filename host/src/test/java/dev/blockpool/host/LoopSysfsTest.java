@@ -174,4 +174,13 @@ class LoopSysfsTest {
             assertThat(e.getMessage()).contains("still in use");
         });
     }
+
+    @Test
+    void aDeviceRemovedWhileItsFilesAreReadIsGoneWhicheverWayTheErrorComes() {
+        // Opening a file of a removed device, and reading one opened before it went.
+        assertThat(LoopSysfs.isGone(new java.nio.file.FileSystemException("/sys/block/loop9/loop/backing_file", null,
+                "No such device"))).isTrue();
+        assertThat(LoopSysfs.isGone(new IOException("No such device"))).isTrue();
+        assertThat(LoopSysfs.isGone(new IOException("Permission denied"))).isFalse();
+    }
 }
