@@ -56,6 +56,8 @@ public final class BlockingCalls {
         this.running = new Semaphore(threads);
         this.executor = new ThreadPoolExecutor(threads, threads, 1, TimeUnit.MINUTES, new LinkedBlockingQueue<>(),
                 Thread.ofPlatform().name(threadName + "-", 0).daemon().factory());
+        // Threads a burst of calls started end after a minute without work: an idle node keeps none.
+        executor.allowCoreThreadTimeOut(true);
     }
 
     /** Runs {@code work} on one of the threads; {@code what} names the call and its path for the errors. */

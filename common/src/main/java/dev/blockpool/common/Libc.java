@@ -81,6 +81,8 @@ public final class Libc {
     private static final long RESOLVE_NO_SYMLINKS = 0x04;
     /** Room for some 16,000 directory entries of the pool's names per getdents64 call. */
     private static final long DIRENT_BUFFER_BYTES = 1 << 20;
+    private static final long DIRENT_PAGE_BUFFER_BYTES = 64 << 10;
+    private static final int SEEK_SET = 0;
     /** openat2's number is the same on every architecture (the unified syscall table). */
     private static final long SYS_OPENAT2 = 437;
 
@@ -97,6 +99,8 @@ public final class Libc {
     private static final MethodHandle IOCTL_VALUE = function("ioctl",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG), 2);
     private static final MethodHandle CLOSE = function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT), -1);
+    private static final MethodHandle LSEEK = function("lseek",
+            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT), -1);
     private static final MethodHandle GETDENTS64 = function("getdents64",
             FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), -1);
     private static final MethodHandle MOUNT = function("mount",
@@ -227,20 +231,48 @@ public final class Libc {
         }
     }
 
+    /** A name read from a directory, and the position at which reading resumes after it (its d_off). */
+    public record DirectoryEntry(String name, long resumeAt) {
+    }
+
+    /**
+     * What {@link #directoryEntries} read: the names wanted, in the directory's own order, and
+     * whether the directory ended before {@code count} of them were found.
+     */
+    public record DirectoryRead(List<DirectoryEntry> entries, boolean end) {
+    }
+
     /**
      * The names in directory {@code path} that end with {@code suffix}, in no particular order,
      * read with getdents64(2) into one large buffer: a Java string is made only for the names
      * wanted, which in a directory of thousands of files is most of what listing it costs in Java.
      */
     public static List<String> directoryNames(String path, String suffix) {
+        return directoryEntries(path, suffix, 0, Integer.MAX_VALUE).entries().stream()
+                .map(DirectoryEntry::name).toList();
+    }
+
+    /**
+     * At most {@code count} names ending with {@code suffix}, in the directory's own order,
+     * starting at position {@code from} (0 for the start; else a {@link DirectoryEntry#resumeAt}
+     * read before). Positions are the cookies telldir(3) and NFS use: ext4 and XFS keep them valid
+     * while other names are added and removed, so a listing can resume where it stopped without
+     * reading the names before it again.
+     */
+    public static DirectoryRead directoryEntries(String path, String suffix, long from, int count) {
         byte[] wanted = suffix.getBytes(StandardCharsets.UTF_8);
-        List<String> names = new ArrayList<>();
+        List<DirectoryEntry> entries = new ArrayList<>();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CALL_STATE);
             int fd = check((int) OPENAT.invokeExact(state, AT_FDCWD, arena.allocateFrom(path),
                     O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0), state);
             try {
-                MemorySegment buffer = arena.allocate(DIRENT_BUFFER_BYTES, 8);
+                if (from != 0 && (long) LSEEK.invokeExact(state, fd, from, SEEK_SET) < 0) {
+                    throw new ErrnoException(errno(state));
+                }
+                // A page needs a few hundred names; a whole listing reads in large steps.
+                long size = count == Integer.MAX_VALUE ? DIRENT_BUFFER_BYTES : DIRENT_PAGE_BUFFER_BYTES;
+                MemorySegment buffer = arena.allocate(size, 8);
                 long filled;
                 while ((filled = (long) GETDENTS64.invokeExact(state, fd, buffer, buffer.byteSize())) > 0) {
                     // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name (NUL-terminated)
@@ -253,7 +285,11 @@ public final class Libc {
                             length++;
                         }
                         if (endsWith(buffer, name, length, wanted)) {
-                            names.add(buffer.getString(name, StandardCharsets.UTF_8));
+                            entries.add(new DirectoryEntry(buffer.getString(name, StandardCharsets.UTF_8),
+                                    buffer.get(JAVA_LONG, entry + 8)));
+                            if (entries.size() == count) {
+                                return new DirectoryRead(entries, false);
+                            }
                         }
                     }
                 }
@@ -263,7 +299,7 @@ public final class Libc {
             } finally {
                 int ignored = (int) CLOSE.invokeExact(state, fd);
             }
-            return names;
+            return new DirectoryRead(entries, true);
         } catch (ErrnoException e) {
             throw e;
         } catch (Throwable t) {

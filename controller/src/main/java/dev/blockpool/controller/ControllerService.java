@@ -157,7 +157,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void listVolumes(ListVolumesRequest request, StreamObserver<ListVolumesResponse> response) {
         int maxEntries = Pages.maxEntries(request.getMaxEntries());
-        Page<Volume> page = pool.volumes().page(Pages.after(request.getStartingToken()), maxEntries);
+        Page<Volume> page = pool.volumes().page(Pages.from(request.getStartingToken()), maxEntries);
         var result = ListVolumesResponse.newBuilder().setNextToken(Pages.nextToken(page));
         for (Volume volume : page.entries()) {
             result.addEntriesBuilder().setVolume(mapper.volume(volume)).setStatus(mapper.listStatus(volume));
@@ -237,7 +237,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void listSnapshots(ListSnapshotsRequest request, StreamObserver<ListSnapshotsResponse> response) {
         int maxEntries = Pages.maxEntries(request.getMaxEntries());
-        Page<Snapshot> page = pool.snapshots().page(Pages.after(request.getStartingToken()), maxEntries,
+        Page<Snapshot> page = pool.snapshots().page(Pages.from(request.getStartingToken()), maxEntries,
                 optional(request.getSnapshotId()), optional(request.getSourceVolumeId()));
         var result = ListSnapshotsResponse.newBuilder().setNextToken(Pages.nextToken(page));
         page.entries().forEach(s -> result.addEntriesBuilder().setSnapshot(ProtoMapper.snapshot(s)));

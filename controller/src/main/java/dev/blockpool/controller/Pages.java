@@ -4,17 +4,16 @@ import dev.blockpool.csi.CsiException;
 import dev.blockpool.pool.Page;
 import java.nio.charset.StandardCharsets;
 import java.util.Base64;
-import java.util.Optional;
 
 /**
- * Pagination for ListVolumes and ListSnapshots. The pool reads one page at a time in ID order
- * ({@link Page}); the token is opaque to the CO: it encodes the ID the page ended at, so the
- * next page stays correct when entries are added or deleted between calls (it resumes after
- * that ID, whether or not the entry still exists).
+ * Pagination for ListVolumes and ListSnapshots. The pool reads one page at a time from where
+ * the last one stopped in its directory ({@link Page}); the token is opaque to the CO: it
+ * encodes that directory position, which stays valid when entries are added or deleted
+ * between calls.
  */
 final class Pages {
 
-    private static final String PREFIX = "after:";
+    private static final String PREFIX = "at:";
 
     private Pages() {
     }
@@ -27,18 +26,21 @@ final class Pages {
         return maxEntries;
     }
 
-    /** The ID to list after; ABORTED for a token this driver did not issue. */
-    static Optional<String> after(String startingToken) {
+    /** The pool position to list from (0: the start); ABORTED for a token this driver did not issue. */
+    static long from(String startingToken) {
         if (startingToken.isEmpty()) {
-            return Optional.empty();
+            return 0;
         }
         try {
             String decoded = new String(Base64.getUrlDecoder().decode(startingToken), StandardCharsets.UTF_8);
-            if (decoded.startsWith(PREFIX) && decoded.length() > PREFIX.length()) {
-                return Optional.of(decoded.substring(PREFIX.length()));
+            if (decoded.startsWith(PREFIX)) {
+                long position = Long.parseLong(decoded.substring(PREFIX.length()));
+                if (position > 0) {
+                    return position;
+                }
             }
-        } catch (IllegalArgumentException e) {
-            // not base64: reported below
+        } catch (IllegalArgumentException e) { // NumberFormatException included
+            // not base64, or not a position: reported below
         }
         throw CsiException.aborted("starting_token %s was not issued by this driver; list again from the start",
                 startingToken.length() > 40 ? startingToken.substring(0, 40) + "..." : startingToken);
@@ -46,7 +48,7 @@ final class Pages {
 
     /** The next_token of {@code page}: empty on the last page. */
     static String nextToken(Page<?> page) {
-        return page.resumeAfter().map(id -> Base64.getUrlEncoder().withoutPadding()
-                .encodeToString((PREFIX + id).getBytes(StandardCharsets.UTF_8))).orElse("");
+        return page.resumeAt().isEmpty() ? "" : Base64.getUrlEncoder().withoutPadding()
+                .encodeToString((PREFIX + page.resumeAt().getAsLong()).getBytes(StandardCharsets.UTF_8));
     }
 }

@@ -9,46 +9,48 @@ import io.grpc.Status;
 import java.nio.charset.StandardCharsets;
 import java.util.Base64;
 import java.util.List;
-import java.util.Optional;
+import java.util.OptionalLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-/** The paging token: what the pool's page ended at, opaque to the CO, and nothing else accepted. */
+/** The paging token: where the pool's page stopped, opaque to the CO, and nothing else accepted. */
 class PagesTest {
 
-    private static String tokenAfter(String id) {
-        return Pages.nextToken(new Page<>(List.of(id), Optional.of(id)));
+    private static String tokenAt(long position) {
+        return Pages.nextToken(new Page<>(List.of("vol-1"), OptionalLong.of(position)));
     }
 
     @Test
-    void aTokenResumesAfterTheIdItsPageEndedAt() {
-        assertThat(Pages.after(tokenAfter("vol-4"))).contains("vol-4");
+    void aTokenResumesWhereItsPageStopped() {
+        assertThat(Pages.from(tokenAt(4))).isEqualTo(4);
+        assertThat(Pages.from(tokenAt(Long.MAX_VALUE))).isEqualTo(Long.MAX_VALUE);
     }
 
     @Test
     void theLastPageHasNoTokenAndNoTokenStartsAtTheBeginning() {
-        assertThat(Pages.nextToken(new Page<>(List.of("vol-9"), Optional.empty()))).isEmpty();
-        assertThat(Pages.after("")).isEmpty();
+        assertThat(Pages.nextToken(new Page<>(List.of("vol-9"), OptionalLong.empty()))).isEmpty();
+        assertThat(Pages.from("")).isZero();
     }
 
     @Test
     void tokensAreOpaqueToTheCaller() {
-        assertThat(tokenAfter("vol-1")).isNotEmpty().doesNotContain("vol-1").matches("[A-Za-z0-9_-]+");
+        assertThat(tokenAt(1234)).isNotEmpty().doesNotContain("1234").matches("[A-Za-z0-9_-]+");
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"garbage", "!!!", "after:", "YWZ0ZXI6", "dm9sLTE", "%%%%", "\0"})
+    @ValueSource(strings = {"garbage", "!!!", "at:", "YXQ6", "YXQ6LTU", "YXQ6MA", "YXQ6eA", "YWZ0ZXI6dm9sLTQ", "%%%%", "\0"})
     void aTokenThisDriverDidNotIssueIsAborted(String token) {
-        assertThatThrownBy(() -> Pages.after(token)).isInstanceOfSatisfying(CsiException.class,
+        // "at:", "at:-5", "at:0", "at:x", and an older driver's "after:vol-4"
+        assertThatThrownBy(() -> Pages.from(token)).isInstanceOfSatisfying(CsiException.class,
                 e -> assertThat(e.code()).isEqualTo(Status.Code.ABORTED));
     }
 
     @Test
-    void aValidlyEncodedTokenResumesAfterItsId() {
+    void aValidlyEncodedTokenResumesAtItsPosition() {
         String token = Base64.getUrlEncoder().withoutPadding()
-                .encodeToString("after:vol-4".getBytes(StandardCharsets.UTF_8));
-        assertThat(Pages.after(token)).contains("vol-4");
+                .encodeToString("at:4".getBytes(StandardCharsets.UTF_8));
+        assertThat(Pages.from(token)).isEqualTo(4);
     }
 
     @Test

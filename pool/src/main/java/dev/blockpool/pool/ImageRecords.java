@@ -59,12 +59,12 @@ final class ImageRecords<T> {
 
     /** Every readable committed record, sorted by ID. */
     List<T> list() {
-        return page(Optional.empty(), 0, id -> true, record -> true).entries();
+        return metadata.all(isId, record -> true);
     }
 
     /** A page of the committed records whose ID and record pass the filters; see {@link MetadataStore#page}. */
-    Page<T> page(Optional<String> after, int max, Predicate<String> idFilter, Predicate<T> filter) {
-        return metadata.page(isId.and(idFilter), after, max, filter);
+    Page<T> page(long from, int max, Predicate<String> idFilter, Predicate<T> filter) {
+        return metadata.page(isId.and(idFilter), from, max, filter);
     }
 
     /**

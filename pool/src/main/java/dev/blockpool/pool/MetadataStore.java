@@ -7,10 +7,9 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
-import java.util.PriorityQueue;
+import java.util.OptionalLong;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -65,56 +64,53 @@ final class MetadataStore<T> {
         return DurableFiles.delete(path(id));
     }
 
-    /**
-     * The readable records whose ID is {@code wanted} and sorts after {@code after}, and that
-     * {@code filter} accepts, in ID order: at most {@code max} of them, or all when {@code max} is
-     * 0. Only the directory's names are listed in full; a record's file is read only on the way
-     * to the page's end, so a page costs its own entries, not the pool's. A record that cannot be
-     * read is logged and left out, so one damaged file does not hide the rest of the pool; one
-     * deleted since the names were listed is simply gone.
-     */
-    Page<T> page(Predicate<String> wanted, Optional<String> after, int max, Predicate<T> filter) {
-        List<String> ids = ids(wanted);
-        List<T> entries = new ArrayList<>();
-        Optional<String> cursor = after;
-        while (true) {
-            // enough IDs to fill the page and see whether one is left after it; more when a filter skips some
-            int batch = max == 0 ? Integer.MAX_VALUE : Math.max(max - entries.size() + 1, MIN_BATCH);
-            List<String> next = firstAfter(ids, cursor, batch);
-            for (String id : next) {
-                if (max > 0 && entries.size() == max) {
-                    return new Page<>(entries, cursor);
-                }
-                cursor = Optional.of(id);
-                readListed(id).filter(filter).ifPresent(entries::add);
-            }
-            if (next.size() < batch) {
-                return new Page<>(entries, Optional.empty());
+    /** Every readable record whose ID is {@code wanted} and that {@code filter} accepts, in ID order. */
+    List<T> all(Predicate<String> wanted, Predicate<T> filter) {
+        List<String> ids = new ArrayList<>();
+        for (String name : names(0, Integer.MAX_VALUE).entries().stream().map(Libc.DirectoryEntry::name).toList()) {
+            String id = idOf(name);
+            if (wanted.test(id)) {
+                ids.add(id);
             }
         }
+        ids.sort(null);
+        List<T> records = new ArrayList<>();
+        for (String id : ids) {
+            readListed(id).filter(filter).ifPresent(records::add);
+        }
+        return records;
     }
 
     /**
-     * The first {@code count} of {@code ids} that sort after {@code cursor}, sorted. A page needs
-     * a hundred of thousands: a heap of the smallest seen so far costs one comparison for most
-     * IDs, where sorting them all costs a dozen each.
+     * The readable records whose ID is {@code wanted} and that {@code filter} accepts, in the
+     * directory's own order from position {@code from} (0: the start): at most {@code max} of
+     * them, or all when {@code max} is 0. A page reads only the names from where the last one
+     * stopped to where it fills (a directory position, see {@link Libc#directoryEntries}), and a
+     * record's file only on the way there, so a page costs its own entries, not the pool's. A
+     * record that cannot be read is logged and left out, so one damaged file does not hide the
+     * rest of the pool; one deleted since its name was read is simply gone.
      */
-    private static List<String> firstAfter(List<String> ids, Optional<String> cursor, int count) {
-        PriorityQueue<String> largestFirst = new PriorityQueue<>(Comparator.reverseOrder());
-        for (String id : ids) {
-            if (cursor.isPresent() && id.compareTo(cursor.get()) <= 0) {
-                continue;
+    Page<T> page(Predicate<String> wanted, long from, int max, Predicate<T> filter) {
+        List<T> entries = new ArrayList<>();
+        long position = from;
+        while (true) {
+            // the names to fill the page and one more, to tell whether a page follows; more when a filter skips some
+            int batch = max == 0 ? Integer.MAX_VALUE : Math.max(max - entries.size() + 1, MIN_BATCH);
+            Libc.DirectoryRead read = names(position, batch);
+            for (Libc.DirectoryEntry entry : read.entries()) {
+                String id = idOf(entry.name());
+                if (wanted.test(id)) {
+                    if (max > 0 && entries.size() == max) {
+                        return new Page<>(entries, OptionalLong.of(position));
+                    }
+                    readListed(id).filter(filter).ifPresent(entries::add);
+                }
+                position = entry.resumeAt();
             }
-            if (largestFirst.size() < count) {
-                largestFirst.add(id);
-            } else if (id.compareTo(largestFirst.peek()) < 0) {
-                largestFirst.poll();
-                largestFirst.add(id);
+            if (read.end()) {
+                return new Page<>(entries, OptionalLong.empty());
             }
         }
-        List<String> first = new ArrayList<>(largestFirst);
-        first.sort(null);
-        return first;
     }
 
     private Optional<T> readListed(String id) {
@@ -126,23 +122,18 @@ final class MetadataStore<T> {
         }
     }
 
-    /** The IDs with a metadata file that are {@code wanted}, in no particular order. */
-    private List<String> ids(Predicate<String> wanted) {
-        List<String> names;
+    /** Up to {@code count} metadata file names from directory position {@code from}. */
+    private Libc.DirectoryRead names(long from, int count) {
         try {
-            // one getdents64 pass: no Path, nor even a String, per file of a directory of thousands
-            names = Libc.directoryNames(directory.toString(), SUFFIX);
+            // getdents64 into one buffer: no Path, nor even a String, per file that is not wanted
+            return Libc.directoryEntries(directory.toString(), SUFFIX, from, count);
         } catch (Libc.ErrnoException e) {
             throw StorageException.io(e, "cannot list the pool directory %s", directory);
         }
-        List<String> ids = new ArrayList<>(names.size());
-        for (String name : names) {
-            String id = name.substring(0, name.length() - SUFFIX.length());
-            if (wanted.test(id)) {
-                ids.add(id);
-            }
-        }
-        return ids;
+    }
+
+    private static String idOf(String name) {
+        return name.substring(0, name.length() - SUFFIX.length());
     }
 
     /** Why the metadata file cannot be read as a {@code type}, or empty when it can. */

@@ -1,13 +1,13 @@
 package dev.blockpool.pool;
 
 import java.util.List;
-import java.util.Optional;
+import java.util.OptionalLong;
 
 /**
- * One page of a listing in ID order, read from the pool when asked for. {@code resumeAfter} is
- * the ID after which the next page starts, present while the listing has IDs left; it stays a
- * valid place to resume from whatever is created or deleted in between, since IDs sort the same
- * way whichever exist.
+ * One page of a listing, read from the pool when asked for, in the order of the pool's
+ * directory. {@code resumeAt} is the directory position where the next page starts, present
+ * while the listing has entries left; the filesystem keeps it valid whatever is created or
+ * deleted in between, so every entry that exists throughout a listing is in exactly one page.
  */
-public record Page<T>(List<T> entries, Optional<String> resumeAfter) {
+public record Page<T>(List<T> entries, OptionalLong resumeAt) {
 }

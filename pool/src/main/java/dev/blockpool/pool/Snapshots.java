@@ -42,12 +42,12 @@ public final class Snapshots {
     }
 
     /**
-     * At most {@code max} snapshots (0: all) whose IDs sort after {@code after}, in ID order:
-     * only the one of {@code snapshotId} and only those of {@code sourceVolumeId}, when given.
+     * At most {@code max} snapshots (0: all) from pool position {@code from} (0: the start; see
+     * {@link Page}): only the one of {@code snapshotId} and only those of {@code sourceVolumeId}, when given.
      */
-    public Page<Snapshot> page(Optional<String> after, int max, Optional<String> snapshotId,
+    public Page<Snapshot> page(long from, int max, Optional<String> snapshotId,
                                Optional<String> sourceVolumeId) {
-        return records.page(after, max, id -> snapshotId.isEmpty() || snapshotId.get().equals(id),
+        return records.page(from, max, id -> snapshotId.isEmpty() || snapshotId.get().equals(id),
                 snapshot -> sourceVolumeId.isEmpty() || sourceVolumeId.get().equals(snapshot.sourceVolumeId()));
     }
 

@@ -58,9 +58,9 @@ public final class Volumes {
         return records.list();
     }
 
-    /** At most {@code max} volumes (0: all) whose IDs sort after {@code after}, in ID order. */
-    public Page<Volume> page(Optional<String> after, int max) {
-        return records.page(after, max, id -> true, volume -> true);
+    /** At most {@code max} volumes (0: all) from pool position {@code from} (0: the start); see {@link Page}. */
+    public Page<Volume> page(long from, int max) {
+        return records.page(from, max, id -> true, volume -> true);
     }
 
     /**
