@@ -100,6 +100,9 @@ public final class Driver {
         // shares. A crash shortly before a restart leaves files too young for it; only the
         // controller repeats it: node plugins sharing the pool leave that to the one controller.
         ScheduledExecutorService reconcile = scheduleReconcile(pool, locks, config.mode().servesController());
+        if (config.mode().servesNode()) {
+            NodeHost.prepareInBackground();
+        }
         log.info("{} {} serving {} on {} (node {}, pool {})", config.driverName(), version,
                 config.mode().name().toLowerCase(), config.endpoint(), config.nodeId(), config.poolDir());
         return new Running(server, reconcile, memory);

@@ -26,7 +26,7 @@ public final class HostLoopDevices implements LoopDevices {
     private final Set<Path> bufferedSaid = ConcurrentHashMap.newKeySet();
 
     public HostLoopDevices(BlockingCalls blocking) {
-        this(new LoopSysfs(Path.of("/sys/block"), Path.of("/dev")), blocking);
+        this(LoopSysfs.onThisHost(), blocking);
     }
 
     private HostLoopDevices(LoopSysfs sysfs, BlockingCalls blocking) {

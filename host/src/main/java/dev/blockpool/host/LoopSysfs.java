@@ -27,6 +27,11 @@ public final class LoopSysfs {
     private final Path sysDevBlock;
     private final Path devDir;
 
+    /** This host's: /sys/block, and the device nodes in /dev. */
+    public static LoopSysfs onThisHost() {
+        return new LoopSysfs(Path.of("/sys/block"), Path.of("/dev"));
+    }
+
     public LoopSysfs(Path sysBlock, Path devDir) {
         this.sysBlock = sysBlock;
         this.sysDevBlock = sysBlock.resolveSibling("dev").resolve("block");

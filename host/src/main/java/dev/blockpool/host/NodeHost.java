@@ -32,18 +32,25 @@ public record NodeHost(Staging staging, Publishing publishing, VolumeStats stats
         MountTable table = new ProcMountTable();
         BlockingCalls blocking = new BlockingCalls();
         LoopDevices loops = new HostLoopDevices(blocking);
-        // In the background, so the node serves at once: its first calls then find the system
-        // calls linked and the readers of the mount table and loop sysfs loaded, some 100 ms
-        // they would otherwise wait. Only reads; what they find is read afresh by every call.
+        return of(table, loops, new HostFilesystems(runner, blocking), new HostMounter(blocking, table));
+    }
+
+    /**
+     * Makes the first system calls and reads of this host once, in the background: the first
+     * call of each downcall links it and the first read of the mount table and loop sysfs loads
+     * their readers, some 100 ms that would otherwise fall on the first requests the node serves.
+     * The driver calls it once it serves, so that its start does not share the CPU with this.
+     * Only reads and calls that fail harmlessly; what they find is read afresh by every call.
+     */
+    public static void prepareInBackground() {
         Thread.ofPlatform().daemon().name("node-host-prepare").start(() -> {
             try {
                 Libc.prepare();
-                table.mounts();
-                loops.list();
+                new ProcMountTable().mounts();
+                LoopSysfs.onThisHost().list();
             } catch (RuntimeException e) {
                 // a real call meets the same failure and reports it
             }
         });
-        return of(table, loops, new HostFilesystems(runner, blocking), new HostMounter(blocking, table));
     }
 }
