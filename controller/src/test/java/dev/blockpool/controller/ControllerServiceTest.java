@@ -490,6 +490,17 @@ class ControllerServiceTest {
     }
 
     @Test
+    void aTokenPastTheLastDirectoryPositionIsAnEmptyLastPage() {
+        create("pvc-past", MIB);
+        String pastTheEnd = java.util.Base64.getUrlEncoder().withoutPadding()
+                .encodeToString(("at:" + Long.MAX_VALUE).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        ListVolumesResponse page = controller.stub().listVolumes(ListVolumesRequest.newBuilder()
+                .setMaxEntries(10).setStartingToken(pastTheEnd).build());
+        assertThat(page.getEntriesList()).isEmpty();
+        assertThat(page.getNextToken()).isEmpty();
+    }
+
+    @Test
     void controllerGetVolumeReportsAMissingOrWronglySizedImage() throws IOException {
         String id = create("pvc-cond", 4 * MIB).getVolumeId();
         Path image = poolDir.resolve("volumes").resolve(id + ".img");

@@ -128,6 +128,9 @@ final class MetadataStore<T> {
             // getdents64 into one buffer: no Path, nor even a String, per file that is not wanted
             return Libc.directoryEntries(directory.toString(), SUFFIX, from, count);
         } catch (Libc.ErrnoException e) {
+            if (from != 0 && e.errno() == Libc.EINVAL) {
+                return new Libc.DirectoryRead(List.of(), true); // a position beyond any this directory gives: the end
+            }
             throw StorageException.io(e, "cannot list the pool directory %s", directory);
         }
     }
