@@ -243,19 +243,11 @@ public final class Libc {
     }
 
     /**
-     * The names in directory {@code path} that end with {@code suffix}, in no particular order,
-     * read with getdents64(2) into one large buffer: a Java string is made only for the names
-     * wanted, which in a directory of thousands of files is most of what listing it costs in Java.
-     */
-    public static List<String> directoryNames(String path, String suffix) {
-        return directoryEntries(path, suffix, 0, Integer.MAX_VALUE).entries().stream()
-                .map(DirectoryEntry::name).toList();
-    }
-
-    /**
      * At most {@code count} names ending with {@code suffix}, in the directory's own order,
      * starting at position {@code from} (0 for the start; else a {@link DirectoryEntry#resumeAt}
-     * read before). Positions are the cookies telldir(3) and NFS use: ext4 and XFS keep them valid
+     * read before), read with getdents64(2) into one large buffer: a Java string is made only for
+     * the names wanted, which in a directory of thousands of files is most of what listing it
+     * costs in Java. Positions are the cookies telldir(3) and NFS use: ext4 and XFS keep them valid
      * while other names are added and removed, so a listing can resume where it stopped without
      * reading the names before it again.
      */

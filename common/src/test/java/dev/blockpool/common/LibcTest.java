@@ -32,12 +32,37 @@ class LibcTest {
         }
         wanted.addAll(List.of("é-ü.json", ".json"));
 
-        assertThat(Libc.directoryNames(dir.toString(), ".json")).containsExactlyInAnyOrderElementsOf(wanted);
+        assertThat(names(Libc.directoryEntries(dir.toString(), ".json", 0, Integer.MAX_VALUE)))
+                .containsExactlyInAnyOrderElementsOf(wanted);
+    }
+
+    @Test
+    void aReadResumesAtThePositionOfTheLastNameItGave() throws IOException {
+        List<String> all = new ArrayList<>();
+        for (int i = 0; i < 50; i++) {
+            all.add(i + ".json");
+            Files.createFile(dir.resolve(i + ".json"));
+        }
+        Libc.DirectoryRead first = Libc.directoryEntries(dir.toString(), ".json", 0, 20);
+        assertThat(first.entries()).hasSize(20);
+        assertThat(first.end()).isFalse();
+        Files.delete(dir.resolve(first.entries().getLast().name())); // the name the read stopped at goes
+
+        Libc.DirectoryRead rest = Libc.directoryEntries(dir.toString(), ".json", first.entries().getLast().resumeAt(),
+                Integer.MAX_VALUE);
+        assertThat(rest.end()).isTrue();
+        List<String> listed = new ArrayList<>(names(first));
+        listed.addAll(names(rest));
+        assertThat(listed).doesNotHaveDuplicates().containsExactlyInAnyOrderElementsOf(all);
+    }
+
+    private static List<String> names(Libc.DirectoryRead read) {
+        return read.entries().stream().map(Libc.DirectoryEntry::name).toList();
     }
 
     @Test
     void aMissingDirectoryIsItsErrno() {
-        assertThatThrownBy(() -> Libc.directoryNames(dir.resolve("gone").toString(), ".json"))
+        assertThatThrownBy(() -> Libc.directoryEntries(dir.resolve("gone").toString(), ".json", 0, 1))
                 .isInstanceOfSatisfying(Libc.ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(2));
     }
 }

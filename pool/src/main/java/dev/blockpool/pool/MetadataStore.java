@@ -67,8 +67,8 @@ final class MetadataStore<T> {
     /** Every readable record whose ID is {@code wanted} and that {@code filter} accepts, in ID order. */
     List<T> all(Predicate<String> wanted, Predicate<T> filter) {
         List<String> ids = new ArrayList<>();
-        for (String name : names(0, Integer.MAX_VALUE).entries().stream().map(Libc.DirectoryEntry::name).toList()) {
-            String id = idOf(name);
+        for (Libc.DirectoryEntry entry : names(0, Integer.MAX_VALUE).entries()) {
+            String id = idOf(entry.name());
             if (wanted.test(id)) {
                 ids.add(id);
             }
