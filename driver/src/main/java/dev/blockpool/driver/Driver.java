@@ -123,7 +123,11 @@ public final class Driver {
             executor.scheduleWithFixedDelay(reconcile, RECONCILE_START_DELAY.toSeconds(),
                     RECONCILE_SETTLE_TIME.toSeconds(), TimeUnit.SECONDS);
         } else {
-            executor.schedule(reconcile, RECONCILE_START_DELAY.toSeconds(), TimeUnit.SECONDS);
+            // Once, and then its thread ends: a node plugin keeps no thread for it.
+            executor.schedule(() -> {
+                reconcile.run();
+                executor.shutdown();
+            }, RECONCILE_START_DELAY.toSeconds(), TimeUnit.SECONDS);
         }
         return executor;
     }
