@@ -31,7 +31,6 @@ public final class Libc {
     public static final int O_WRONLY = 1;
     public static final int O_RDWR = 2;
     public static final int O_CREAT = 0x40;
-    public static final int O_EXCL = 0x80;
     public static final int O_TRUNC = 0x200;
     public static final int O_PATH = 0x200000;
     public static final int O_NOFOLLOW = 0x20000;
