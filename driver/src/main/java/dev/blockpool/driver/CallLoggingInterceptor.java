@@ -29,10 +29,13 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
     private static final List<String> KEY_FIELDS = List.of("name", "volume_id", "snapshot_id", "source_volume_id",
             "node_id", "target_path", "staging_target_path", "volume_path");
     private static final TextFormat.Printer ONE_LINE = TextFormat.printer().emittingSingleLine(true);
-    /** Asked every few seconds by probes and sidecars: logged at debug level when they succeed. */
+    /**
+     * Asked every few seconds by probes and sidecars, and every minute for each mounted volume by
+     * kubelet (its volume stats): logged at debug level when they succeed.
+     */
     private static final Set<String> ROUTINE_METHODS = Set.of("csi.v1.Identity/Probe", "csi.v1.Identity/GetPluginInfo",
             "csi.v1.Identity/GetPluginCapabilities", "csi.v1.Controller/ControllerGetCapabilities",
-            "csi.v1.Node/NodeGetCapabilities", "csi.v1.Node/NodeGetInfo");
+            "csi.v1.Node/NodeGetCapabilities", "csi.v1.Node/NodeGetInfo", "csi.v1.Node/NodeGetVolumeStats");
 
     @Override
     public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,

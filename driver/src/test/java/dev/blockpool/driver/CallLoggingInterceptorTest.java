@@ -65,6 +65,10 @@ class CallLoggingInterceptorTest {
     void routineProbesAreDebugOnlyWhileTheySucceed() {
         assertThat(CallLoggingInterceptor.levelOf(PROBE, Status.Code.OK)).isEqualTo(Level.DEBUG);
         assertThat(CallLoggingInterceptor.levelOf(PROBE, Status.Code.INTERNAL)).isEqualTo(Level.ERROR);
+        // kubelet asks for the stats of every mounted volume every minute: one line each would drown the log.
+        assertThat(CallLoggingInterceptor.levelOf("csi.v1.Node/NodeGetVolumeStats", Status.Code.OK)).isEqualTo(Level.DEBUG);
+        assertThat(CallLoggingInterceptor.levelOf("csi.v1.Node/NodeGetVolumeStats", Status.Code.NOT_FOUND))
+                .isEqualTo(Level.INFO);
     }
 
     /** Through a real server: the level in the JSON line, and the request at debug with its secrets masked. */
