@@ -54,7 +54,7 @@ public final class LoopSysfs {
         List<LoopDevice> devices = new ArrayList<>();
         try (Stream<Path> entries = Files.list(sysBlock)) {
             for (Path entry : entries.filter(p -> p.getFileName().toString().startsWith("loop")).sorted().toList()) {
-                read(entry.getFileName().toString(), image).ifPresent(devices::add);
+                read(entry.getFileName().toString(), image, Optional.empty()).ifPresent(devices::add);
             }
         } catch (IOException e) {
             throw StorageException.io(e, "cannot list the loop devices in %s", sysBlock);
@@ -64,24 +64,25 @@ public final class LoopSysfs {
 
     /** The device named {@code loopN}, if it is bound (an unbound or vanished device is empty). */
     public Optional<LoopDevice> read(String name) {
-        return read(name, Optional.empty());
+        return read(name, Optional.empty(), Optional.empty());
     }
 
-    /** The bound device with this number: one link and one device read, not a scan. */
+    /**
+     * The bound device with this number: one link and one device read, not a scan. Asked about
+     * the device behind a mount on every node call, so it reads no file it can do without: the
+     * link is read without a look first, and the number is the one asked for.
+     */
     public Optional<LoopDevice> byNumber(DeviceNumber number) {
         if (number.major() != LOOP_MAJOR) {
             return Optional.empty();
         }
-        Path link = sysDevBlock.resolve(number.toString());
-        if (!Files.isSymbolicLink(link)) {
-            return Optional.empty();
-        }
+        String name;
         try {
-            String name = Files.readSymbolicLink(link).getFileName().toString();
-            return read(name).filter(d -> d.number().equals(number));
-        } catch (IOException e) {
-            return Optional.empty(); // removed while we were reading
+            name = Files.readSymbolicLink(sysDevBlock.resolve(number.toString())).getFileName().toString();
+        } catch (IOException | UnsupportedOperationException e) {
+            return Optional.empty(); // no such device (or removed while we were reading)
         }
+        return read(name, Optional.empty(), Optional.of(number));
     }
 
     /** The device as it is now, if it is still bound to the same image. */
@@ -107,11 +108,14 @@ public final class LoopSysfs {
         }
     }
 
-    private Optional<LoopDevice> read(String name, Optional<Path> image) {
+    /** {@code number}: the device's number when the caller knows it (its dev file is not read then). */
+    private Optional<LoopDevice> read(String name, Optional<Path> image, Optional<DeviceNumber> number) {
         Path dir = sysBlock.resolve(name);
         Path backingFile = dir.resolve("loop/backing_file");
-        if (!Files.exists(backingFile)) {
-            return Optional.empty(); // unbound: sysfs has no loop/ directory (checked without an exception)
+        if (number.isEmpty() && !Files.exists(backingFile)) {
+            // Unbound: sysfs has no loop/ directory. Checked without an exception, which a scan of
+            // many unbound devices would pay for each; a device asked for by number is bound.
+            return Optional.empty();
         }
         try {
             Optional<String> backing = readIfExists(backingFile);
@@ -126,8 +130,9 @@ public final class LoopSysfs {
             if (image.isPresent() && !image.get().equals(Path.of(file))) {
                 return Optional.empty();
             }
-            return Optional.of(new LoopDevice(name, devDir.resolve(name),
-                    DeviceNumber.parse(Files.readString(dir.resolve("dev")).strip()),
+            DeviceNumber read = number.isPresent() ? number.get()
+                    : DeviceNumber.parse(Files.readString(dir.resolve("dev")).strip());
+            return Optional.of(new LoopDevice(name, devDir.resolve(name), read,
                     Path.of(file), deleted,
                     "1".equals(Files.readString(dir.resolve("ro")).strip()),
                     "1".equals(readIfExists(dir.resolve("loop/autoclear")).orElse("0")),
