@@ -35,10 +35,11 @@ public final class Pool {
         this.settleTime = settleTime;
         this.space = new PoolSpace(root);
         ImageFiles images = new ImageFiles(commands);
-        this.snapshots = new Snapshots(root.resolve("snapshots"), images, space, clock);
-        this.volumes = new Volumes(root.resolve("volumes"), images, space, snapshots, clock);
+        RecordLock recordLock = new RecordLock(root);
+        this.snapshots = new Snapshots(root.resolve("snapshots"), images, space, clock, recordLock);
+        this.volumes = new Volumes(root.resolve("volumes"), images, space, snapshots, clock, recordLock);
         this.nodes = new Nodes(root.resolve("nodes"));
-        this.attachments = new Attachments(volumes, nodes);
+        this.attachments = new Attachments(volumes, nodes, recordLock);
     }
 
     /**
