@@ -107,6 +107,9 @@ final class ImageRecords<T> {
      * such record; nothing is written when {@code change} leaves it as it was.
      */
     Optional<T> update(String id, UnaryOperator<T> change) {
+        if (!isId.test(id)) {
+            return Optional.empty();
+        }
         return lock.locked(() -> {
             Optional<T> current = find(id);
             if (current.isEmpty()) {
