@@ -1,6 +1,7 @@
 package dev.blockpool.resilience;
 
 import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.host.LoopSysfs;
 import dev.blockpool.host.ProcMountTable;
@@ -15,6 +16,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
 
 /**
@@ -52,7 +55,7 @@ final class GlusterVolume implements AutoCloseable {
 
     /** Why a GlusterFS volume cannot be made here, or empty when it can. */
     static Optional<String> unavailable() {
-        if (!dev.blockpool.common.HostRequirements.isRoot()) {
+        if (!HostRequirements.isRoot()) {
             return Optional.of("needs root for glusterd, FUSE mounts and loop devices");
         }
         if (!Files.exists(Path.of("/dev/fuse"))) {
@@ -161,7 +164,7 @@ final class GlusterVolume implements AutoCloseable {
     private static void stop(ProcessHandle process) {
         process.destroy();
         try {
-            process.onExit().get(30, java.util.concurrent.TimeUnit.SECONDS);
+            process.onExit().get(30, TimeUnit.SECONDS);
         } catch (Exception e) {
             process.destroyForcibly();
         }
@@ -174,9 +177,7 @@ final class GlusterVolume implements AutoCloseable {
             found.remove(pidFile());
             found.add(pidFile()); // glusterd last: it answers the volume's stop
             return found;
-        } catch (IOException e) {
-            return List.of(pidFile());
-        } catch (UncheckedIOException e) {
+        } catch (IOException | UncheckedIOException e) {
             return List.of(pidFile());
         }
     }
@@ -227,7 +228,7 @@ final class GlusterVolume implements AutoCloseable {
     }
 
     /** Waits for something a daemon does after its start command returned; a wait, never a judgement of speed. */
-    private static void await(java.util.function.BooleanSupplier done, String what) throws InterruptedException {
+    private static void await(BooleanSupplier done, String what) throws InterruptedException {
         long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
         while (!done.getAsBoolean()) {
             if (System.nanoTime() > deadline) {

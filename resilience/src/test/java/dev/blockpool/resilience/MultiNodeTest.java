@@ -42,6 +42,7 @@ import java.util.Random;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
@@ -82,6 +83,7 @@ class MultiNodeTest {
     private Node nodeA;
     private Node nodeB;
     private long started;
+    private Optional<String> unavailable;
     private final Random random = new Random(14);
 
     /** One node: its plugin, its mount of the pool, and its kubelet directory. */
@@ -101,12 +103,11 @@ class MultiNodeTest {
 
     @BeforeAll
     void start() throws Exception {
-        Optional<String> unavailable = GlusterVolume.unavailable();
-        if (unavailable.isPresent()) {
-            results.skippedAll(getClass(), unavailable.get());
-        }
-        assumeTrue(unavailable.isEmpty(), () -> "skipped: " + unavailable.get());
         started = System.nanoTime();
+        unavailable = GlusterVolume.unavailable();
+        if (unavailable.isPresent()) {
+            return; // each flow is skipped with the reason, so that every one counts as skipped
+        }
         dir = Files.createTempDirectory("blockpool-multinode");
         Path mountA = dir.resolve("gluster/mnt-A");
         Path mountB = dir.resolve("gluster/mnt-B");
@@ -125,9 +126,15 @@ class MultiNodeTest {
         return new Node(id, home, pool, plugin, new HostInspector(home, pool));
     }
 
+    @BeforeEach
+    void requireGluster() {
+        assumeTrue(unavailable.isEmpty(), () -> "skipped: " + unavailable.orElseThrow());
+    }
+
     @AfterAll
     void stop() throws Exception {
         if (dir == null) {
+            results.write(unavailable.map(reason -> " (" + reason + ")").orElse(""));
             return;
         }
         List<String> left = new ArrayList<>();
@@ -151,7 +158,7 @@ class MultiNodeTest {
         if (!left.isEmpty()) {
             left.addAll(cleanUp);
         }
-        results.write(Duration.ofNanos(System.nanoTime() - started));
+        results.write(", " + Duration.ofNanos(System.nanoTime() - started).toSeconds() + " s");
         assertThat(left).as("mounts and loop devices the flows left behind").isEmpty();
     }
 
@@ -406,7 +413,6 @@ class MultiNodeTest {
         private final AtomicInteger passed = new AtomicInteger();
         private final AtomicInteger failed = new AtomicInteger();
         private final AtomicInteger skipped = new AtomicInteger();
-        private String skipReason = "";
 
         @Override
         public void testSuccessful(ExtensionContext context) {
@@ -423,17 +429,10 @@ class MultiNodeTest {
             skipped.incrementAndGet();
         }
 
-        /** Every flow skipped for one reason: the summary says so, as the tests never run. */
-        void skippedAll(Class<?> testClass, String reason) throws IOException {
-            skipped.set((int) java.util.Arrays.stream(testClass.getDeclaredMethods())
-                    .filter(m -> m.isAnnotationPresent(Test.class)).count());
-            skipReason = " (" + reason + ")";
-            write(Duration.ZERO);
-        }
-
-        void write(Duration took) throws IOException {
+        /** The summary line, ending with {@code detail} (how long the run took, or why it was skipped). */
+        void write(String detail) throws IOException {
             String line = "multinode: %d passed, %d failed, %d skipped%s".formatted(passed.get(), failed.get(),
-                    skipped.get(), skipReason.isEmpty() ? ", " + took.toSeconds() + " s" : skipReason);
+                    skipped.get(), detail);
             System.out.println(line);
             Files.createDirectories(TARGET);
             Files.writeString(TARGET.resolve("resilience-summary.txt"), line + "\n", StandardOpenOption.CREATE,
