@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The one command that builds blockpool and runs all of its tests:
 #   1. unit and integration tests (Maven; the integration tests drive real loop devices, mkfs
-#      and mount, and are skipped with a reason unless run as root)
+#      and mount, and are skipped with a reason unless run as root; the multi-node test runs two
+#      node plugins and a controller on a real GlusterFS volume, skipped with a reason without
+#      GlusterFS or /dev/fuse)
 #   2. the real csi-sanity against the built binary, for mount and for block volumes
 #   3. the checks of the rendered Kubernetes manifests, and a self-test of those checks
 #   4. the container image build and its check (BLOCKPOOL_SKIP_IMAGE=1 skips it)
@@ -20,7 +22,7 @@ stage() { echo; echo "=== $* ==="; }
 
 stage "build, unit and integration tests"
 # As root, the tests on real loop devices, mkfs and mounts too (-Proot-tests); they skip with the reason otherwise.
-# The fuzz and crash tests of the resilience module append their figures to this file.
+# The fuzz, crash and multi-node tests of the resilience module append their figures to this file.
 summary=resilience/target/resilience-summary.txt
 rm -f "$summary"
 ./mvnw -B -ntp -Proot-tests verify || status=1

@@ -70,19 +70,19 @@ func dropCaches() {
 
 // sectionFio: fio in a published ext4 volume vs the same job on a file in the pool's filesystem.
 func sectionFio() {
-	pool := dir("fio", "pool")
+	pool := poolDir("fio", "pool")
 	p := launch(blockpool, "fio", pool)
 	defer p.stop()
 	vol := p.attach("fio", 2*gib, ext4Cap())
 	vol.stage(dir("fio", "staging"))
 	target := filepath.Join(dir("fio", "targets"), "t")
 	vol.publish(target)
-	inVolume, besidePool := filepath.Join(target, "fio.dat"), filepath.Join(dir("fio", "direct"), "fio.dat")
+	inVolume, besidePool := filepath.Join(target, "fio.dat"), filepath.Join(poolDir("fio", "direct"), "fio.dat")
 
 	// What the host caches of each file: the volume's image, and the file fio wrote beside the pool.
 	image := filepath.Join(pool, "volumes", vol.id+".img")
 	cachedFile := []string{image, besidePool}
-	warm := filepath.Join(dir("fio", "direct"), "warm.dat")
+	warm := filepath.Join(poolDir("fio", "direct"), "warm.dat")
 
 	var rows, cacheRows [][]string
 	for _, job := range fioJobs {

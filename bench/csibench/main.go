@@ -29,6 +29,7 @@ type config struct {
 	listClients, listStarts              int
 	fioRuntime                           time.Duration
 	fioSize                              string
+	pool                                 string
 }
 
 var cfg config
@@ -51,6 +52,7 @@ func main() {
 	flag.StringVar(&cfg.sanity, "sanity", "", "the csi-sanity binary (memory)")
 	flag.StringVar(&cfg.xfs, "xfs", "", "an empty directory on a reflink XFS filesystem the bench mounted (snapshot)")
 	flag.StringVar(&cfg.fio, "fio", "fio", "the fio binary (fio)")
+	flag.StringVar(&cfg.pool, "pool", "", "where the pools and the files beside them go, e.g. a shared filesystem's mount (node, fio; default: the work directory)")
 	flag.IntVar(&cfg.starts, "starts", 20, "starts measured per process (start)")
 	flag.DurationVar(&cfg.burst, "burst", 60*time.Second, "burst duration (memory)")
 	flag.DurationVar(&cfg.idle, "idle", 60*time.Second, "idle sampling after the burst (memory)")
@@ -104,7 +106,19 @@ func main() {
 
 // dir makes (and returns) a directory under the work directory.
 func dir(parts ...string) string {
-	p := filepath.Join(append([]string{cfg.work}, parts...)...)
+	return dirIn(cfg.work, parts...)
+}
+
+// poolDir makes (and returns) a directory on the pool's filesystem: under -pool when given.
+func poolDir(parts ...string) string {
+	if cfg.pool == "" {
+		return dir(parts...)
+	}
+	return dirIn(cfg.pool, parts...)
+}
+
+func dirIn(root string, parts ...string) string {
+	p := filepath.Join(append([]string{root}, parts...)...)
 	must(os.MkdirAll(p, 0o755))
 	return p
 }

@@ -23,7 +23,7 @@ const cold = 20
 
 // sectionNode: publish/unpublish, stats, and stage+publish of fresh volumes, on real loop devices.
 func sectionNode() {
-	p := launch(blockpool, "node", dir("node", "pool"))
+	p := launch(blockpool, "node", poolDir("node", "pool"))
 	defer p.stop()
 	vol := p.attach("node", gib, ext4Cap())
 	vol.stage(dir("node", "staging", "main"))

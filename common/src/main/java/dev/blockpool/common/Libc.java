@@ -38,6 +38,7 @@ public final class Libc {
     public static final int O_CLOEXEC = 0x80000;
     public static final int ENOENT = 2;
     public static final int ENXIO = 6;
+    public static final int EWOULDBLOCK = 11;
     public static final int EBUSY = 16;
     public static final int EEXIST = 17;
     public static final int EXDEV = 18;
@@ -65,6 +66,8 @@ public final class Libc {
     public static final long MS_RELATIME = 1L << 21;
     public static final long MS_STRICTATIME = 1L << 24;
     public static final long MS_LAZYTIME = 1L << 25;
+    public static final int LOCK_EX = 2;
+    public static final int LOCK_NB = 4;
     public static final int MNT_DETACH = 2;
     public static final int UMOUNT_NOFOLLOW = 8;
 
@@ -98,6 +101,7 @@ public final class Libc {
     private static final MethodHandle IOCTL_VALUE = function("ioctl",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG), 2);
     private static final MethodHandle CLOSE = function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT), -1);
+    private static final MethodHandle FLOCK = function("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT), -1);
     private static final MethodHandle LSEEK = function("lseek",
             FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT), -1);
     private static final MethodHandle GETDENTS64 = function("getdents64",
@@ -227,6 +231,21 @@ public final class Libc {
             int ignored = (int) CLOSE.invokeExact(state, fd);
         } catch (Throwable t) {
             throw new IllegalStateException("close could not be called", t);
+        }
+    }
+
+    /**
+     * flock(2): a lock on the open file description, so two descriptors opened separately exclude
+     * each other even in one process, and NFS and GlusterFS clients on other hosts see it too.
+     */
+    public static void flock(int fd, int operation) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            check((int) FLOCK.invokeExact(state, fd, operation), state);
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("flock could not be called", t);
         }
     }
 

@@ -53,6 +53,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * CSI Controller: the Provision and Attach phases, on the pool. Each RPC validates its request,
@@ -93,14 +94,14 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                 parameters.allocation(), accessTypes, request.getParametersMap(), source,
                 request.getCapacityRange().getLimitBytes());
         String sourceId = source.map(ContentSource::id).orElse("");
-        Volume volume = locks.withLock(() -> pool.volumes().create(spec), Ids.volumeIdFor(name), sourceId);
+        Volume volume = changing(() -> pool.volumes().create(spec), Ids.volumeIdFor(name), sourceId);
         UnaryReply.send(response, CreateVolumeResponse.newBuilder().setVolume(mapper.volume(volume)).build());
     }
 
     @Override
     public void deleteVolume(DeleteVolumeRequest request, StreamObserver<DeleteVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
-        locks.withLock(() -> pool.volumes().delete(volumeId), volumeId);
+        changing(() -> pool.volumes().delete(volumeId), volumeId);
         UnaryReply.send(response, DeleteVolumeResponse.getDefaultInstance());
     }
 
@@ -111,7 +112,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         String nodeId = RequestFields.id("node_id", request.getNodeId());
         Capability capability = Capability.required(request.hasVolumeCapability(), request.getVolumeCapability())
                 .served();
-        locks.withLock(() -> pool.attachments().attach(volumeId, nodeId, request.getReadonly(),
+        changing(() -> pool.attachments().attach(volumeId, nodeId, request.getReadonly(),
                 capability.singleNode()), volumeId);
         UnaryReply.send(response, ControllerPublishVolumeResponse.newBuilder()
                 .putPublishContext(CsiKeys.READONLY, Boolean.toString(request.getReadonly())).build());
@@ -122,7 +123,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                                           StreamObserver<ControllerUnpublishVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Optional<String> nodeId = optional(request.getNodeId());
-        locks.withLock(() -> pool.attachments().detach(volumeId, nodeId), volumeId);
+        changing(() -> pool.attachments().detach(volumeId, nodeId), volumeId);
         UnaryReply.send(response, ControllerUnpublishVolumeResponse.getDefaultInstance());
     }
 
@@ -194,7 +195,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
             Capability.parseServed(request.getVolumeCapability());
         }
         long size = Sizes.choose(request.getCapacityRange());
-        Volume volume = locks.withLock(() -> pool.volumes().expand(volumeId, size), volumeId);
+        Volume volume = changing(() -> pool.volumes().expand(volumeId, size), volumeId);
         // The node must refresh the loop device and, for a filesystem, grow it.
         UnaryReply.send(response, ControllerExpandVolumeResponse.newBuilder()
                 .setCapacityBytes(volume.capacityBytes()).setNodeExpansionRequired(true).build());
@@ -213,7 +214,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     public void createSnapshot(CreateSnapshotRequest request, StreamObserver<CreateSnapshotResponse> response) {
         String name = RequestFields.id("name", request.getName());
         String sourceId = RequestFields.id("source_volume_id", request.getSourceVolumeId());
-        Snapshot snapshot = locks.withLock(() -> {
+        Snapshot snapshot = changing(() -> {
             // A retry answers with the snapshot taken before, even once its source is deleted.
             Optional<Snapshot> taken = pool.snapshots().find(Ids.snapshotIdFor(name))
                     .filter(s -> s.sourceVolumeId().equals(sourceId));
@@ -230,7 +231,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void deleteSnapshot(DeleteSnapshotRequest request, StreamObserver<DeleteSnapshotResponse> response) {
         String snapshotId = RequestFields.id("snapshot_id", request.getSnapshotId());
-        locks.withLock(() -> pool.snapshots().delete(snapshotId), snapshotId);
+        changing(() -> pool.snapshots().delete(snapshotId), snapshotId);
         UnaryReply.send(response, DeleteSnapshotResponse.getDefaultInstance());
     }
 
@@ -250,6 +251,19 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         Snapshot snapshot = pool.snapshots().find(snapshotId).orElseThrow(() ->
                 CsiException.notFound("snapshot %s does not exist", Quoting.quote(snapshotId)));
         UnaryReply.send(response, GetSnapshotResponse.newBuilder().setSnapshot(ProtoMapper.snapshot(snapshot)).build());
+    }
+
+    /** A change to the pool: made only by the pool's acting controller, one per ID at a time. */
+    private <T> T changing(Supplier<T> work, String... ids) {
+        pool.controllerClaim().require();
+        return locks.withLock(work, ids);
+    }
+
+    private void changing(Runnable work, String... ids) {
+        changing(() -> {
+            work.run();
+            return null;
+        }, ids);
     }
 
     /** An optional string field: empty when not set. */

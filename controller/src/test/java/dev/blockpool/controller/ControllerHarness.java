@@ -71,6 +71,7 @@ final class ControllerHarness implements AutoCloseable {
     @Override
     public void close() {
         served.close();
+        pool.controllerClaim().release();
     }
 
     // ---- request builders of the controller's tests ----

@@ -121,6 +121,26 @@ class ControllerServiceTest {
 
     // ---- CreateVolume / DeleteVolume ----
 
+    /**
+     * A second controller on the same pool (another process, on this host or another: its own
+     * pool and locks in memory) may read but not change it while the first acts, and says who
+     * holds it; it takes over once the first stops.
+     */
+    @Test
+    void aSecondControllerStandsByUntilTheFirstStops() {
+        try (ControllerHarness second = new ControllerHarness(poolDir)) {
+            controller.stub().createVolume(createRequest("first", MIB).build());
+            assertThat(failure(() -> second.stub().createVolume(createRequest("second", MIB).build()),
+                    Status.Code.FAILED_PRECONDITION).getStatus().getDescription())
+                    .contains("another controller acts on the pool (pid " + ProcessHandle.current().pid());
+            assertThat(second.stub().listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList()).hasSize(1);
+
+            controller.close();
+            second.stub().createVolume(createRequest("second", MIB).build());
+            assertThat(second.stub().listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList()).hasSize(2);
+        }
+    }
+
     @Test
     void aFilesystemVolumeIsAtLeastWhatItsMkfsAcceptsABlockVolumeIsAsAsked() {
         Volume xfs = controller.stub().createVolume(createRequest("pvc-small-xfs", 10 * MIB)

@@ -8,6 +8,7 @@ import dev.blockpool.csi.StatusInterceptor;
 import dev.blockpool.controller.ControllerService;
 import dev.blockpool.identity.HostReadiness;
 import dev.blockpool.identity.IdentityService;
+import dev.blockpool.identity.Readiness;
 import dev.blockpool.node.NodeIdentity;
 import dev.blockpool.host.KubeletPaths;
 import dev.blockpool.host.NodeHost;
@@ -24,6 +25,7 @@ import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -56,11 +58,13 @@ public final class Driver {
     }
 
     /** A started driver: its server, and what must stop with it. */
-    public record Running(UnixSocketServer server, ScheduledExecutorService reconcile, IdleMemoryRelease memory) {
+    public record Running(UnixSocketServer server, ScheduledExecutorService reconcile, IdleMemoryRelease memory,
+                          Pool pool) {
         public void stop(Duration grace) {
             reconcile.shutdownNow();
             memory.close();
             server.stop(grace);
+            pool.controllerClaim().release();
         }
     }
 
@@ -90,7 +94,10 @@ public final class Driver {
             tools.addAll(NODE_TOOLS);
         }
 
-        HostReadiness readiness = HostReadiness.onThisHost(config.poolDir(), tools);
+        HostReadiness host = HostReadiness.onThisHost(config.poolDir(), tools);
+        // A controller standing by while another acts on the pool is not ready, and says why.
+        Readiness readiness = !config.mode().servesController() ? host : () -> Stream.concat(
+                host.problems().stream(), pool.controllerClaim().problem().stream()).toList();
         services.add(new IdentityService(config.driverName(), version, capabilities, readiness).bindService());
 
         IdleMemoryRelease memory = IdleMemoryRelease.start();
@@ -105,7 +112,7 @@ public final class Driver {
         }
         log.info("{} {} serving {} on {} (node {}, pool {})", config.driverName(), version,
                 config.mode().name().toLowerCase(), config.endpoint(), config.nodeId(), config.poolDir());
-        return new Running(server, reconcile, memory);
+        return new Running(server, reconcile, memory, pool);
     }
 
     private static ScheduledExecutorService scheduleReconcile(Pool pool, OperationLocks locks, boolean repeat) {

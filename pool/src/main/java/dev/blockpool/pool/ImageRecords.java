@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
+import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,17 +33,20 @@ final class ImageRecords<T> {
     private final Path directory;
     private final MetadataStore<T> metadata;
     private final PoolSpace space;
+    private final RecordLock lock;
 
     /**
      * @param kind what a record is called in messages ("volume", "snapshot")
      * @param isId which IDs this driver could have issued; no other ID ever reaches a path
      */
-    ImageRecords(String kind, Predicate<String> isId, Path directory, Class<T> type, PoolSpace space) {
+    ImageRecords(String kind, Predicate<String> isId, Path directory, Class<T> type, PoolSpace space,
+                 RecordLock lock) {
         this.kind = kind;
         this.isId = isId;
         this.directory = directory;
         this.metadata = new MetadataStore<>(directory, type);
         this.space = space;
+        this.lock = lock;
     }
 
     Path imagePath(String id) {
@@ -96,12 +100,27 @@ final class ImageRecords<T> {
         }
     }
 
-    /** Rewrites the metadata of a committed record (its image stays as it is). */
-    void update(String id, T record) {
-        if (!isId.test(id) || !metadata.exists(id)) {
-            throw StorageException.notFound("%s %s does not exist", kind, Quoting.quote(id));
+    /**
+     * Rewrites the metadata of a committed record (its image stays as it is) with what
+     * {@code change} makes of it as it is now: read and written under the pool's {@link RecordLock},
+     * so a change another process makes meanwhile is never overwritten. Empty when there is no
+     * such record; nothing is written when {@code change} leaves it as it was.
+     */
+    Optional<T> update(String id, UnaryOperator<T> change) {
+        if (!isId.test(id)) {
+            return Optional.empty();
         }
-        metadata.write(id, record);
+        return lock.locked(() -> {
+            Optional<T> current = find(id);
+            if (current.isEmpty()) {
+                return current;
+            }
+            T changed = change.apply(current.get());
+            if (!changed.equals(current.get())) {
+                metadata.write(id, changed);
+            }
+            return Optional.of(changed);
+        });
     }
 
     /**

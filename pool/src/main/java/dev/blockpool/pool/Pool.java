@@ -15,6 +15,7 @@ import java.time.Duration;
  *   volumes/&lt;id&gt;.img, volumes/&lt;id&gt;.json      volume images and their metadata
  *   snapshots/&lt;id&gt;.img, snapshots/&lt;id&gt;.json  snapshot images and their metadata
  *   nodes/&lt;node-id&gt;.json                        registered nodes
+ *   controller.lock, records.lock                 locks every process sharing the pool takes
  * </pre>
  * Nothing essential lives only in memory: a restarted driver reads the same state back.
  */
@@ -26,6 +27,7 @@ public final class Pool {
     private final Snapshots snapshots;
     private final Nodes nodes;
     private final Attachments attachments;
+    private final ControllerClaim controllerClaim;
     private final Clock clock;
     private final Duration settleTime;
 
@@ -35,10 +37,12 @@ public final class Pool {
         this.settleTime = settleTime;
         this.space = new PoolSpace(root);
         ImageFiles images = new ImageFiles(commands);
-        this.snapshots = new Snapshots(root.resolve("snapshots"), images, space, clock);
-        this.volumes = new Volumes(root.resolve("volumes"), images, space, snapshots, clock);
+        RecordLock recordLock = new RecordLock(root);
+        this.snapshots = new Snapshots(root.resolve("snapshots"), images, space, clock, recordLock);
+        this.volumes = new Volumes(root.resolve("volumes"), images, space, snapshots, clock, recordLock);
         this.nodes = new Nodes(root.resolve("nodes"));
-        this.attachments = new Attachments(volumes, nodes);
+        this.attachments = new Attachments(volumes, nodes, recordLock);
+        this.controllerClaim = new ControllerClaim(root, clock);
     }
 
     /**
@@ -50,6 +54,10 @@ public final class Pool {
         try {
             for (String dir : new String[] {"volumes", "snapshots", "nodes"}) {
                 Files.createDirectories(root.resolve(dir));
+            }
+            // made now, so that no later call that only looks leaves the pool changed
+            if (!Files.exists(root.resolve(RecordLock.FILE_NAME))) {
+                PoolLockFile.tryTake(root.resolve(RecordLock.FILE_NAME)).ifPresent(PoolLockFile::close);
             }
         } catch (IOException e) {
             throw StorageException.io(e, "cannot create the pool directories under %s", root);
@@ -86,6 +94,11 @@ public final class Pool {
 
     public Attachments attachments() {
         return attachments;
+    }
+
+    /** Whether this process is the pool's one acting controller; see {@link ControllerClaim}. */
+    public ControllerClaim controllerClaim() {
+        return controllerClaim;
     }
 
     public PoolSpace space() {

@@ -23,8 +23,8 @@ public final class Snapshots {
     private final ImageFiles images;
     private final Clock clock;
 
-    Snapshots(Path directory, ImageFiles images, PoolSpace space, Clock clock) {
-        this.records = new ImageRecords<>("snapshot", Ids::isSnapshotId, directory, Snapshot.class, space);
+    Snapshots(Path directory, ImageFiles images, PoolSpace space, Clock clock, RecordLock lock) {
+        this.records = new ImageRecords<>("snapshot", Ids::isSnapshotId, directory, Snapshot.class, space, lock);
         this.images = images;
         this.clock = clock;
     }

@@ -11,6 +11,7 @@ import java.time.Clock;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,8 +32,8 @@ public final class Volumes {
     private final Snapshots snapshots;
     private final Clock clock;
 
-    Volumes(Path directory, ImageFiles images, PoolSpace space, Snapshots snapshots, Clock clock) {
-        this.records = new ImageRecords<>("volume", Ids::isVolumeId, directory, Volume.class, space);
+    Volumes(Path directory, ImageFiles images, PoolSpace space, Snapshots snapshots, Clock clock, RecordLock lock) {
+        this.records = new ImageRecords<>("volume", Ids::isVolumeId, directory, Volume.class, space, lock);
         this.images = images;
         this.space = space;
         this.snapshots = snapshots;
@@ -45,8 +46,11 @@ public final class Volumes {
     }
 
     public Volume get(String volumeId) {
-        return find(volumeId).orElseThrow(() ->
-                StorageException.notFound("volume %s does not exist", Quoting.quote(volumeId)));
+        return find(volumeId).orElseThrow(() -> missing(volumeId));
+    }
+
+    static StorageException missing(String volumeId) {
+        return StorageException.notFound("volume %s does not exist", Quoting.quote(volumeId));
     }
 
     public Path imagePath(String volumeId) {
@@ -106,10 +110,9 @@ public final class Volumes {
         log.info("deleted volume {}", volumeId);
     }
 
-    public Volume saveAttachments(Volume volume, List<Attachment> attachments) {
-        Volume updated = volume.withAttachments(attachments);
-        records.update(volume.id(), updated);
-        return updated;
+    /** The volume as {@code change} makes it from its record as it is now; see {@link ImageRecords#update}. */
+    Optional<Volume> update(String volumeId, UnaryOperator<Volume> change) {
+        return records.update(volumeId, change);
     }
 
     /** Grows the image to {@code newCapacity}; a smaller or equal size leaves it as it is. */
@@ -121,8 +124,7 @@ public final class Volumes {
         space.requireRoomFor(newCapacity - volume.capacityBytes());
         images.grow(imagePath(volumeId), newCapacity, volume.allocation());
         DurableFiles.fsync(imagePath(volumeId)); // the new size is on disk before the metadata says so
-        Volume grown = volume.withCapacity(newCapacity);
-        records.update(volumeId, grown);
+        Volume grown = update(volumeId, current -> current.withCapacity(newCapacity)).orElseThrow(() -> missing(volumeId));
         log.info("expanded volume {} to {} bytes", volumeId, newCapacity);
         return grown;
     }

@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -77,6 +78,38 @@ class AttachmentsTest {
         }
         assertThat(attached).isEqualTo(3);
         assertThat(pool.volumes().list()).filteredOn(v -> v.attachmentOn("small-node").isPresent()).hasSize(3);
+    }
+
+    /**
+     * Two pools opened on one directory stand for two processes sharing it (a controller and
+     * another one, or on two hosts): neither has the other's locks in memory. Each round, both
+     * attach one volume to their own node at once; neither attachment may be lost to the other's
+     * write of the record.
+     */
+    @Test
+    void concurrentAttachesFromTwoProcessesLoseNoAttachment() throws Exception {
+        Pool other = Pool.open(root, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ZERO);
+        pool.nodes().register(new NodeRecord("node-a", 100, Map.of()));
+        pool.nodes().register(new NodeRecord("node-b", 100, Map.of()));
+        CyclicBarrier together = new CyclicBarrier(2);
+        try (ExecutorService threads = Executors.newFixedThreadPool(2)) {
+            for (int round = 0; round < 20; round++) {
+                String id = pool.volumes().create(new VolumeSpec("shared-" + round, 1 << 20, "ext4",
+                        Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.empty())).id();
+                Future<?> first = threads.submit(() -> {
+                    together.await();
+                    return pool.attachments().attach(id, "node-a", true, false);
+                });
+                Future<?> second = threads.submit(() -> {
+                    together.await();
+                    return other.attachments().attach(id, "node-b", true, false);
+                });
+                first.get();
+                second.get();
+                assertThat(Attachments.nodeIds(pool.volumes().get(id))).as("round %d", round)
+                        .containsExactlyInAnyOrder("node-a", "node-b");
+            }
+        }
     }
 
     @Test

@@ -20,8 +20,9 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The real {@code blockpool-csi} binary (bin/blockpool-csi with the jar the driver module just
- * packaged), run as a child process in mode "all" on a pool and socket inside {@code dir}, with
- * a gRPC client on its socket. {@link #kill()} is SIGKILL; {@link #start()} starts it again on
+ * packaged), run as a child process with its socket and log inside {@code dir}, with a gRPC
+ * client on its socket: in mode "all" on a pool inside {@code dir}, or as one of several
+ * drivers sharing a pool mounted elsewhere. {@link #kill()} is SIGKILL; {@link #start()} starts it again on
  * the same pool, as a restarted pod would.
  */
 final class DriverProcess implements AutoCloseable {
@@ -33,6 +34,9 @@ final class DriverProcess implements AutoCloseable {
     private final Path socket;
     private final Path pool;
     private final Path log;
+    private final String mode;
+    private final String nodeId;
+    private final String logLevel;
     private final List<String> extraArgs;
     private Path workingDirectory;
     private Process process;
@@ -40,10 +44,18 @@ final class DriverProcess implements AutoCloseable {
     private ManagedChannel channel;
 
     DriverProcess(Path dir, String... extraArgs) {
+        this(dir, dir.resolve("pool"), "all", "resilience-node", "warn", extraArgs);
+    }
+
+    /** A driver in {@code mode} ("controller", "node", "all") on the pool at {@code pool}, e.g. one node's mount of it. */
+    DriverProcess(Path dir, Path pool, String mode, String nodeId, String logLevel, String... extraArgs) {
         this.dir = dir;
         this.socket = dir.resolve("csi.sock");
-        this.pool = dir.resolve("pool");
+        this.pool = pool;
         this.log = dir.resolve("driver.log");
+        this.mode = mode;
+        this.nodeId = nodeId;
+        this.logLevel = logLevel;
         this.extraArgs = List.of(extraArgs);
     }
 
@@ -56,8 +68,8 @@ final class DriverProcess implements AutoCloseable {
     /** Starts the binary and waits until it answers on its socket. */
     DriverProcess start() throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(List.of(REPO.resolve("bin/blockpool-csi").toString(),
-                "--endpoint", "unix://" + socket, "--pool-dir", pool.toString(), "--node-id", "resilience-node",
-                "--mode", "all", "--log-level", "warn"));
+                "--endpoint", "unix://" + socket, "--pool-dir", pool.toString(), "--node-id", nodeId,
+                "--mode", mode, "--log-level", logLevel));
         command.addAll(extraArgs);
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));

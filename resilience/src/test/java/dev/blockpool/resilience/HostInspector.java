@@ -42,9 +42,10 @@ final class HostInspector {
     private final Path pool;
     private final LoopSysfs loops = new LoopSysfs(Path.of("/sys/block"), Path.of("/dev"));
 
+    /** {@code pool} inside {@code dir}, or elsewhere (a shared pool's mount), where it must exist already. */
     HostInspector(Path dir, Path pool) {
         this.dir = LoopSysfs.canonical(dir);
-        this.pool = this.dir.resolve(dir.relativize(pool));
+        this.pool = pool.startsWith(dir) ? this.dir.resolve(dir.relativize(pool)) : LoopSysfs.canonical(pool);
     }
 
     Path volumeImage(String id) {
@@ -240,6 +241,26 @@ final class HostInspector {
      * Returns what it had to clean up.
      */
     List<String> cleanUp() {
+        List<String> cleaned = releaseMountsAndLoops();
+        if (mountsUnder().isEmpty()) {
+            try (Stream<Path> walk = Files.walk(dir)) {
+                for (Path path : walk.sorted(Comparator.reverseOrder()).toList()) {
+                    Files.deleteIfExists(path);
+                }
+            } catch (IOException e) {
+                cleaned.add("could not delete " + dir + ": " + e);
+            }
+        } else {
+            cleaned.add("still mounted, so kept: " + mountsUnder().stream().map(MountInfo::mountPoint).toList());
+        }
+        return cleaned;
+    }
+
+    /**
+     * What a host's death takes with it: lazy unmounts below the directory, deepest first, then
+     * the loop devices bound to pool files are detached. Returns what it had to release.
+     */
+    List<String> releaseMountsAndLoops() {
         List<String> cleaned = new ArrayList<>();
         for (int round = 0; round < 5 && !mountsUnder().isEmpty(); round++) {
             for (MountInfo mount : mountsUnder().stream().sorted(Comparator
@@ -254,17 +275,6 @@ final class HostInspector {
                 cleaned.add("losetup -d " + loop.device() + " (" + loop.backingFile() + ")");
                 RUNNER.run("losetup", "--detach", loop.device().toString());
             }
-        }
-        if (mountsUnder().isEmpty()) {
-            try (Stream<Path> walk = Files.walk(dir)) {
-                for (Path path : walk.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.deleteIfExists(path);
-                }
-            } catch (IOException e) {
-                cleaned.add("could not delete " + dir + ": " + e);
-            }
-        } else {
-            cleaned.add("still mounted, so kept: " + mountsUnder().stream().map(MountInfo::mountPoint).toList());
         }
         return cleaned;
     }

@@ -1,0 +1,87 @@
+package dev.blockpool.pool;
+
+import dev.blockpool.common.StorageException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One controller acts on a pool at a time: the one that holds {@code controller.lock} (a
+ * {@link PoolLockFile}), which it keeps for its life. Another controller on the same pool, on
+ * this host or another, stands by: its changes are refused with a message naming the holder,
+ * and it takes over at its first call after the holder is gone (the lock dies with its process).
+ * The sidecars' leader election already keeps a second controller idle; this holds when that is
+ * bypassed (a second Deployment, a controller started by hand, a partitioned leader).
+ */
+public final class ControllerClaim {
+
+    static final String FILE_NAME = "controller.lock";
+
+    private static final Logger log = LoggerFactory.getLogger(ControllerClaim.class);
+
+    private final Path file;
+    private final Clock clock;
+    private PoolLockFile held;
+
+    ControllerClaim(Path poolRoot, Clock clock) {
+        this.file = poolRoot.resolve(FILE_NAME);
+        this.clock = clock;
+    }
+
+    /** Takes the pool for this controller if nobody holds it; PRECONDITION naming the holder when another does. */
+    public synchronized void require() {
+        if (held != null) {
+            return;
+        }
+        held = PoolLockFile.tryTake(file).orElseThrow(() -> StorageException.precondition(
+                "another controller acts on the pool (%s); this one stands by until that one stops",
+                holder()));
+        String self = "pid " + ProcessHandle.current().pid() + " on host " + hostName() + " since " + clock.instant();
+        try {
+            // only to name the holder in a standby's messages: the lock is what counts
+            Files.writeString(file, self);
+        } catch (IOException e) {
+            log.warn("cannot note this controller in {}: {}", file, e.getMessage());
+        }
+        log.info("this controller now acts on the pool ({})", self);
+    }
+
+    /** Why this controller may not act now, or empty when it may (taking the pool if it is free). */
+    public Optional<String> problem() {
+        try {
+            require();
+            return Optional.empty();
+        } catch (StorageException e) {
+            return Optional.of(e.getMessage());
+        }
+    }
+
+    /** Lets another controller take the pool (a driver stopping). */
+    public synchronized void release() {
+        if (held != null) {
+            held.close();
+            held = null;
+        }
+    }
+
+    private String holder() {
+        try {
+            String noted = Files.readString(file).strip();
+            return noted.isEmpty() ? "holder unknown" : noted;
+        } catch (IOException e) {
+            return "holder unknown";
+        }
+    }
+
+    private static String hostName() {
+        try {
+            return Files.readString(Path.of("/proc/sys/kernel/hostname")).strip();
+        } catch (IOException e) {
+            return "unknown";
+        }
+    }
+}
