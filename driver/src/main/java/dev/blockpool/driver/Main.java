@@ -1,5 +1,6 @@
 package dev.blockpool.driver;
 
+import dev.blockpool.common.Endpoint;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.driver.LogConfigurator.LogFormat;
 import dev.blockpool.driver.LogConfigurator.LogLevel;
