@@ -49,25 +49,24 @@ func sectionFlexvolume() {
 		spawn.timed(func() { must(exec.Command("true").Run()) })
 		initCall.timedOrRetried(&fails, func() error { return flexCall(p, "init") })
 	}
+	// Mounts and unmounts fresh pod directories, as kubelet does for pods coming and going.
+	podsComeAndGo := func(name string, mount, unmount *timings) {
+		for i := range cfg.flexIters {
+			t := target(name, i)
+			must(mkdirAll(t))
+			mount.timedOrRetried(&fails, func() error { return flexCall(p, "mount", t, options) })
+			unmount.timedOrRetried(&fails, func() error { return flexCall(p, "unmount", t) })
+		}
+	}
 	// The volume's only user: mount stages and publishes, unmount unpublishes and unstages.
 	var mountAlone, unmountAlone timings
-	for i := range cfg.flexIters {
-		t := target("alone", i)
-		must(mkdirAll(t))
-		mountAlone.timedOrRetried(&fails, func() error { return flexCall(p, "mount", t, options) })
-		unmountAlone.timedOrRetried(&fails, func() error { return flexCall(p, "unmount", t) })
-	}
+	podsComeAndGo("alone", &mountAlone, &unmountAlone)
 	// Another pod keeps the volume staged: mount publishes, unmount unpublishes.
 	keep := target("keep", 0)
 	must(mkdirAll(keep))
 	must(flexCall(p, "mount", keep, options))
 	var mountShared, unmountShared timings
-	for i := range cfg.flexIters {
-		t := target("shared", i)
-		must(mkdirAll(t))
-		mountShared.timedOrRetried(&fails, func() error { return flexCall(p, "mount", t, options) })
-		unmountShared.timedOrRetried(&fails, func() error { return flexCall(p, "unmount", t) })
-	}
+	podsComeAndGo("shared", &mountShared, &unmountShared)
 	must(flexCall(p, "unmount", keep))
 
 	// The same work as CSI calls of this client, on a volume of its own (formatted by its first stage).
