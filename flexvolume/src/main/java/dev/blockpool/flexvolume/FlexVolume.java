@@ -17,6 +17,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Function;
 import java.util.logging.Level;
 import java.util.logging.LogManager;
 import java.util.logging.Logger;
@@ -120,7 +121,7 @@ public final class FlexVolume {
             throw new FlexFailure("no blockpool node plugin socket at %s: is the node DaemonSet running on this node?",
                     socket);
         }
-        try (FileChannel held = area.lock(); NodeClient node = new NodeClient(socket)) {
+        return locked(node -> {
             try {
                 node.stage(volumeId, staging, options);
                 node.publish(volumeId, staging, target, options);
@@ -133,10 +134,9 @@ public final class FlexVolume {
                 }
                 throw e;
             }
-        } catch (IOException e) {
-            throw new FlexFailure("cannot release the lock of %s: %s", area.root(), e.getMessage());
-        }
-        return Answer.success("volume " + volumeId + " is mounted at " + target + (options.readOnly() ? " read-only" : ""));
+            return Answer.success("volume " + volumeId + " is mounted at " + target
+                    + (options.readOnly() ? " read-only" : ""));
+        });
     }
 
     /**
@@ -150,14 +150,13 @@ public final class FlexVolume {
         if (area.volumeMountedAt(target).isEmpty() && area.stagedVolumes().isEmpty()) {
             return Answer.success(nothing); // and nothing to ask the plugin about
         }
-        List<String> left = new ArrayList<>();
-        Optional<String> volume;
-        try (FileChannel held = area.lock(); NodeClient node = new NodeClient(socket)) {
-            volume = area.volumeMountedAt(target);
+        return locked(node -> {
+            Optional<String> volume = area.volumeMountedAt(target);
             if (volume.isPresent()) {
                 node.unpublish(volume.get(), target);
                 releaseIfUnused(node, volume.get());
             }
+            List<String> left = new ArrayList<>();
             for (String other : area.stagedVolumes()) {
                 if (volume.isEmpty() || !other.equals(volume.get())) {
                     try {
@@ -167,12 +166,18 @@ public final class FlexVolume {
                     }
                 }
             }
+            String done = volume.map(id -> "volume " + id + " is unmounted from " + target).orElse(nothing);
+            return Answer.success(left.isEmpty() ? done : done + "; still staged: " + String.join("; ", left));
+        });
+    }
+
+    /** {@code work} with the staging area held and a client of the node plugin. */
+    private Answer locked(Function<NodeClient, Answer> work) {
+        try (FileChannel held = area.lock(); NodeClient node = new NodeClient(socket)) {
+            return work.apply(node);
         } catch (IOException e) {
             throw new FlexFailure("cannot release the lock of %s: %s", area.root(), e.getMessage());
         }
-        String done = volume.map(id -> "volume " + id + " is unmounted from " + target)
-                .orElse(nothing);
-        return Answer.success(left.isEmpty() ? done : done + "; still staged: " + String.join("; ", left));
     }
 
     private void releaseIfUnused(NodeClient node, String volumeId) {
