@@ -79,8 +79,9 @@ RUN apt-get update \
 
 COPY --from=build /opt/java /opt/java
 COPY --from=build /src/driver/target/blockpool-csi.jar /opt/blockpool/lib/blockpool-csi.jar
-# The launcher, its JVM options and the Java 25 search it runs, which finds /opt/java.
-COPY bin/blockpool-csi bin/java25-home bin/jvm.options /opt/blockpool/bin/
+# The launcher, its JVM options and the Java 25 search it runs, which finds /opt/java; and the
+# FlexVolume executable, which sidecars-deploy/overlays/flexvolume installs on the nodes.
+COPY bin/blockpool-csi bin/java25-home bin/jvm.options bin/blockpool-flexvolume /opt/blockpool/bin/
 ENV JAVA_HOME=/opt/java \
     PATH=/opt/blockpool/bin:/opt/java/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # The ahead-of-time cache (JEP 483/514/515) the launcher uses: recorded here, by the

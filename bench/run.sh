@@ -9,6 +9,8 @@
 #   snapshot  CreateSnapshot on an XFS reflink pool vs ioctl(FICLONE)
 #   list      10,000 volumes and 1,000 snapshots: listing, creating, starting on a full pool
 #   fio       fio in a published volume vs on the pool's own filesystem, and page cache growth
+#   flexvolume  kubelet's FlexVolume calls through bin/blockpool-flexvolume (a JVM start each) vs
+#             fork+exec and the same CSI calls from the client
 #
 #   usage: sudo bench/run.sh [csibench flags] [section ...]    (all sections by default)
 #   e.g.   sudo bench/run.sh -burst 10s -idle 10s -starts 5 start memory

@@ -25,6 +25,7 @@ type config struct {
 	starts, burstClients                 int
 	burst, idle                          time.Duration
 	nodeIters, stageIters, snapshots     int
+	flexIters                            int
 	listVolumes, listSnapshots           int
 	listClients, listStarts              int
 	fioRuntime                           time.Duration
@@ -35,15 +36,16 @@ type config struct {
 var cfg config
 
 var sections = map[string]func(){
-	"start":    sectionStart,
-	"memory":   sectionMemory,
-	"node":     sectionNode,
-	"snapshot": sectionSnapshot,
-	"list":     sectionList,
-	"fio":      sectionFio,
+	"start":      sectionStart,
+	"memory":     sectionMemory,
+	"node":       sectionNode,
+	"snapshot":   sectionSnapshot,
+	"list":       sectionList,
+	"fio":        sectionFio,
+	"flexvolume": sectionFlexvolume,
 }
 
-var sectionOrder = []string{"start", "memory", "node", "snapshot", "list", "fio"}
+var sectionOrder = []string{"start", "memory", "node", "snapshot", "list", "fio", "flexvolume"}
 
 func main() {
 	flag.StringVar(&cfg.work, "work", "", "the bench's own temporary directory on the disk under test (required)")
@@ -59,6 +61,7 @@ func main() {
 	flag.IntVar(&cfg.burstClients, "burst-clients", 64, "concurrent clients of the burst (memory)")
 	flag.IntVar(&cfg.nodeIters, "node-iters", 1000, "publish/unpublish and stats iterations (node)")
 	flag.IntVar(&cfg.stageIters, "stage-iters", 20, "fresh volumes staged and published (node)")
+	flag.IntVar(&cfg.flexIters, "flex-iters", 20, "runs of each FlexVolume call (flexvolume)")
 	flag.IntVar(&cfg.snapshots, "snapshots", 50, "snapshots of the 1 GiB volume (snapshot)")
 	flag.IntVar(&cfg.listVolumes, "list-volumes", 10000, "volumes in the full pool (list)")
 	flag.IntVar(&cfg.listSnapshots, "list-snapshots", 1000, "snapshots in the full pool (list)")

@@ -4,6 +4,7 @@ import csi.v1.ControllerGrpc;
 import csi.v1.Csi;
 import csi.v1.IdentityGrpc;
 import csi.v1.NodeGrpc;
+import dev.blockpool.flexvolume.FlexVolume;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
@@ -18,6 +19,8 @@ import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
@@ -63,6 +66,7 @@ public final class AotTraining {
             for (int round = 0; round < 20; round++) {
                 exercise(channel, work, round);
             }
+            exerciseFlexVolume(socket, work);
         } catch (RuntimeException | InterruptedException e) {
             stderr.println("blockpool-csi AOT training failed: " + e);
             status = 1;
@@ -137,6 +141,24 @@ public final class AotTraining {
         controller.deleteVolume(Csi.DeleteVolumeRequest.newBuilder().setVolumeId(volume).build());
         // A caller's mistake: the error mapping and its log line.
         expectRefusal(() -> controller.createVolume(Csi.CreateVolumeRequest.getDefaultInstance()));
+    }
+
+    /**
+     * The FlexVolume entry point, which kubelet starts once per call: its answers, and a mount and
+     * an unmount through the node plugin that go as far as they can without root (the volume does
+     * not exist, nothing is mounted).
+     */
+    private static void exerciseFlexVolume(Path socket, Path work) {
+        Map<String, String> env = Map.of("CSI_ENDPOINT", "unix://" + socket);
+        PrintStream nowhere = new PrintStream(OutputStream.nullOutputStream());
+        String target = work.resolve("flexvolume-pod").toString();
+        for (int round = 0; round < 5; round++) {
+            FlexVolume.run(List.of("init"), env, nowhere);
+            FlexVolume.run(List.of("getvolumename", "{}"), env, nowhere);
+            FlexVolume.run(List.of("mount", target, "{\"volumeID\":\"vol-" + "0".repeat(32)
+                    + "\",\"kubernetes.io/fsType\":\"ext4\",\"kubernetes.io/readwrite\":\"rw\"}"), env, nowhere);
+            FlexVolume.run(List.of("unmount", target), env, nowhere);
+        }
     }
 
     private static void expectRefusal(Runnable call) {

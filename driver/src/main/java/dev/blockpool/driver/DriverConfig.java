@@ -1,5 +1,6 @@
 package dev.blockpool.driver;
 
+import dev.blockpool.common.Endpoint;
 import java.nio.file.Path;
 
 /** The driver's settings, as given on the command line. */

@@ -1,8 +1,10 @@
 package dev.blockpool.driver;
 
+import dev.blockpool.common.Endpoint;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.driver.LogConfigurator.LogFormat;
 import dev.blockpool.driver.LogConfigurator.LogLevel;
+import dev.blockpool.flexvolume.FlexVolume;
 import dev.blockpool.pool.Ids;
 import java.io.IOException;
 import java.io.InputStream;
@@ -12,6 +14,7 @@ import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.Callable;
 import org.slf4j.Logger;
@@ -24,7 +27,9 @@ import picocli.CommandLine.Spec;
 /** The {@code blockpool-csi} command line. */
 @Command(name = "blockpool-csi", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         sortOptions = false, usageHelpAutoWidth = true,
-        description = "CSI driver serving block volumes carved from a pool of image files, attached as loop devices.")
+        description = "CSI driver serving block volumes carved from a pool of image files, attached as loop devices.",
+        footer = {"", "blockpool-csi " + Main.FLEXVOLUME + " <operation> [arguments]: kubelet's FlexVolume call "
+                + "convention, a client of the node plugin at $CSI_ENDPOINT (docs/deploy.md)."})
 public final class Main implements Callable<Integer> {
 
     @Option(names = "--endpoint", paramLabel = "ENDPOINT", defaultValue = "${env:CSI_ENDPOINT}",
@@ -68,12 +73,19 @@ public final class Main implements Callable<Integer> {
     @Spec
     CommandLine.Model.CommandSpec spec;
 
+    /** The FlexVolume entry point: its own argument convention, answered before picocli builds its model. */
+    static final String FLEXVOLUME = "flexvolume";
+
     public static void main(String[] args) {
         System.exit(run(args));
     }
 
     static int run(String... args) {
         configureNetty();
+        if (args.length > 0 && args[0].equals(FLEXVOLUME)) {
+            // kubelet runs it for every call and parses all it prints: no picocli, no logback, no server.
+            return FlexVolume.runAlone(List.of(args).subList(1, args.length));
+        }
         CommandLine commandLine = new CommandLine(new Main()).setCaseInsensitiveEnumValuesAllowed(true);
         commandLine.setParameterExceptionHandler((e, ignored) -> {
             PrintWriter err = e.getCommandLine().getErr();

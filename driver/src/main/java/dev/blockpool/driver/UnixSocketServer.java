@@ -1,5 +1,6 @@
 package dev.blockpool.driver;
 
+import dev.blockpool.common.Endpoint;
 import io.grpc.Server;
 import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.CreateVolumeResponse;
 import csi.v1.ControllerGrpc;
+import dev.blockpool.common.Endpoint;
 import dev.blockpool.driver.LogConfigurator.LogFormat;
 import dev.blockpool.driver.LogConfigurator.LogLevel;
 import io.grpc.ManagedChannel;

@@ -2,6 +2,7 @@ package dev.blockpool.driver;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.blockpool.common.Endpoint;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import csi.v1.Csi.ProbeRequest;
 import csi.v1.Csi.ProbeResponse;
 import csi.v1.IdentityGrpc;
+import dev.blockpool.common.Endpoint;
 import dev.blockpool.csi.StatusInterceptor;
 import dev.blockpool.identity.IdentityService;
 import io.grpc.ManagedChannel;

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import csi.v1.Csi.ProbeRequest;
 import csi.v1.IdentityGrpc;
+import dev.blockpool.common.Endpoint;
 import dev.blockpool.csi.RawRequests;
 import dev.blockpool.csi.StatusInterceptor;
 import dev.blockpool.identity.IdentityService;

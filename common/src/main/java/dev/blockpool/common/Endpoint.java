@@ -1,4 +1,4 @@
-package dev.blockpool.driver;
+package dev.blockpool.common;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
