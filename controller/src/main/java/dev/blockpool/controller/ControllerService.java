@@ -6,8 +6,12 @@ import csi.v1.Csi.ControllerExpandVolumeRequest;
 import csi.v1.Csi.ControllerExpandVolumeResponse;
 import csi.v1.Csi.ControllerGetCapabilitiesRequest;
 import csi.v1.Csi.ControllerGetCapabilitiesResponse;
+import csi.v1.Csi.ControllerGetVolumeHealthRequest;
+import csi.v1.Csi.ControllerGetVolumeHealthResponse;
 import csi.v1.Csi.ControllerGetVolumeRequest;
 import csi.v1.Csi.ControllerGetVolumeResponse;
+import csi.v1.Csi.ControllerListVolumeHealthRequest;
+import csi.v1.Csi.ControllerListVolumeHealthResponse;
 import csi.v1.Csi.ControllerPublishVolumeRequest;
 import csi.v1.Csi.ControllerPublishVolumeResponse;
 import csi.v1.Csi.ControllerServiceCapability;
@@ -38,6 +42,7 @@ import dev.blockpool.common.Quoting;
 import dev.blockpool.csi.Capability;
 import dev.blockpool.csi.CsiException;
 import dev.blockpool.csi.CsiKeys;
+import dev.blockpool.csi.HealthMessages;
 import dev.blockpool.csi.RequestFields;
 import dev.blockpool.csi.UnaryReply;
 import dev.blockpool.pool.AccessType;
@@ -45,6 +50,7 @@ import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.Page;
 import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.PoolHealth;
 import dev.blockpool.pool.Snapshot;
 import dev.blockpool.pool.Volume;
 import dev.blockpool.pool.VolumeSpec;
@@ -64,16 +70,15 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     static final Set<Type> CAPABILITIES = Set.of(Type.CREATE_DELETE_VOLUME, Type.PUBLISH_UNPUBLISH_VOLUME,
             Type.LIST_VOLUMES, Type.LIST_VOLUMES_PUBLISHED_NODES, Type.GET_CAPACITY, Type.CREATE_DELETE_SNAPSHOT,
             Type.LIST_SNAPSHOTS, Type.GET_SNAPSHOT, Type.CLONE_VOLUME, Type.PUBLISH_READONLY, Type.EXPAND_VOLUME,
-            Type.GET_VOLUME, Type.VOLUME_CONDITION, Type.SINGLE_NODE_MULTI_WRITER);
+            Type.GET_VOLUME, Type.SINGLE_NODE_MULTI_WRITER, Type.GET_VOLUME_HEALTH,
+            Type.LIST_VOLUME_HEALTH);
 
     private final Pool pool;
     private final OperationLocks locks;
-    private final ProtoMapper mapper;
 
     public ControllerService(Pool pool, OperationLocks locks) {
         this.pool = pool;
         this.locks = locks;
-        this.mapper = new ProtoMapper(pool);
     }
 
     @Override
@@ -82,7 +87,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         List<Capability> capabilities = Capabilities.require(request.getVolumeCapabilitiesList());
         VolumeParameters parameters = VolumeParameters.parse(request.getParametersMap(),
                 Capabilities.fsType(capabilities));
-        Optional<ContentSource> source = mapper.contentSource(request);
+        Optional<ContentSource> source = ProtoMapper.contentSource(request);
         Set<AccessType> accessTypes = Capabilities.accessTypes(capabilities);
         // A filesystem volume is at least what mkfs accepts; a block volume is never formatted.
         long minimum = accessTypes.contains(AccessType.MOUNT) ? parameters.fsType().minimumBytes() : 0;
@@ -94,7 +99,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                 request.getCapacityRange().getLimitBytes());
         String sourceId = source.map(ContentSource::id).orElse("");
         Volume volume = locks.withLock(() -> pool.volumes().create(spec), Ids.volumeIdFor(name), sourceId);
-        UnaryReply.send(response, CreateVolumeResponse.newBuilder().setVolume(mapper.volume(volume)).build());
+        UnaryReply.send(response, CreateVolumeResponse.newBuilder().setVolume(ProtoMapper.volume(volume)).build());
     }
 
     @Override
@@ -134,7 +139,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
             throw CsiException.invalidArgument("volume_capabilities are required");
         }
         Volume volume = pool.volumes().get(volumeId);
-        Map<String, String> context = mapper.volume(volume).getVolumeContextMap();
+        Map<String, String> context = ProtoMapper.volume(volume).getVolumeContextMap();
         Optional<String> unsupported = request.getVolumeCapabilitiesList().stream()
                 .map(capability -> Capabilities.unsupported(capability, volume)).flatMap(Optional::stream).findFirst()
                 .or(() -> request.getParametersCount() > 0 && !request.getParametersMap().equals(volume.parameters())
@@ -160,7 +165,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         Page<Volume> page = pool.volumes().page(Pages.from(request.getStartingToken()), maxEntries);
         var result = ListVolumesResponse.newBuilder().setNextToken(Pages.nextToken(page));
         for (Volume volume : page.entries()) {
-            result.addEntriesBuilder().setVolume(mapper.volume(volume)).setStatus(mapper.listStatus(volume));
+            result.addEntriesBuilder().setVolume(ProtoMapper.volume(volume)).setStatus(ProtoMapper.listStatus(volume));
         }
         UnaryReply.send(response, result.build());
     }
@@ -170,7 +175,27 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                                     StreamObserver<ControllerGetVolumeResponse> response) {
         Volume volume = pool.volumes().get(RequestFields.id("volume_id", request.getVolumeId()));
         UnaryReply.send(response, ControllerGetVolumeResponse.newBuilder()
-                .setVolume(mapper.volume(volume)).setStatus(mapper.getStatus(volume)).build());
+                .setVolume(ProtoMapper.volume(volume)).setStatus(ProtoMapper.getStatus(volume)).build());
+    }
+
+    @Override
+    public void controllerGetVolumeHealth(ControllerGetVolumeHealthRequest request,
+                                          StreamObserver<ControllerGetVolumeHealthResponse> response) {
+        String volumeId = RequestFields.id("volume_id", request.getVolumeId());
+        PoolHealth.VolumeHealth health = pool.health().volume(volumeId);
+        UnaryReply.send(response, ControllerGetVolumeHealthResponse.newBuilder()
+                .setVolumeHealth(HealthMessages.volume(volumeId, health.problems())).build());
+    }
+
+    /** Only the volumes with a problem, a page of the pool at a time as ListVolumes reads it. */
+    @Override
+    public void controllerListVolumeHealth(ControllerListVolumeHealthRequest request,
+                                           StreamObserver<ControllerListVolumeHealthResponse> response) {
+        int maxEntries = Pages.maxEntries(request.getMaxEntries());
+        Page<PoolHealth.VolumeHealth> page = pool.health().page(Pages.from(request.getStartingToken()), maxEntries);
+        var result = ControllerListVolumeHealthResponse.newBuilder().setNextToken(Pages.nextToken(page));
+        page.entries().forEach(h -> result.addEntries(HealthMessages.volume(h.volumeId(), h.problems())));
+        UnaryReply.send(response, result.build());
     }
 
     @Override

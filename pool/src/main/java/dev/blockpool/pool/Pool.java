@@ -26,6 +26,7 @@ public final class Pool {
     private final Snapshots snapshots;
     private final Nodes nodes;
     private final Attachments attachments;
+    private final PoolHealth health;
     private final Clock clock;
     private final Duration settleTime;
 
@@ -39,6 +40,7 @@ public final class Pool {
         this.volumes = new Volumes(root.resolve("volumes"), images, space, snapshots, clock);
         this.nodes = new Nodes(root.resolve("nodes"));
         this.attachments = new Attachments(volumes, nodes);
+        this.health = new PoolHealth(root, volumes);
     }
 
     /**
@@ -86,6 +88,10 @@ public final class Pool {
 
     public Attachments attachments() {
         return attachments;
+    }
+
+    public PoolHealth health() {
+        return health;
     }
 
     public PoolSpace space() {

@@ -2,11 +2,7 @@ package dev.blockpool.pool;
 
 import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Clock;
 import java.util.List;
 import java.util.Objects;
@@ -51,6 +47,10 @@ public final class Volumes {
 
     public Path imagePath(String volumeId) {
         return records.imagePath(volumeId);
+    }
+
+    ImageRecords<Volume> records() {
+        return records;
     }
 
     /** All volumes, sorted by ID. */
@@ -125,28 +125,6 @@ public final class Volumes {
         records.update(volumeId, grown);
         log.info("expanded volume {} to {} bytes", volumeId, newCapacity);
         return grown;
-    }
-
-    /** Whether the image still matches its metadata (ControllerGetVolume, ListVolumes). */
-    public Condition condition(Volume volume) {
-        Path image = imagePath(volume.id());
-        BasicFileAttributes attributes;
-        try {
-            attributes = Files.readAttributes(image, BasicFileAttributes.class);
-        } catch (NoSuchFileException e) {
-            attributes = null;
-        } catch (IOException e) {
-            throw StorageException.io(e, "cannot read the size of image %s", image);
-        }
-        if (attributes == null || !attributes.isRegularFile()) {
-            return Condition.abnormal("image file " + image + " is missing");
-        }
-        long size = attributes.size();
-        if (size != volume.capacityBytes()) {
-            return Condition.abnormal("image file " + image + " is " + size + " bytes, expected "
-                    + volume.capacityBytes());
-        }
-        return Condition.HEALTHY;
     }
 
     /** The size of a snapshot or volume to copy from; NOT_FOUND when it does not exist. */
