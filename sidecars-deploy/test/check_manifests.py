@@ -42,6 +42,8 @@ SIDECAR_VERSIONS = {
     "csi-node-driver-registrar": "v2.17.0",
     "livenessprobe": "v2.19.0",
 }
+# What ControllerModifyVolume can change (csi/CsiKeys, VolumeParameters.MUTABLE_KEYS).
+MUTABLE_PARAMETERS = {"allocation"}
 CONTROLLER_SIDECARS = ("csi-provisioner", "csi-attacher", "csi-snapshotter", "csi-resizer")
 
 # What each sidecar must be allowed to do cluster-wide: (apiGroup, resource) -> verbs.
@@ -544,6 +546,15 @@ def check_examples(variant, objs, driver_name, class_names, snapclass_names):
         if ds.get("kind") == "PersistentVolumeClaim":
             have.add(("clone", "PersistentVolumeClaim"))
     check(variant, have == kinds, f"examples for snapshot, restore and clone expected, missing {sorted(k for k, _ in kinds - have)}")
+    vacs = kind_of(objs, "VolumeAttributesClass")
+    check(variant, len(vacs) >= 1, "no example VolumeAttributesClass (ControllerModifyVolume)")
+    for vac in vacs:
+        check(variant, vac.get("driverName") == driver_name,
+              f"VolumeAttributesClass/{name(vac)}: driverName '{vac.get('driverName')}' differs from '{driver_name}'")
+        keys = set((vac.get("parameters") or {}).keys())
+        check(variant, keys <= MUTABLE_PARAMETERS,
+              f"VolumeAttributesClass/{name(vac)}: parameters {sorted(keys - MUTABLE_PARAMETERS)} cannot change; "
+              f"the driver's mutable parameters are {sorted(MUTABLE_PARAMETERS)}")
 
 
 def main(argv):

@@ -12,6 +12,8 @@ import csi.v1.Csi.ControllerGetVolumeRequest;
 import csi.v1.Csi.ControllerGetVolumeResponse;
 import csi.v1.Csi.ControllerListVolumeHealthRequest;
 import csi.v1.Csi.ControllerListVolumeHealthResponse;
+import csi.v1.Csi.ControllerModifyVolumeRequest;
+import csi.v1.Csi.ControllerModifyVolumeResponse;
 import csi.v1.Csi.ControllerPublishVolumeRequest;
 import csi.v1.Csi.ControllerPublishVolumeResponse;
 import csi.v1.Csi.ControllerServiceCapability;
@@ -46,6 +48,7 @@ import dev.blockpool.csi.HealthMessages;
 import dev.blockpool.csi.RequestFields;
 import dev.blockpool.csi.UnaryReply;
 import dev.blockpool.pool.AccessType;
+import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.Page;
@@ -71,7 +74,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
             Type.LIST_VOLUMES, Type.LIST_VOLUMES_PUBLISHED_NODES, Type.GET_CAPACITY, Type.CREATE_DELETE_SNAPSHOT,
             Type.LIST_SNAPSHOTS, Type.GET_SNAPSHOT, Type.CLONE_VOLUME, Type.PUBLISH_READONLY, Type.EXPAND_VOLUME,
             Type.GET_VOLUME, Type.SINGLE_NODE_MULTI_WRITER, Type.GET_VOLUME_HEALTH,
-            Type.LIST_VOLUME_HEALTH);
+            Type.LIST_VOLUME_HEALTH, Type.MODIFY_VOLUME);
 
     private final Pool pool;
     private final OperationLocks locks;
@@ -86,7 +89,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         String name = RequestFields.id("name", request.getName());
         List<Capability> capabilities = Capabilities.require(request.getVolumeCapabilitiesList());
         VolumeParameters parameters = VolumeParameters.parse(request.getParametersMap(),
-                Capabilities.fsType(capabilities));
+                request.getMutableParamsMap(), Capabilities.fsType(capabilities));
         Optional<ContentSource> source = ProtoMapper.contentSource(request);
         Set<AccessType> accessTypes = Capabilities.accessTypes(capabilities);
         // A filesystem volume is at least what mkfs accepts; a block volume is never formatted.
@@ -223,6 +226,23 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         // The node must refresh the loop device and, for a filesystem, grow it.
         UnaryReply.send(response, ControllerExpandVolumeResponse.newBuilder()
                 .setCapacityBytes(volume.capacityBytes()).setNodeExpansionRequired(true).build());
+    }
+
+    /**
+     * Applies a VolumeAttributesClass: sparse to preallocated reserves every block of the image
+     * now; preallocated to sparse keeps the blocks already reserved (which of them hold data only
+     * the filesystem inside knows) and makes later growth sparse.
+     */
+    @Override
+    public void controllerModifyVolume(ControllerModifyVolumeRequest request,
+                                       StreamObserver<ControllerModifyVolumeResponse> response) {
+        String volumeId = RequestFields.id("volume_id", request.getVolumeId());
+        Optional<Allocation> allocation = VolumeParameters.mutable(request.getMutableParamsMap());
+        locks.withLock(() -> {
+            Volume volume = pool.volumes().get(volumeId);
+            allocation.ifPresent(a -> pool.volumes().changeAllocation(volume, a));
+        }, volumeId);
+        UnaryReply.send(response, ControllerModifyVolumeResponse.getDefaultInstance());
     }
 
     @Override

@@ -18,6 +18,7 @@ import csi.v1.Csi.ControllerGetCapabilitiesRequest;
 import csi.v1.Csi.ControllerGetVolumeHealthRequest;
 import csi.v1.Csi.ControllerGetVolumeRequest;
 import csi.v1.Csi.ControllerListVolumeHealthRequest;
+import csi.v1.Csi.ControllerModifyVolumeRequest;
 import csi.v1.Csi.ControllerGetVolumeResponse;
 import csi.v1.Csi.ControllerPublishVolumeRequest;
 import csi.v1.Csi.ControllerServiceCapability;
@@ -46,6 +47,7 @@ import csi.v1.Csi.VolumeHealth;
 import csi.v1.Csi.VolumeHealthErrorType;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.NodeRecord;
 import io.grpc.Status;
@@ -568,6 +570,68 @@ class ControllerServiceTest {
     }
 
     @Test
+    void modifyVolumeReservesEveryBlockOfASparseVolumeDurablyAndIdempotently() {
+        String id = create("pvc-vac", 8 * MIB).getVolumeId();
+        Path image = poolDir.resolve("volumes").resolve(id + ".img");
+        assertThat(allocatedBytes(image)).isLessThan(8 * MIB);
+
+        ControllerModifyVolumeRequest preallocate = ControllerModifyVolumeRequest.newBuilder().setVolumeId(id)
+                .putMutableParams("allocation", "preallocated").build();
+        controller.stub().controllerModifyVolume(preallocate);
+        controller.stub().controllerModifyVolume(preallocate);
+        assertThat(allocatedBytes(image)).isGreaterThanOrEqualTo(8 * MIB);
+        controller.restart();
+        assertThat(controller.pool().volumes().get(id).allocation()).isEqualTo(Allocation.PREALLOCATED);
+        // a retried CreateVolume still finds the volume it made
+        assertThat(create("pvc-vac", 8 * MIB).getVolumeId()).isEqualTo(id);
+
+        // back to sparse: the record changes, the reserved blocks stay
+        controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder().setVolumeId(id)
+                .putMutableParams("allocation", "sparse").build());
+        assertThat(controller.pool().volumes().get(id).allocation()).isEqualTo(Allocation.SPARSE);
+        assertThat(allocatedBytes(image)).isGreaterThanOrEqualTo(8 * MIB);
+        // nothing to change is no change
+        controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder().setVolumeId(id).build());
+    }
+
+    @Test
+    void modifyVolumeRefusesWhatCannotChange() {
+        String id = create("pvc-vac-bad", MIB).getVolumeId();
+        assertThat(failure(() -> controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                .setVolumeId(id).putMutableParams("fsType", "xfs").build()), Status.Code.INVALID_ARGUMENT))
+                .hasMessageContaining("cannot change").hasMessageContaining("allocation");
+        assertThat(failure(() -> controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                .setVolumeId(id).putMutableParams("iops", "100").build()), Status.Code.INVALID_ARGUMENT))
+                .hasMessageContaining("\"iops\" is not supported");
+        assertThat(failure(() -> controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                .setVolumeId(id).putMutableParams("allocation", "thick").build()), Status.Code.INVALID_ARGUMENT))
+                .hasMessageContaining("preallocated");
+        failure(() -> controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                .putMutableParams("allocation", "sparse").build()), Status.Code.INVALID_ARGUMENT);
+        failure(() -> controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                .setVolumeId(Ids.volumeIdFor("nope")).putMutableParams("allocation", "sparse").build()),
+                Status.Code.NOT_FOUND);
+        assertThat(controller.pool().volumes().get(id).allocation()).isEqualTo(Allocation.SPARSE);
+    }
+
+    @Test
+    void createVolumeTakesTheAllocationOfAVolumeAttributesClass() {
+        String id = controller.stub().createVolume(createRequest("pvc-vac-new", 4 * MIB)
+                .putParameters("allocation", "sparse").putMutableParams("allocation", "preallocated").build())
+                .getVolume().getVolumeId();
+        assertThat(controller.pool().volumes().get(id).allocation()).isEqualTo(Allocation.PREALLOCATED);
+        assertThat(allocatedBytes(poolDir.resolve("volumes").resolve(id + ".img"))).isGreaterThanOrEqualTo(4 * MIB);
+        failure(() -> controller.stub().createVolume(createRequest("pvc-vac-unknown", MIB)
+                .putMutableParams("XXX_FakeKey", "x").build()), Status.Code.INVALID_ARGUMENT);
+    }
+
+    private static long allocatedBytes(Path file) {
+        // st_blocks counts 512-byte units
+        return Long.parseLong(new ProcessCommandRunner().runChecked("stat", "-c", "%b", file.toString()).stdout()
+                .strip()) * 512;
+    }
+
+    @Test
     void getCapacityReportsThePoolFilesystem() throws IOException {
         GetCapacityResponse capacity = controller.stub().getCapacity(GetCapacityRequest.newBuilder()
                 .addVolumeCapabilities(singleWriter()).build());
@@ -613,7 +677,7 @@ class ControllerServiceTest {
                 Type.PUBLISH_UNPUBLISH_VOLUME, Type.LIST_VOLUMES, Type.LIST_VOLUMES_PUBLISHED_NODES,
                 Type.GET_CAPACITY, Type.CREATE_DELETE_SNAPSHOT, Type.LIST_SNAPSHOTS, Type.GET_SNAPSHOT,
                 Type.CLONE_VOLUME, Type.PUBLISH_READONLY, Type.EXPAND_VOLUME, Type.GET_VOLUME, Type.GET_VOLUME_HEALTH,
-                Type.LIST_VOLUME_HEALTH, Type.SINGLE_NODE_MULTI_WRITER);
+                Type.LIST_VOLUME_HEALTH, Type.MODIFY_VOLUME, Type.SINGLE_NODE_MULTI_WRITER);
     }
 
     // ---- snapshots, restores, clones ----

@@ -127,6 +127,29 @@ public final class Volumes {
         return grown;
     }
 
+    /**
+     * Changes how the image's blocks are provided. To preallocated, every block is reserved now
+     * (fallocate adds only the holes), flushed, and only then recorded, so a crash in between
+     * leaves a sparse record that a retry completes; a pool that cannot hold them is no space
+     * (blocks fallocate took before it ran out stay reserved). To sparse, the record changes:
+     * the blocks already reserved stay, since only the filesystem inside knows which hold data,
+     * and later growth is sparse.
+     */
+    public Volume changeAllocation(Volume volume, Allocation allocation) {
+        if (volume.allocation() == allocation) {
+            return volume;
+        }
+        if (allocation == Allocation.PREALLOCATED) {
+            Path image = imagePath(volume.id());
+            images.grow(image, volume.capacityBytes(), Allocation.PREALLOCATED);
+            DurableFiles.fsync(image);
+        }
+        Volume changed = volume.withAllocation(allocation);
+        records.update(volume.id(), changed);
+        log.info("volume {} is now {}", volume.id(), allocation.name().toLowerCase());
+        return changed;
+    }
+
     /** The size of a snapshot or volume to copy from; NOT_FOUND when it does not exist. */
     public long sourceSize(ContentSource source) {
         return resolve(source).size();
@@ -158,7 +181,7 @@ public final class Volumes {
     private static Volume requireCompatible(Volume existing, VolumeSpec spec) {
         boolean same = spec.accepts(existing.capacityBytes())
                 && existing.fsType().equals(spec.fsType())
-                && existing.allocation() == spec.allocation()
+                // not the allocation: ControllerModifyVolume may have changed it since
                 && existing.accessTypes().equals(spec.accessTypes())
                 && Objects.equals(existing.source(), spec.source())
                 && existing.parameters().equals(spec.parameters());
