@@ -71,6 +71,9 @@ CLUSTER_RULES = {
         ("snapshot.storage.k8s.io", "volumesnapshotclasses"): {"get", "list", "watch"},
         ("snapshot.storage.k8s.io", "volumesnapshotcontents"): {"get", "list", "watch", "update", "patch"},
         ("snapshot.storage.k8s.io", "volumesnapshotcontents/status"): {"update", "patch"},
+        ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotclasses"): {"get", "list", "watch"},
+        ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotcontents"): {"get", "list", "watch", "update", "patch"},
+        ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotcontents/status"): {"update", "patch"},
     },
     "csi-resizer": {
         ("", "persistentvolumes"): {"get", "list", "watch", "patch"},
@@ -477,6 +480,10 @@ def check_deployment(variant, objs):
                     check_rbac_covers(variant, f"{where} csi-provisioner capacity", local_rules, CAPACITY_RULES, f"namespace {wns}")
                     check_rbac_covers(variant, f"{where} csi-provisioner owner walk", local_rules + cluster_rules,
                                       OWNER_WALK_RULES[kind], f"namespace {wns}")
+                if s == "csi-snapshotter":
+                    check(variant, "CSIVolumeGroupSnapshot=true" in cflags.get("feature-gates", "").split(","),
+                          f"{where}: csi-snapshotter needs --feature-gates=CSIVolumeGroupSnapshot=true "
+                          "(the driver serves group snapshots)")
 
         # the pool directory is on a volume
         pool_dir = dflags.get("pool-dir", "/var/lib/blockpool")

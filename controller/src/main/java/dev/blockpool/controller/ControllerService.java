@@ -275,7 +275,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void deleteSnapshot(DeleteSnapshotRequest request, StreamObserver<DeleteSnapshotResponse> response) {
         String snapshotId = RequestFields.id("snapshot_id", request.getSnapshotId());
-        locks.withLock(() -> pool.snapshots().delete(snapshotId), snapshotId);
+        locks.withLock(() -> pool.snapshots().deleteAlone(snapshotId, pool.groups()), snapshotId);
         UnaryReply.send(response, DeleteSnapshotResponse.getDefaultInstance());
     }
 

@@ -55,13 +55,14 @@ final class ProtoMapper {
     }
 
     static Csi.Snapshot snapshot(Snapshot snapshot) {
-        return Csi.Snapshot.newBuilder()
+        var result = Csi.Snapshot.newBuilder()
                 .setSnapshotId(snapshot.id())
                 .setSourceVolumeId(snapshot.sourceVolumeId())
                 .setSizeBytes(snapshot.sizeBytes())
                 .setCreationTime(timestamp(snapshot.createdAt()))
-                .setReadyToUse(true)
-                .build();
+                .setReadyToUse(true);
+        snapshot.groupSnapshotId().ifPresent(result::setGroupSnapshotId);
+        return result.build();
     }
 
     static Timestamp timestamp(Instant instant) {

@@ -14,6 +14,7 @@ import java.time.Duration;
  * <pre>
  *   volumes/&lt;id&gt;.img, volumes/&lt;id&gt;.json      volume images and their metadata
  *   snapshots/&lt;id&gt;.img, snapshots/&lt;id&gt;.json  snapshot images and their metadata
+ *   groups/&lt;id&gt;.json                           group snapshots: the commit point of their member snapshots
  *   nodes/&lt;node-id&gt;.json                        registered nodes
  * </pre>
  * Nothing essential lives only in memory: a restarted driver reads the same state back.
@@ -24,6 +25,7 @@ public final class Pool {
     private final PoolSpace space;
     private final Volumes volumes;
     private final Snapshots snapshots;
+    private final GroupSnapshots groups;
     private final Nodes nodes;
     private final Attachments attachments;
     private final PoolHealth health;
@@ -38,6 +40,7 @@ public final class Pool {
         ImageFiles images = new ImageFiles(commands);
         this.snapshots = new Snapshots(root.resolve("snapshots"), images, space, clock);
         this.volumes = new Volumes(root.resolve("volumes"), images, space, snapshots, clock);
+        this.groups = new GroupSnapshots(root.resolve("groups"), snapshots, volumes, clock);
         this.nodes = new Nodes(root.resolve("nodes"));
         this.attachments = new Attachments(volumes, nodes);
         this.health = new PoolHealth(root, volumes);
@@ -50,7 +53,7 @@ public final class Pool {
      */
     public static Pool open(Path root, CommandRunner commands, Clock clock, Duration settleTime) {
         try {
-            for (String dir : new String[] {"volumes", "snapshots", "nodes"}) {
+            for (String dir : new String[] {"volumes", "snapshots", "groups", "nodes"}) {
                 Files.createDirectories(root.resolve(dir));
             }
         } catch (IOException e) {
@@ -80,6 +83,10 @@ public final class Pool {
 
     public Snapshots snapshots() {
         return snapshots;
+    }
+
+    public GroupSnapshots groups() {
+        return groups;
     }
 
     public Nodes nodes() {
