@@ -16,6 +16,10 @@ access_types=("$@")
 ATTACH_LIMIT=6
 
 work=$(mktemp -d /tmp/blockpool-sanity.XXXXXX)
+# The VolumeAttributesClass csi-sanity creates and modifies volumes with: the real change
+# (every block reserved), not a no-op.
+mutable_parameters=$work/mutable-parameters.yaml
+echo 'allocation: preallocated' > "$mutable_parameters"
 driver_pid=
 stop_driver() {
   if [[ -n $driver_pid ]] && kill -0 "$driver_pid" 2>/dev/null; then
@@ -59,6 +63,7 @@ for access in "${access_types[@]}"; do
       -csi.testnodevolumeattachlimit \
       -csi.testvolumesize $((1024 * 1024 * 1024)) \
       -csi.testvolumeexpandsize $((2 * 1024 * 1024 * 1024)) \
+      -csi.testvolumemutableparameters "$mutable_parameters" \
       -ginkgo.no-color \
       ${CSI_SANITY_FLAGS:-} > "$run/sanity.log" 2>&1
   rc=$?

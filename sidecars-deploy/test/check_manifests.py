@@ -42,6 +42,8 @@ SIDECAR_VERSIONS = {
     "csi-node-driver-registrar": "v2.17.0",
     "livenessprobe": "v2.19.0",
 }
+# What ControllerModifyVolume can change (csi/CsiKeys, VolumeParameters.MUTABLE_KEYS).
+MUTABLE_PARAMETERS = {"allocation"}
 CONTROLLER_SIDECARS = ("csi-provisioner", "csi-attacher", "csi-snapshotter", "csi-resizer")
 
 # What each sidecar must be allowed to do cluster-wide: (apiGroup, resource) -> verbs.
@@ -69,6 +71,9 @@ CLUSTER_RULES = {
         ("snapshot.storage.k8s.io", "volumesnapshotclasses"): {"get", "list", "watch"},
         ("snapshot.storage.k8s.io", "volumesnapshotcontents"): {"get", "list", "watch", "update", "patch"},
         ("snapshot.storage.k8s.io", "volumesnapshotcontents/status"): {"update", "patch"},
+        ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotclasses"): {"get", "list", "watch"},
+        ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotcontents"): {"get", "list", "watch", "update", "patch"},
+        ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotcontents/status"): {"update", "patch"},
     },
     "csi-resizer": {
         ("", "persistentvolumes"): {"get", "list", "watch", "patch"},
@@ -475,6 +480,10 @@ def check_deployment(variant, objs):
                     check_rbac_covers(variant, f"{where} csi-provisioner capacity", local_rules, CAPACITY_RULES, f"namespace {wns}")
                     check_rbac_covers(variant, f"{where} csi-provisioner owner walk", local_rules + cluster_rules,
                                       OWNER_WALK_RULES[kind], f"namespace {wns}")
+                if s == "csi-snapshotter":
+                    check(variant, "CSIVolumeGroupSnapshot=true" in cflags.get("feature-gates", "").split(","),
+                          f"{where}: csi-snapshotter needs --feature-gates=CSIVolumeGroupSnapshot=true "
+                          "(the driver serves group snapshots)")
 
         # the pool directory is on a volume
         pool_dir = dflags.get("pool-dir", "/var/lib/blockpool")
@@ -544,6 +553,15 @@ def check_examples(variant, objs, driver_name, class_names, snapclass_names):
         if ds.get("kind") == "PersistentVolumeClaim":
             have.add(("clone", "PersistentVolumeClaim"))
     check(variant, have == kinds, f"examples for snapshot, restore and clone expected, missing {sorted(k for k, _ in kinds - have)}")
+    vacs = kind_of(objs, "VolumeAttributesClass")
+    check(variant, len(vacs) >= 1, "no example VolumeAttributesClass (ControllerModifyVolume)")
+    for vac in vacs:
+        check(variant, vac.get("driverName") == driver_name,
+              f"VolumeAttributesClass/{name(vac)}: driverName '{vac.get('driverName')}' differs from '{driver_name}'")
+        keys = set((vac.get("parameters") or {}).keys())
+        check(variant, keys <= MUTABLE_PARAMETERS,
+              f"VolumeAttributesClass/{name(vac)}: parameters {sorted(keys - MUTABLE_PARAMETERS)} cannot change; "
+              f"the driver's mutable parameters are {sorted(MUTABLE_PARAMETERS)}")
 
 
 def main(argv):

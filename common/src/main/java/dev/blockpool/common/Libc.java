@@ -150,11 +150,24 @@ public final class Libc {
 
     /**
      * A filesystem's size from statfs(2), in units of {@code fragmentSize} (f_frsize, what df(1)
-     * and {@code stat -f %S} count in): blocks, free ones, those free to unprivileged users, and inodes.
+     * and {@code stat -f %S} count in): blocks, free ones, those free to unprivileged users, inodes,
+     * and the mount flags (f_flags).
      */
     public record StatFs(long fragmentSize, long blocks, long freeBlocks, long availableBlocks, long inodes,
-                         long freeInodes) {
+                         long freeInodes, long flags) {
+
+        /** ST_RDONLY: mounted read-only, as the kernel sees it now (after an errors=remount-ro too). */
+        public boolean readOnly() {
+            return (flags & ST_RDONLY) != 0;
+        }
+
+        /** Bytes unprivileged writers may still take. */
+        public long availableBytes() {
+            return availableBlocks * fragmentSize;
+        }
     }
+
+    static final long ST_RDONLY = 1;
 
     private Libc() {
     }
@@ -355,7 +368,7 @@ public final class Libc {
             long fragment = buffer.get(JAVA_LONG, 72);
             return new StatFs(fragment != 0 ? fragment : buffer.get(JAVA_LONG, 8), buffer.get(JAVA_LONG, 16),
                     buffer.get(JAVA_LONG, 24), buffer.get(JAVA_LONG, 32), buffer.get(JAVA_LONG, 40),
-                    buffer.get(JAVA_LONG, 48));
+                    buffer.get(JAVA_LONG, 48), buffer.get(JAVA_LONG, 80));
         } catch (ErrnoException e) {
             throw e;
         } catch (Throwable t) {

@@ -6,8 +6,14 @@ import csi.v1.Csi.ControllerExpandVolumeRequest;
 import csi.v1.Csi.ControllerExpandVolumeResponse;
 import csi.v1.Csi.ControllerGetCapabilitiesRequest;
 import csi.v1.Csi.ControllerGetCapabilitiesResponse;
+import csi.v1.Csi.ControllerGetVolumeHealthRequest;
+import csi.v1.Csi.ControllerGetVolumeHealthResponse;
 import csi.v1.Csi.ControllerGetVolumeRequest;
 import csi.v1.Csi.ControllerGetVolumeResponse;
+import csi.v1.Csi.ControllerListVolumeHealthRequest;
+import csi.v1.Csi.ControllerListVolumeHealthResponse;
+import csi.v1.Csi.ControllerModifyVolumeRequest;
+import csi.v1.Csi.ControllerModifyVolumeResponse;
 import csi.v1.Csi.ControllerPublishVolumeRequest;
 import csi.v1.Csi.ControllerPublishVolumeResponse;
 import csi.v1.Csi.ControllerServiceCapability;
@@ -38,13 +44,16 @@ import dev.blockpool.common.Quoting;
 import dev.blockpool.csi.Capability;
 import dev.blockpool.csi.CsiException;
 import dev.blockpool.csi.CsiKeys;
+import dev.blockpool.csi.HealthMessages;
 import dev.blockpool.csi.RequestFields;
 import dev.blockpool.csi.UnaryReply;
 import dev.blockpool.pool.AccessType;
+import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.Page;
 import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.PoolHealth;
 import dev.blockpool.pool.Snapshot;
 import dev.blockpool.pool.Volume;
 import dev.blockpool.pool.VolumeSpec;
@@ -53,7 +62,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.function.Supplier;
 
 /**
  * CSI Controller: the Provision and Attach phases, on the pool. Each RPC validates its request,
@@ -65,16 +73,15 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     static final Set<Type> CAPABILITIES = Set.of(Type.CREATE_DELETE_VOLUME, Type.PUBLISH_UNPUBLISH_VOLUME,
             Type.LIST_VOLUMES, Type.LIST_VOLUMES_PUBLISHED_NODES, Type.GET_CAPACITY, Type.CREATE_DELETE_SNAPSHOT,
             Type.LIST_SNAPSHOTS, Type.GET_SNAPSHOT, Type.CLONE_VOLUME, Type.PUBLISH_READONLY, Type.EXPAND_VOLUME,
-            Type.GET_VOLUME, Type.VOLUME_CONDITION, Type.SINGLE_NODE_MULTI_WRITER);
+            Type.GET_VOLUME, Type.SINGLE_NODE_MULTI_WRITER, Type.GET_VOLUME_HEALTH,
+            Type.LIST_VOLUME_HEALTH, Type.MODIFY_VOLUME);
 
     private final Pool pool;
-    private final OperationLocks locks;
-    private final ProtoMapper mapper;
+    private final PoolChanges changes;
 
     public ControllerService(Pool pool, OperationLocks locks) {
         this.pool = pool;
-        this.locks = locks;
-        this.mapper = new ProtoMapper(pool);
+        this.changes = new PoolChanges(pool, locks);
     }
 
     @Override
@@ -82,8 +89,8 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         String name = RequestFields.id("name", request.getName());
         List<Capability> capabilities = Capabilities.require(request.getVolumeCapabilitiesList());
         VolumeParameters parameters = VolumeParameters.parse(request.getParametersMap(),
-                Capabilities.fsType(capabilities));
-        Optional<ContentSource> source = mapper.contentSource(request);
+                request.getMutableParamsMap(), Capabilities.fsType(capabilities));
+        Optional<ContentSource> source = ProtoMapper.contentSource(request);
         Set<AccessType> accessTypes = Capabilities.accessTypes(capabilities);
         // A filesystem volume is at least what mkfs accepts; a block volume is never formatted.
         long minimum = accessTypes.contains(AccessType.MOUNT) ? parameters.fsType().minimumBytes() : 0;
@@ -94,14 +101,14 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                 parameters.allocation(), accessTypes, request.getParametersMap(), source,
                 request.getCapacityRange().getLimitBytes());
         String sourceId = source.map(ContentSource::id).orElse("");
-        Volume volume = changing(() -> pool.volumes().create(spec), Ids.volumeIdFor(name), sourceId);
-        UnaryReply.send(response, CreateVolumeResponse.newBuilder().setVolume(mapper.volume(volume)).build());
+        Volume volume = changes.make(() -> pool.volumes().create(spec), Ids.volumeIdFor(name), sourceId);
+        UnaryReply.send(response, CreateVolumeResponse.newBuilder().setVolume(ProtoMapper.volume(volume)).build());
     }
 
     @Override
     public void deleteVolume(DeleteVolumeRequest request, StreamObserver<DeleteVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
-        changing(() -> pool.volumes().delete(volumeId), volumeId);
+        changes.make(() -> pool.volumes().delete(volumeId), volumeId);
         UnaryReply.send(response, DeleteVolumeResponse.getDefaultInstance());
     }
 
@@ -112,7 +119,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         String nodeId = RequestFields.id("node_id", request.getNodeId());
         Capability capability = Capability.required(request.hasVolumeCapability(), request.getVolumeCapability())
                 .served();
-        changing(() -> pool.attachments().attach(volumeId, nodeId, request.getReadonly(),
+        changes.make(() -> pool.attachments().attach(volumeId, nodeId, request.getReadonly(),
                 capability.singleNode()), volumeId);
         UnaryReply.send(response, ControllerPublishVolumeResponse.newBuilder()
                 .putPublishContext(CsiKeys.READONLY, Boolean.toString(request.getReadonly())).build());
@@ -123,7 +130,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                                           StreamObserver<ControllerUnpublishVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Optional<String> nodeId = optional(request.getNodeId());
-        changing(() -> pool.attachments().detach(volumeId, nodeId), volumeId);
+        changes.make(() -> pool.attachments().detach(volumeId, nodeId), volumeId);
         UnaryReply.send(response, ControllerUnpublishVolumeResponse.getDefaultInstance());
     }
 
@@ -135,7 +142,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
             throw CsiException.invalidArgument("volume_capabilities are required");
         }
         Volume volume = pool.volumes().get(volumeId);
-        Map<String, String> context = mapper.volume(volume).getVolumeContextMap();
+        Map<String, String> context = ProtoMapper.volume(volume).getVolumeContextMap();
         Optional<String> unsupported = request.getVolumeCapabilitiesList().stream()
                 .map(capability -> Capabilities.unsupported(capability, volume)).flatMap(Optional::stream).findFirst()
                 .or(() -> request.getParametersCount() > 0 && !request.getParametersMap().equals(volume.parameters())
@@ -161,7 +168,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         Page<Volume> page = pool.volumes().page(Pages.from(request.getStartingToken()), maxEntries);
         var result = ListVolumesResponse.newBuilder().setNextToken(Pages.nextToken(page));
         for (Volume volume : page.entries()) {
-            result.addEntriesBuilder().setVolume(mapper.volume(volume)).setStatus(mapper.listStatus(volume));
+            result.addEntriesBuilder().setVolume(ProtoMapper.volume(volume)).setStatus(ProtoMapper.listStatus(volume));
         }
         UnaryReply.send(response, result.build());
     }
@@ -171,7 +178,27 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                                     StreamObserver<ControllerGetVolumeResponse> response) {
         Volume volume = pool.volumes().get(RequestFields.id("volume_id", request.getVolumeId()));
         UnaryReply.send(response, ControllerGetVolumeResponse.newBuilder()
-                .setVolume(mapper.volume(volume)).setStatus(mapper.getStatus(volume)).build());
+                .setVolume(ProtoMapper.volume(volume)).setStatus(ProtoMapper.getStatus(volume)).build());
+    }
+
+    @Override
+    public void controllerGetVolumeHealth(ControllerGetVolumeHealthRequest request,
+                                          StreamObserver<ControllerGetVolumeHealthResponse> response) {
+        String volumeId = RequestFields.id("volume_id", request.getVolumeId());
+        PoolHealth.VolumeHealth health = pool.health().volume(volumeId);
+        UnaryReply.send(response, ControllerGetVolumeHealthResponse.newBuilder()
+                .setVolumeHealth(HealthMessages.volume(volumeId, health.problems())).build());
+    }
+
+    /** Only the volumes with a problem, a page of the pool at a time as ListVolumes reads it. */
+    @Override
+    public void controllerListVolumeHealth(ControllerListVolumeHealthRequest request,
+                                           StreamObserver<ControllerListVolumeHealthResponse> response) {
+        int maxEntries = Pages.maxEntries(request.getMaxEntries());
+        Page<PoolHealth.VolumeHealth> page = pool.health().page(Pages.from(request.getStartingToken()), maxEntries);
+        var result = ControllerListVolumeHealthResponse.newBuilder().setNextToken(Pages.nextToken(page));
+        page.entries().forEach(h -> result.addEntries(HealthMessages.volume(h.volumeId(), h.problems())));
+        UnaryReply.send(response, result.build());
     }
 
     @Override
@@ -195,10 +222,27 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
             Capability.parseServed(request.getVolumeCapability());
         }
         long size = Sizes.choose(request.getCapacityRange());
-        Volume volume = changing(() -> pool.volumes().expand(volumeId, size), volumeId);
+        Volume volume = changes.make(() -> pool.volumes().expand(volumeId, size), volumeId);
         // The node must refresh the loop device and, for a filesystem, grow it.
         UnaryReply.send(response, ControllerExpandVolumeResponse.newBuilder()
                 .setCapacityBytes(volume.capacityBytes()).setNodeExpansionRequired(true).build());
+    }
+
+    /**
+     * Applies a VolumeAttributesClass: sparse to preallocated reserves every block of the image
+     * now; preallocated to sparse keeps the blocks already reserved (which of them hold data only
+     * the filesystem inside knows) and makes later growth sparse.
+     */
+    @Override
+    public void controllerModifyVolume(ControllerModifyVolumeRequest request,
+                                       StreamObserver<ControllerModifyVolumeResponse> response) {
+        String volumeId = RequestFields.id("volume_id", request.getVolumeId());
+        Optional<Allocation> allocation = VolumeParameters.mutable(request.getMutableParamsMap());
+        changes.make(() -> {
+            Volume volume = pool.volumes().get(volumeId);
+            allocation.ifPresent(a -> pool.volumes().changeAllocation(volume, a));
+        }, volumeId);
+        UnaryReply.send(response, ControllerModifyVolumeResponse.getDefaultInstance());
     }
 
     @Override
@@ -214,7 +258,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     public void createSnapshot(CreateSnapshotRequest request, StreamObserver<CreateSnapshotResponse> response) {
         String name = RequestFields.id("name", request.getName());
         String sourceId = RequestFields.id("source_volume_id", request.getSourceVolumeId());
-        Snapshot snapshot = changing(() -> {
+        Snapshot snapshot = changes.make(() -> {
             // A retry answers with the snapshot taken before, even once its source is deleted.
             Optional<Snapshot> taken = pool.snapshots().find(Ids.snapshotIdFor(name))
                     .filter(s -> s.sourceVolumeId().equals(sourceId));
@@ -231,7 +275,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void deleteSnapshot(DeleteSnapshotRequest request, StreamObserver<DeleteSnapshotResponse> response) {
         String snapshotId = RequestFields.id("snapshot_id", request.getSnapshotId());
-        changing(() -> pool.snapshots().delete(snapshotId), snapshotId);
+        changes.make(() -> pool.snapshots().deleteAlone(snapshotId, pool.groups()), snapshotId);
         UnaryReply.send(response, DeleteSnapshotResponse.getDefaultInstance());
     }
 
@@ -251,19 +295,6 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         Snapshot snapshot = pool.snapshots().find(snapshotId).orElseThrow(() ->
                 CsiException.notFound("snapshot %s does not exist", Quoting.quote(snapshotId)));
         UnaryReply.send(response, GetSnapshotResponse.newBuilder().setSnapshot(ProtoMapper.snapshot(snapshot)).build());
-    }
-
-    /** A change to the pool: made only by the pool's acting controller, one per ID at a time. */
-    private <T> T changing(Supplier<T> work, String... ids) {
-        pool.controllerClaim().require();
-        return locks.withLock(work, ids);
-    }
-
-    private void changing(Runnable work, String... ids) {
-        changing(() -> {
-            work.run();
-            return null;
-        }, ids);
     }
 
     /** An optional string field: empty when not set. */

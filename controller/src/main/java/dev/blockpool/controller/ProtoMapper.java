@@ -2,15 +2,12 @@ package dev.blockpool.controller;
 
 import csi.v1.Csi;
 import csi.v1.Csi.CreateVolumeRequest;
-import csi.v1.Csi.VolumeCondition;
 import csi.v1.Csi.VolumeContentSource;
 import dev.blockpool.csi.CsiException;
 import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.RequestFields;
 import dev.blockpool.pool.Attachments;
-import dev.blockpool.pool.Condition;
 import dev.blockpool.pool.ContentSource;
-import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.Snapshot;
 import dev.blockpool.pool.Volume;
 import com.google.protobuf.Timestamp;
@@ -20,13 +17,7 @@ import java.util.Optional;
 /** Between the pool's records and the CSI messages. */
 final class ProtoMapper {
 
-    private final Pool pool;
-
-    ProtoMapper(Pool pool) {
-        this.pool = pool;
-    }
-
-    Optional<ContentSource> contentSource(CreateVolumeRequest request) {
+    static Optional<ContentSource> contentSource(CreateVolumeRequest request) {
         if (!request.hasVolumeContentSource()) {
             return Optional.empty();
         }
@@ -44,7 +35,7 @@ final class ProtoMapper {
      * The CSI volume. It carries no accessible_topology: the pool is one directory shared by every
      * node (or a single node's own), so a volume is reachable wherever the driver runs.
      */
-    Csi.Volume volume(Volume volume) {
+    static Csi.Volume volume(Volume volume) {
         var result = Csi.Volume.newBuilder()
                 .setVolumeId(volume.id())
                 .setCapacityBytes(volume.capacityBytes())
@@ -53,35 +44,29 @@ final class ProtoMapper {
         return result.build();
     }
 
-    Csi.ListVolumesResponse.VolumeStatus listStatus(Volume volume) {
+    static Csi.ListVolumesResponse.VolumeStatus listStatus(Volume volume) {
         return Csi.ListVolumesResponse.VolumeStatus.newBuilder()
-                .addAllPublishedNodeIds(Attachments.nodeIds(volume))
-                .setVolumeCondition(condition(volume)).build();
+                .addAllPublishedNodeIds(Attachments.nodeIds(volume)).build();
     }
 
-    Csi.ControllerGetVolumeResponse.VolumeStatus getStatus(Volume volume) {
+    static Csi.ControllerGetVolumeResponse.VolumeStatus getStatus(Volume volume) {
         return Csi.ControllerGetVolumeResponse.VolumeStatus.newBuilder()
-                .addAllPublishedNodeIds(Attachments.nodeIds(volume))
-                .setVolumeCondition(condition(volume)).build();
+                .addAllPublishedNodeIds(Attachments.nodeIds(volume)).build();
     }
 
     static Csi.Snapshot snapshot(Snapshot snapshot) {
-        return Csi.Snapshot.newBuilder()
+        var result = Csi.Snapshot.newBuilder()
                 .setSnapshotId(snapshot.id())
                 .setSourceVolumeId(snapshot.sourceVolumeId())
                 .setSizeBytes(snapshot.sizeBytes())
                 .setCreationTime(timestamp(snapshot.createdAt()))
-                .setReadyToUse(true)
-                .build();
+                .setReadyToUse(true);
+        snapshot.groupSnapshotId().ifPresent(result::setGroupSnapshotId);
+        return result.build();
     }
 
     static Timestamp timestamp(Instant instant) {
         return Timestamp.newBuilder().setSeconds(instant.getEpochSecond()).setNanos(instant.getNano()).build();
-    }
-
-    private VolumeCondition condition(Volume volume) {
-        Condition condition = pool.volumes().condition(volume);
-        return VolumeCondition.newBuilder().setAbnormal(condition.abnormal()).setMessage(condition.message()).build();
     }
 
     private static VolumeContentSource contentSource(ContentSource source) {

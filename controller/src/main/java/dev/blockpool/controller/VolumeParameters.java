@@ -7,15 +7,28 @@ import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.pool.Allocation;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 /**
- * StorageClass parameters of CreateVolume. Unknown keys are refused so that a typo in a
+ * StorageClass parameters of CreateVolume, and the mutable parameters of a VolumeAttributesClass
+ * that CreateVolume and ControllerModifyVolume receive: only {@code allocation} can change
+ * after a volume is made ({@link #MUTABLE_KEYS}); a mutable parameter overrides the
+ * StorageClass's. Unknown keys are refused so that a typo in a
  * StorageClass fails loudly instead of being silently ignored; the keys external-provisioner
  * adds itself ({@code csi.storage.k8s.io/...}, e.g. with --extra-create-metadata) are accepted.
  */
 record VolumeParameters(FsType fsType, Allocation allocation) {
 
+    /** The parameters ControllerModifyVolume can change. */
+    static final Set<String> MUTABLE_KEYS = Set.of(CsiKeys.ALLOCATION);
+
     static VolumeParameters parse(Map<String, String> parameters, Optional<FsType> capabilityFsType) {
+        return parse(parameters, Map.of(), capabilityFsType);
+    }
+
+    static VolumeParameters parse(Map<String, String> parameters, Map<String, String> mutableParameters,
+                                  Optional<FsType> capabilityFsType) {
+        Optional<Allocation> mutableAllocation = mutable(mutableParameters);
         for (String key : parameters.keySet()) {
             // The ephemeral key marks the node's inline volumes, which NodeUnpublish deletes.
             boolean known = key.equals(CsiKeys.FS_TYPE) || key.equals(CsiKeys.ALLOCATION)
@@ -32,8 +45,23 @@ record VolumeParameters(FsType fsType, Allocation allocation) {
                     parameterFsType.get(), capabilityFsType.get());
         }
         FsType fsType = capabilityFsType.or(() -> parameterFsType).orElse(FsType.EXT4);
-        Allocation allocation = Optional.ofNullable(parameters.get(CsiKeys.ALLOCATION)).map(Allocation::parse)
-                .orElse(Allocation.SPARSE);
+        Allocation allocation = mutableAllocation.or(() -> Optional.ofNullable(parameters.get(CsiKeys.ALLOCATION))
+                .map(Allocation::parse)).orElse(Allocation.SPARSE);
         return new VolumeParameters(fsType, allocation);
+    }
+
+    /**
+     * The allocation a VolumeAttributesClass's mutable parameters ask for, if any; INVALID_ARGUMENT
+     * for any key that cannot change, saying which can.
+     */
+    static Optional<Allocation> mutable(Map<String, String> mutableParameters) {
+        for (String key : mutableParameters.keySet()) {
+            if (!MUTABLE_KEYS.contains(key)) {
+                throw CsiException.invalidArgument("mutable parameter %s %s: the only one is %s", Quoting.quote(key),
+                        key.equals(CsiKeys.FS_TYPE) ? "cannot change once the volume is made"
+                                : "is not supported", CsiKeys.ALLOCATION);
+            }
+        }
+        return Optional.ofNullable(mutableParameters.get(CsiKeys.ALLOCATION)).map(Allocation::parse);
     }
 }

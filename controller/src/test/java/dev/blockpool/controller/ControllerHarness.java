@@ -1,6 +1,7 @@
 package dev.blockpool.controller;
 
 import csi.v1.ControllerGrpc;
+import csi.v1.GroupControllerGrpc;
 import csi.v1.Csi.CapacityRange;
 import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.VolumeCapability;
@@ -31,6 +32,7 @@ final class ControllerHarness implements AutoCloseable {
     private Pool pool;
     private InProcessCsi served;
     private ControllerGrpc.ControllerBlockingStub stub;
+    private GroupControllerGrpc.GroupControllerBlockingStub groupStub;
 
     ControllerHarness(Path poolDir) {
         this(poolDir, new ProcessCommandRunner());
@@ -46,9 +48,10 @@ final class ControllerHarness implements AutoCloseable {
         // settle time zero: at start-up everything unfinished is treated as left by a crash
         pool = Pool.open(poolDir, commands, Clock.systemUTC(), Duration.ZERO);
         OperationLocks locks = new OperationLocks();
-        served = InProcessCsi.serve(new ControllerService(pool, locks));
+        served = InProcessCsi.serve(new ControllerService(pool, locks), new GroupControllerService(pool, locks));
         pool.reconcile(locks); // as the driver does once it serves
         stub = ControllerGrpc.newBlockingStub(served.channel());
+        groupStub = GroupControllerGrpc.newBlockingStub(served.channel());
     }
 
     void restart() {
@@ -58,6 +61,10 @@ final class ControllerHarness implements AutoCloseable {
 
     ControllerGrpc.ControllerBlockingStub stub() {
         return stub;
+    }
+
+    GroupControllerGrpc.GroupControllerBlockingStub groupStub() {
+        return groupStub;
     }
 
     Pool pool() {

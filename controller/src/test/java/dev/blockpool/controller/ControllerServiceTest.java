@@ -15,7 +15,10 @@ import csi.v1.Csi.CapacityRange;
 import csi.v1.Csi.ControllerExpandVolumeRequest;
 import csi.v1.Csi.ControllerExpandVolumeResponse;
 import csi.v1.Csi.ControllerGetCapabilitiesRequest;
+import csi.v1.Csi.ControllerGetVolumeHealthRequest;
 import csi.v1.Csi.ControllerGetVolumeRequest;
+import csi.v1.Csi.ControllerListVolumeHealthRequest;
+import csi.v1.Csi.ControllerModifyVolumeRequest;
 import csi.v1.Csi.ControllerGetVolumeResponse;
 import csi.v1.Csi.ControllerPublishVolumeRequest;
 import csi.v1.Csi.ControllerServiceCapability;
@@ -40,8 +43,11 @@ import csi.v1.Csi.ValidateVolumeCapabilitiesResponse;
 import csi.v1.Csi.Volume;
 import csi.v1.Csi.VolumeCapability;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
+import csi.v1.Csi.VolumeHealth;
+import csi.v1.Csi.VolumeHealthErrorType;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.NodeRecord;
 import io.grpc.Status;
@@ -488,10 +494,7 @@ class ControllerServiceTest {
             ListVolumesResponse page = controller.stub().listVolumes(ListVolumesRequest.newBuilder()
                     .setMaxEntries(3).setStartingToken(token).build());
             assertThat(page.getEntriesCount()).isLessThanOrEqualTo(3);
-            page.getEntriesList().forEach(e -> {
-                listed.add(e.getVolume().getVolumeId());
-                assertThat(e.getStatus().getVolumeCondition().getAbnormal()).isFalse();
-            });
+            page.getEntriesList().forEach(e -> listed.add(e.getVolume().getVolumeId()));
             token = page.getNextToken();
             if (!token.isEmpty()) {
                 // the token stays good when the volume its page ended at is deleted before the next call
@@ -521,31 +524,131 @@ class ControllerServiceTest {
     }
 
     @Test
-    void controllerGetVolumeReportsAMissingOrWronglySizedImage() throws IOException {
+    void volumeHealthReportsAMissingOrWronglySizedImageAndOnlyTheAbnormalAreListed() throws IOException {
         String id = create("pvc-cond", 4 * MIB).getVolumeId();
+        create("pvc-fine", 4 * MIB);
         Path image = poolDir.resolve("volumes").resolve(id + ".img");
-        ControllerGetVolumeRequest request = ControllerGetVolumeRequest.newBuilder().setVolumeId(id).build();
+        ControllerGetVolumeHealthRequest request = ControllerGetVolumeHealthRequest.newBuilder().setVolumeId(id).build();
 
-        ControllerGetVolumeResponse healthy = controller.stub().controllerGetVolume(request);
-        assertThat(healthy.getVolume().getCapacityBytes()).isEqualTo(4 * MIB);
-        assertThat(healthy.getStatus().getVolumeCondition().getAbnormal()).isFalse();
+        VolumeHealth healthy = controller.stub().controllerGetVolumeHealth(request).getVolumeHealth();
+        assertThat(healthy.getVolumeId()).isEqualTo(id);
+        assertThat(healthy.getHealthStatusesList()).isEmpty();
+        assertThat(listHealth()).isEmpty();
 
         try (RandomAccessFile file = new RandomAccessFile(image.toFile(), "rw")) {
             file.setLength(3 * MIB);
         }
-        var shrunk = controller.stub().controllerGetVolume(request).getStatus().getVolumeCondition();
-        assertThat(shrunk.getAbnormal()).isTrue();
+        var shrunk = controller.stub().controllerGetVolumeHealth(request).getVolumeHealth().getHealthStatuses(0);
+        assertThat(shrunk.getStatus()).isEqualTo(VolumeHealthErrorType.DATA_LOSS);
+        assertThat(shrunk.getReason()).isEqualTo("ImageTruncated");
         assertThat(shrunk.getMessage()).contains(Long.toString(3 * MIB)).contains(Long.toString(4 * MIB));
 
         Files.delete(image);
-        var missing = controller.stub().controllerGetVolume(request).getStatus().getVolumeCondition();
-        assertThat(missing.getAbnormal()).isTrue();
+        var missing = controller.stub().controllerGetVolumeHealth(request).getVolumeHealth().getHealthStatuses(0);
+        assertThat(missing.getReason()).isEqualTo("ImageMissing");
         assertThat(missing.getMessage()).contains("missing");
-        assertThat(controller.stub().listVolumes(ListVolumesRequest.getDefaultInstance()).getEntries(0).getStatus()
-                .getVolumeCondition().getAbnormal()).isTrue();
+        assertThat(listHealth()).extracting(VolumeHealth::getVolumeId).containsExactly(id);
 
-        failure(() -> controller.stub().controllerGetVolume(ControllerGetVolumeRequest.newBuilder()
+        failure(() -> controller.stub().controllerGetVolumeHealth(ControllerGetVolumeHealthRequest.newBuilder()
                 .setVolumeId(Ids.volumeIdFor("nope")).build()), Status.Code.NOT_FOUND);
+        assertThat(failure(() -> controller.stub().controllerGetVolumeHealth(
+                ControllerGetVolumeHealthRequest.getDefaultInstance()), Status.Code.INVALID_ARGUMENT))
+                .hasMessageContaining("volume_id");
+    }
+
+    @Test
+    void volumeHealthReportsUnreadableMetadataAndAVanishedPool() throws IOException {
+        String id = create("pvc-damaged", 4 * MIB).getVolumeId();
+        Files.writeString(poolDir.resolve("volumes").resolve(id + ".json"), "{ not json");
+        var damaged = controller.stub().controllerGetVolumeHealth(ControllerGetVolumeHealthRequest.newBuilder()
+                .setVolumeId(id).build()).getVolumeHealth().getHealthStatuses(0);
+        assertThat(damaged.getStatus()).isEqualTo(VolumeHealthErrorType.INACCESSIBLE);
+        assertThat(damaged.getReason()).isEqualTo("MetadataUnreadable");
+        assertThat(listHealth()).extracting(VolumeHealth::getVolumeId).containsExactly(id);
+
+        // the pool's filesystem not mounted: an empty directory where the pool was
+        try (Stream<Path> files = Files.walk(poolDir)) {
+            files.sorted(java.util.Comparator.reverseOrder()).filter(p -> !p.equals(poolDir)).forEach(p -> p.toFile().delete());
+        }
+        var gone = controller.stub().controllerGetVolumeHealth(ControllerGetVolumeHealthRequest.newBuilder()
+                .setVolumeId(id).build()).getVolumeHealth().getHealthStatuses(0);
+        assertThat(gone.getReason()).isEqualTo("PoolUnavailable");
+        assertThat(gone.getMessage()).contains("mounted");
+        assertThat(failure(() -> listHealth(), Status.Code.FAILED_PRECONDITION)).hasMessageContaining("gone");
+    }
+
+    private List<VolumeHealth> listHealth() {
+        List<VolumeHealth> all = new ArrayList<>();
+        String token = "";
+        do {
+            var page = controller.stub().controllerListVolumeHealth(ControllerListVolumeHealthRequest.newBuilder()
+                    .setMaxEntries(1).setStartingToken(token).build());
+            all.addAll(page.getEntriesList());
+            token = page.getNextToken();
+        } while (!token.isEmpty());
+        return all;
+    }
+
+    @Test
+    void modifyVolumeReservesEveryBlockOfASparseVolumeDurablyAndIdempotently() {
+        String id = create("pvc-vac", 8 * MIB).getVolumeId();
+        Path image = poolDir.resolve("volumes").resolve(id + ".img");
+        assertThat(allocatedBytes(image)).isLessThan(8 * MIB);
+
+        ControllerModifyVolumeRequest preallocate = ControllerModifyVolumeRequest.newBuilder().setVolumeId(id)
+                .putMutableParams("allocation", "preallocated").build();
+        controller.stub().controllerModifyVolume(preallocate);
+        controller.stub().controllerModifyVolume(preallocate);
+        assertThat(allocatedBytes(image)).isGreaterThanOrEqualTo(8 * MIB);
+        controller.restart();
+        assertThat(controller.pool().volumes().get(id).allocation()).isEqualTo(Allocation.PREALLOCATED);
+        // a retried CreateVolume still finds the volume it made
+        assertThat(create("pvc-vac", 8 * MIB).getVolumeId()).isEqualTo(id);
+
+        // back to sparse: the record changes, the reserved blocks stay
+        controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder().setVolumeId(id)
+                .putMutableParams("allocation", "sparse").build());
+        assertThat(controller.pool().volumes().get(id).allocation()).isEqualTo(Allocation.SPARSE);
+        assertThat(allocatedBytes(image)).isGreaterThanOrEqualTo(8 * MIB);
+        // nothing to change is no change
+        controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder().setVolumeId(id).build());
+    }
+
+    @Test
+    void modifyVolumeRefusesWhatCannotChange() {
+        String id = create("pvc-vac-bad", MIB).getVolumeId();
+        assertThat(failure(() -> controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                .setVolumeId(id).putMutableParams("fsType", "xfs").build()), Status.Code.INVALID_ARGUMENT))
+                .hasMessageContaining("cannot change").hasMessageContaining("allocation");
+        assertThat(failure(() -> controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                .setVolumeId(id).putMutableParams("iops", "100").build()), Status.Code.INVALID_ARGUMENT))
+                .hasMessageContaining("\"iops\" is not supported");
+        assertThat(failure(() -> controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                .setVolumeId(id).putMutableParams("allocation", "thick").build()), Status.Code.INVALID_ARGUMENT))
+                .hasMessageContaining("preallocated");
+        failure(() -> controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                .putMutableParams("allocation", "sparse").build()), Status.Code.INVALID_ARGUMENT);
+        failure(() -> controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                .setVolumeId(Ids.volumeIdFor("nope")).putMutableParams("allocation", "sparse").build()),
+                Status.Code.NOT_FOUND);
+        assertThat(controller.pool().volumes().get(id).allocation()).isEqualTo(Allocation.SPARSE);
+    }
+
+    @Test
+    void createVolumeTakesTheAllocationOfAVolumeAttributesClass() {
+        String id = controller.stub().createVolume(createRequest("pvc-vac-new", 4 * MIB)
+                .putParameters("allocation", "sparse").putMutableParams("allocation", "preallocated").build())
+                .getVolume().getVolumeId();
+        assertThat(controller.pool().volumes().get(id).allocation()).isEqualTo(Allocation.PREALLOCATED);
+        assertThat(allocatedBytes(poolDir.resolve("volumes").resolve(id + ".img"))).isGreaterThanOrEqualTo(4 * MIB);
+        failure(() -> controller.stub().createVolume(createRequest("pvc-vac-unknown", MIB)
+                .putMutableParams("XXX_FakeKey", "x").build()), Status.Code.INVALID_ARGUMENT);
+    }
+
+    private static long allocatedBytes(Path file) {
+        // st_blocks counts 512-byte units
+        return Long.parseLong(new ProcessCommandRunner().runChecked("stat", "-c", "%b", file.toString()).stdout()
+                .strip()) * 512;
     }
 
     @Test
@@ -593,8 +696,8 @@ class ControllerServiceTest {
         assertThat(advertised).doesNotHaveDuplicates().containsExactlyInAnyOrder(Type.CREATE_DELETE_VOLUME,
                 Type.PUBLISH_UNPUBLISH_VOLUME, Type.LIST_VOLUMES, Type.LIST_VOLUMES_PUBLISHED_NODES,
                 Type.GET_CAPACITY, Type.CREATE_DELETE_SNAPSHOT, Type.LIST_SNAPSHOTS, Type.GET_SNAPSHOT,
-                Type.CLONE_VOLUME, Type.PUBLISH_READONLY, Type.EXPAND_VOLUME, Type.GET_VOLUME, Type.VOLUME_CONDITION,
-                Type.SINGLE_NODE_MULTI_WRITER);
+                Type.CLONE_VOLUME, Type.PUBLISH_READONLY, Type.EXPAND_VOLUME, Type.GET_VOLUME, Type.GET_VOLUME_HEALTH,
+                Type.LIST_VOLUME_HEALTH, Type.MODIFY_VOLUME, Type.SINGLE_NODE_MULTI_WRITER);
     }
 
     // ---- snapshots, restores, clones ----

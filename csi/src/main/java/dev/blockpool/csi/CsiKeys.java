@@ -18,7 +18,12 @@ public final class CsiKeys {
      */
     public static final String FS_TYPE = "fsType";
 
-    /** How the image's blocks are provided: {@code sparse} (default) or {@code preallocated}. */
+    /**
+     * How the image's blocks are provided: {@code sparse} (default) or {@code preallocated}. The
+     * one mutable parameter too: a VolumeAttributesClass sets it through CreateVolume's and
+     * ControllerModifyVolume's mutable_parameters (external-provisioner and external-resizer
+     * pass them), where it overrides the StorageClass's.
+     */
     public static final String ALLOCATION = "allocation";
 
     /**

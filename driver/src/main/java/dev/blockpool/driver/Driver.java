@@ -6,6 +6,7 @@ import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.csi.StatusInterceptor;
 import dev.blockpool.controller.ControllerService;
+import dev.blockpool.controller.GroupControllerService;
 import dev.blockpool.identity.HostReadiness;
 import dev.blockpool.identity.IdentityService;
 import dev.blockpool.identity.Readiness;
@@ -79,7 +80,9 @@ public final class Driver {
         List<String> tools = new ArrayList<>();
         if (config.mode().servesController()) {
             services.add(new ControllerService(pool, locks).bindService());
+            services.add(new GroupControllerService(pool, locks).bindService());
             capabilities.add(IdentityService.service(PluginCapability.Service.Type.CONTROLLER_SERVICE));
+            capabilities.add(IdentityService.service(PluginCapability.Service.Type.GROUP_CONTROLLER_SERVICE));
             capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.ONLINE));
             capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.OFFLINE));
             tools.addAll(CONTROLLER_TOOLS);

@@ -1,14 +1,16 @@
 package dev.blockpool.host;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Optional;
 
-/** NodeGetVolumeStats on the host: usage and health of a volume where it is mounted or bound. */
+/**
+ * NodeGetVolumeStats on the host: usage of a volume where it is mounted or bound. What is wrong
+ * with it is {@link MountHealth}'s to say.
+ */
 public final class VolumeStats {
 
-    /** Usage and health of a volume at a path; usage is empty when it cannot be measured. */
-    public record Usage(Optional<FsStats> filesystem, Optional<Long> blockBytes, boolean abnormal, String message) {
+    /** Usage of a volume at a path; empty parts when it cannot be measured (its device is gone). */
+    public record Usage(Optional<FsStats> filesystem, Optional<Long> blockBytes) {
     }
 
     private final LoopAttachments loops;
@@ -34,25 +36,12 @@ public final class VolumeStats {
         if (owner == MountOwner.OTHER) {
             return Optional.empty();
         }
-        if (owner == MountOwner.BROKEN || device.isEmpty()) {
-            return Optional.of(abnormal("the loop device behind %s is gone".formatted(path)));
+        if (owner == MountOwner.BROKEN || device.isEmpty() || state instanceof PathState.Broken) {
+            return Optional.of(new Usage(Optional.empty(), Optional.empty()));
         }
-        if (state instanceof PathState.Broken broken) {
-            return Optional.of(abnormal("%s cannot be read: %s".formatted(path, broken.reason())));
-        }
-        LoopDevice loop = device.get();
-        String problem = loop.autoclear() ? "%s was detached while in use".formatted(loop.device())
-                : loop.backingFileDeleted() ? "the image %s was deleted while in use".formatted(image)
-                : !Files.exists(image) ? "the image %s is missing".formatted(image) : "";
-        boolean abnormal = !problem.isEmpty();
-        String message = abnormal ? problem : "healthy";
         if (state instanceof PathState.File) {
-            return Optional.of(new Usage(Optional.empty(), Optional.of(loop.sizeBytes()), abnormal, message));
+            return Optional.of(new Usage(Optional.empty(), Optional.of(device.get().sizeBytes())));
         }
-        return Optional.of(new Usage(Optional.of(filesystems.stats(path)), Optional.empty(), abnormal, message));
-    }
-
-    private static Usage abnormal(String message) {
-        return new Usage(Optional.empty(), Optional.empty(), true, message);
+        return Optional.of(new Usage(Optional.of(filesystems.stats(path)), Optional.empty()));
     }
 }

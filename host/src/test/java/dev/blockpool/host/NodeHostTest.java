@@ -142,7 +142,9 @@ class NodeHostTest {
         Files.createDirectories(staging);
         fake.mounts.add(new MountInfo(5, 1, new DeviceNumber(7, 9), "/", staging, List.of("rw"), List.of(), "ext4",
                 "/dev/loop9", List.of("rw")));
-        assertThat(host.stats().usage(image, staging)).get().satisfies(u -> assertThat(u.abnormal()).isTrue());
+        assertThat(host.stats().usage(image, staging)).get().satisfies(u -> assertThat(u.filesystem()).isEmpty());
+        assertThat(host.health().problems(image, List.of(staging))).singleElement()
+                .satisfies(p -> assertThat(p.reason()).isEqualTo("LoopDeviceDetached"));
         host.staging().unstage(image, staging);
         assertThat(fake.mounts).isEmpty();
     }

@@ -94,7 +94,7 @@ class ProbeAndStatsTest {
     @Test
     void statfsNumbersAreComputedLikeDf() {
         // statfs(2) of a 1 GiB ext4: fragment size, blocks, free, available, inodes, free inodes
-        FsStats stats = FsStats.of(new Libc.StatFs(4096, 249830, 244990, 231418, 65536, 65525));
+        FsStats stats = FsStats.of(new Libc.StatFs(4096, 249830, 244990, 231418, 65536, 65525, 0));
         assertThat(stats.totalBytes()).isEqualTo(249830L * 4096);
         assertThat(stats.usedBytes()).isEqualTo((249830L - 244990) * 4096);
         assertThat(stats.availableBytes()).isEqualTo(231418L * 4096);

@@ -3,10 +3,12 @@ package dev.blockpool.node;
 import csi.v1.Csi;
 import csi.v1.NodeGrpc;
 import dev.blockpool.common.FsType;
+import dev.blockpool.common.HealthProblem;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.csi.Capability;
 import dev.blockpool.csi.CsiException;
 import dev.blockpool.csi.CsiKeys;
+import dev.blockpool.csi.HealthMessages;
 import dev.blockpool.csi.Quantity;
 import dev.blockpool.csi.RequestFields;
 import dev.blockpool.csi.UnaryReply;
@@ -17,6 +19,7 @@ import dev.blockpool.host.PathState;
 import dev.blockpool.host.VolumeStats;
 import io.grpc.stub.StreamObserver;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -35,8 +38,9 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             Csi.NodeServiceCapability.RPC.Type.STAGE_UNSTAGE_VOLUME,
             Csi.NodeServiceCapability.RPC.Type.GET_VOLUME_STATS,
             Csi.NodeServiceCapability.RPC.Type.EXPAND_VOLUME,
-            Csi.NodeServiceCapability.RPC.Type.VOLUME_CONDITION,
-            Csi.NodeServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER);
+            Csi.NodeServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER,
+            Csi.NodeServiceCapability.RPC.Type.GET_VOLUME_HEALTH,
+            Csi.NodeServiceCapability.RPC.Type.GET_STORAGE_HEALTH);
 
     private final NodeIdentity identity;
     private final VolumeCatalog volumes;
@@ -188,6 +192,36 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                 : Optional.<VolumeStats.Usage>empty())
                 .orElseThrow(() -> CsiException.notFound("volume %s is not mounted at %s", volumeId, volumePath));
         UnaryReply.send(response, VolumeStatsMapper.toResponse(usage));
+    }
+
+    /**
+     * The pool's view of the volume and what this node sees where it uses it: every mount of its
+     * image, and the paths given, which may still show a mount whose device has gone.
+     */
+    @Override
+    public void nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest request,
+                                    StreamObserver<Csi.NodeGetVolumeHealthResponse> response) {
+        String volumeId = RequestFields.id("volume_id", request.getVolumeId());
+        List<Path> paths = new ArrayList<>();
+        if (!request.getVolumePublishPath().isEmpty()) {
+            paths.add(MountTable.asListed(RequestFields.absolutePath("volume_publish_path", request.getVolumePublishPath())));
+        }
+        if (!request.getStagingTargetPath().isEmpty()) {
+            paths.add(MountTable.asListed(RequestFields.absolutePath("staging_target_path", request.getStagingTargetPath())));
+        }
+        List<HealthProblem> problems = new ArrayList<>(volumes.health(volumeId));
+        volumes.imageOf(volumeId).or(() -> volumes.find(volumeId).map(NodeVolume::image))
+                .ifPresent(image -> problems.addAll(host.health().problems(image, paths)));
+        UnaryReply.send(response, Csi.NodeGetVolumeHealthResponse.newBuilder()
+                .setVolumeHealth(HealthMessages.volume(volumeId, problems)).build());
+    }
+
+    @Override
+    public void nodeGetStorageHealth(Csi.NodeGetStorageHealthRequest request,
+                                     StreamObserver<Csi.NodeGetStorageHealthResponse> response) {
+        var result = Csi.NodeGetStorageHealthResponse.newBuilder();
+        volumes.storageHealth().forEach(problem -> result.addBackendHealth(HealthMessages.storage(problem)));
+        UnaryReply.send(response, result.build());
     }
 
     @Override

@@ -1,5 +1,7 @@
 package dev.blockpool.node;
 
+import dev.blockpool.common.HealthProblem;
+import java.util.List;
 import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.RequestFields;
 import dev.blockpool.pool.AccessType;
@@ -47,6 +49,17 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
     @Override
     public Optional<Path> imageOf(String volumeId) {
         return Ids.isVolumeId(volumeId) ? Optional.of(pool.volumes().imagePath(volumeId)) : Optional.empty();
+    }
+
+    @Override
+    public List<HealthProblem> health(String volumeId) {
+        String id = Ids.isVolumeId(volumeId) ? volumeId : Ids.volumeIdFor(EPHEMERAL_NAME_PREFIX + volumeId);
+        return pool.health().volume(id).problems();
+    }
+
+    @Override
+    public List<HealthProblem> storageHealth() {
+        return pool.health().pool();
     }
 
     @Override

@@ -1,5 +1,7 @@
 package dev.blockpool.node;
 
+import dev.blockpool.common.HealthProblem;
+import java.util.List;
 import java.util.Optional;
 
 /**
@@ -24,6 +26,15 @@ public interface VolumeCatalog {
     default boolean isVolumeId(String volumeId) {
         return imageOf(volumeId).isPresent();
     }
+
+    /**
+     * What the pool knows is wrong with the volume (or the inline volume of this handle) and with
+     * the pool; NOT_FOUND when there is no such volume.
+     */
+    List<HealthProblem> health(String volumeId);
+
+    /** What is wrong with the pool itself, as this node sees it. */
+    List<HealthProblem> storageHealth();
 
     /** Creates (idempotently) the ephemeral inline volume for kubelet's handle. */
     NodeVolume createEphemeral(String handle, long capacityBytes, String fsType);

@@ -11,9 +11,7 @@ final class VolumeStatsMapper {
     }
 
     static Csi.NodeGetVolumeStatsResponse toResponse(VolumeStats.Usage usage) {
-        Csi.NodeGetVolumeStatsResponse.Builder builder = Csi.NodeGetVolumeStatsResponse.newBuilder()
-                .setVolumeCondition(Csi.VolumeCondition.newBuilder()
-                        .setAbnormal(usage.abnormal()).setMessage(usage.message()));
+        Csi.NodeGetVolumeStatsResponse.Builder builder = Csi.NodeGetVolumeStatsResponse.newBuilder();
         if (usage.filesystem().isPresent()) {
             FsStats fs = usage.filesystem().get();
             builder.addUsage(Csi.VolumeUsage.newBuilder().setUnit(Csi.VolumeUsage.Unit.BYTES)

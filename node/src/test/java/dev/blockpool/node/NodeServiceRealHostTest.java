@@ -142,6 +142,11 @@ class NodeServiceRealHostTest {
                 .setVolumePath(path.toString()).build());
     }
 
+    private Csi.VolumeHealth health(String volumeId) {
+        return node().nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder().setVolumeId(volumeId).build())
+                .getVolumeHealth();
+    }
+
     /** Runs the step twice, each time through a new service, and checks the host state after each. */
     private void twice(Runnable step, Runnable check) {
         step.run();
@@ -351,7 +356,7 @@ class NodeServiceRealHostTest {
 
         Csi.NodeGetVolumeStatsResponse after = stats(volume.id(), target);
         assertThat(bytes(after).getTotal()).isGreaterThan(before + 400 * MiB).isLessThanOrEqualTo(1024 * MiB);
-        assertThat(after.getVolumeCondition().getAbnormal()).isFalse();
+        assertThat(health(volume.id()).getHealthStatusesList()).isEmpty();
 
         // df(1) reads the same statfs(2): its numbers must be exactly ours.
         String[] df = RealHost.run("df", "-B1", "--output=size,used,avail,itotal,iused,iavail", target.toString())
@@ -510,7 +515,7 @@ class NodeServiceRealHostTest {
      * device that a mounted filesystem holds; {@code losetup -d} then only marks it to go away
      * on last close (autoclear). To take the stage away too, its mount is lazily detached, as
      * an administrator's {@code umount -l} would: the pod's bind mount is what still holds the
-     * device. Stats must call the volume abnormal; unpublish and unstage must clean up.
+     * device. Its health must say so; unpublish and unstage must clean up.
      */
     @Test
     void corruptedStageIsCleanedUpByUnpublishAndUnstage() {
@@ -524,9 +529,12 @@ class NodeServiceRealHostTest {
         RealHost.run("losetup", "--detach", loop.device().toString());
         RealHost.run("umount", "--lazy", staging.toString());
 
-        Csi.NodeGetVolumeStatsResponse stats = stats(volume.id(), target);
-        assertThat(stats.getVolumeCondition().getAbnormal()).isTrue();
-        assertThat(stats.getVolumeCondition().getMessage()).contains("detached");
+        Csi.VolumeHealth health = health(volume.id());
+        assertThat(health.getHealthStatusesList()).singleElement().satisfies(entry -> {
+            assertThat(entry.getStatus()).isEqualTo(Csi.VolumeHealthErrorType.INACCESSIBLE);
+            assertThat(entry.getReason()).isEqualTo("LoopDeviceDetached");
+            assertThat(entry.getMessage()).contains("detached").contains(target.toString());
+        });
 
         unpublish(volume.id(), target);
         unstage(volume);
@@ -546,7 +554,12 @@ class NodeServiceRealHostTest {
         // A bind of the device node does not hold the device open: this detach really happens.
         RealHost.run("losetup", "--detach", loop.device().toString());
         assertThat(RealHost.loopsUnder(dir)).isEmpty();
-        assertThat(stats(volume.id(), target).getVolumeCondition().getAbnormal()).isTrue();
+        // gone from loop sysfs: only the path the caller names still shows the bind
+        assertThat(health(volume.id()).getHealthStatusesList()).isEmpty();
+        Csi.VolumeHealth health = node().nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder()
+                .setVolumeId(volume.id()).setVolumePublishPath(target.toString()).build()).getVolumeHealth();
+        assertThat(health.getHealthStatusesList()).extracting(Csi.VolumeHealth.VolumeHealthEntry::getReason)
+                .containsExactly("LoopDeviceDetached");
 
         unpublish(volume.id(), target);
         unstage(volume);

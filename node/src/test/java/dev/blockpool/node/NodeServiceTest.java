@@ -1,5 +1,7 @@
 package dev.blockpool.node;
 
+import dev.blockpool.common.HealthProblem;
+import dev.blockpool.csi.CsiException;
 import static dev.blockpool.csi.StatusAssertions.assertCode;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -54,6 +56,19 @@ class NodeServiceTest {
             @Override
             public Optional<Path> imageOf(String volumeId) {
                 return volumeId.startsWith("vol-") ? Optional.of(dir.resolve(volumeId + ".img")) : Optional.empty();
+            }
+
+            @Override
+            public List<HealthProblem> health(String volumeId) {
+                if (find(volumeId).isEmpty()) {
+                    throw CsiException.notFound("volume %s does not exist", volumeId);
+                }
+                return List.of();
+            }
+
+            @Override
+            public List<HealthProblem> storageHealth() {
+                return List.of();
             }
 
             @Override
@@ -268,14 +283,29 @@ class NodeServiceTest {
     }
 
     @Test
+    void volumeHealthNeedsAKnownVolumeAndAbsolutePaths() {
+        assertCode(() -> node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.getDefaultInstance()),
+                Status.Code.INVALID_ARGUMENT);
+        assertCode(() -> node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder().setVolumeId("vol-9")
+                .build()), Status.Code.NOT_FOUND);
+        assertCode(() -> node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder().setVolumeId("vol-1")
+                .setVolumePublishPath("relative/target").build()), Status.Code.INVALID_ARGUMENT);
+        assertThat(node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder().setVolumeId("vol-1")
+                .setStagingTargetPath(staging()).build()).getVolumeHealth().getHealthStatusesList()).isEmpty();
+        assertThat(node.nodeGetStorageHealth(Csi.NodeGetStorageHealthRequest.getDefaultInstance())
+                .getBackendHealthList()).isEmpty();
+    }
+
+    @Test
     void capabilitiesAndInfo() {
         Csi.NodeGetCapabilitiesResponse caps = node.nodeGetCapabilities(Csi.NodeGetCapabilitiesRequest.getDefaultInstance());
         assertThat(caps.getCapabilitiesList()).extracting(c -> c.getRpc().getType()).containsExactlyInAnyOrder(
                 Csi.NodeServiceCapability.RPC.Type.STAGE_UNSTAGE_VOLUME,
                 Csi.NodeServiceCapability.RPC.Type.GET_VOLUME_STATS,
                 Csi.NodeServiceCapability.RPC.Type.EXPAND_VOLUME,
-                Csi.NodeServiceCapability.RPC.Type.VOLUME_CONDITION,
-                Csi.NodeServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER);
+                Csi.NodeServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER,
+                Csi.NodeServiceCapability.RPC.Type.GET_VOLUME_HEALTH,
+                Csi.NodeServiceCapability.RPC.Type.GET_STORAGE_HEALTH);
 
         Csi.NodeGetInfoResponse info = node.nodeGetInfo(Csi.NodeGetInfoRequest.getDefaultInstance());
         assertThat(info.getNodeId()).isEqualTo("node-a");

@@ -18,6 +18,7 @@ public final class Ids {
 
     public static final String VOLUME_PREFIX = "vol-";
     public static final String SNAPSHOT_PREFIX = "snap-";
+    public static final String GROUP_SNAPSHOT_PREFIX = "group-";
 
     /** Hex digits of the digest in an ID: 128 bits. */
     private static final int DIGEST_CHARS = 32;
@@ -33,6 +34,14 @@ public final class Ids {
 
     public static String snapshotIdFor(String name) {
         return SNAPSHOT_PREFIX + digest(name);
+    }
+
+    public static String groupSnapshotIdFor(String name) {
+        return GROUP_SNAPSHOT_PREFIX + digest(name);
+    }
+
+    public static boolean isGroupSnapshotId(String id) {
+        return isDigestId(GROUP_SNAPSHOT_PREFIX, id);
     }
 
     /** True when {@code id} is one this driver could have issued; nothing else reaches a path. */

@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import java.util.function.Predicate;
 import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
@@ -69,6 +70,11 @@ final class ImageRecords<T> {
     /** A page of the committed records whose ID and record pass the filters; see {@link MetadataStore#page}. */
     Page<T> page(long from, int max, Predicate<String> idFilter, Predicate<T> filter) {
         return metadata.page(isId.and(idFilter), from, max, filter);
+    }
+
+    /** A page of what {@code load} makes of each ID; see {@link MetadataStore#pageOf}. */
+    <R> Page<R> pageOf(long from, int max, Function<String, Optional<R>> load) {
+        return metadata.pageOf(isId, from, max, load);
     }
 
     /**

@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.function.Function;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -91,7 +92,15 @@ final class MetadataStore<T> {
      * rest of the pool; one deleted since its name was read is simply gone.
      */
     Page<T> page(Predicate<String> wanted, long from, int max, Predicate<T> filter) {
-        List<T> entries = new ArrayList<>();
+        return pageOf(wanted, from, max, id -> readListed(id).filter(filter));
+    }
+
+    /**
+     * Like {@link #page}, but each wanted ID is handed to {@code load}, which reads what it
+     * needs and says what the page shows of it, if anything.
+     */
+    <R> Page<R> pageOf(Predicate<String> wanted, long from, int max, Function<String, Optional<R>> load) {
+        List<R> entries = new ArrayList<>();
         long position = from;
         while (true) {
             // the names to fill the page and one more, to tell whether a page follows; more when a filter skips some
@@ -103,7 +112,7 @@ final class MetadataStore<T> {
                     if (max > 0 && entries.size() == max) {
                         return new Page<>(entries, OptionalLong.of(position));
                     }
-                    readListed(id).filter(filter).ifPresent(entries::add);
+                    load.apply(id).ifPresent(entries::add);
                 }
                 position = entry.resumeAt();
             }

@@ -14,6 +14,7 @@ import java.time.Duration;
  * <pre>
  *   volumes/&lt;id&gt;.img, volumes/&lt;id&gt;.json      volume images and their metadata
  *   snapshots/&lt;id&gt;.img, snapshots/&lt;id&gt;.json  snapshot images and their metadata
+ *   groups/&lt;id&gt;.json                           group snapshots: the commit point of their member snapshots
  *   nodes/&lt;node-id&gt;.json                        registered nodes
  *   controller.lock, records.lock                 locks every process sharing the pool takes
  * </pre>
@@ -25,9 +26,11 @@ public final class Pool {
     private final PoolSpace space;
     private final Volumes volumes;
     private final Snapshots snapshots;
+    private final GroupSnapshots groups;
     private final Nodes nodes;
     private final Attachments attachments;
     private final ControllerClaim controllerClaim;
+    private final PoolHealth health;
     private final Clock clock;
     private final Duration settleTime;
 
@@ -40,9 +43,11 @@ public final class Pool {
         RecordLock recordLock = new RecordLock(root);
         this.snapshots = new Snapshots(root.resolve("snapshots"), images, space, clock, recordLock);
         this.volumes = new Volumes(root.resolve("volumes"), images, space, snapshots, clock, recordLock);
+        this.groups = new GroupSnapshots(root.resolve("groups"), snapshots, volumes, clock);
         this.nodes = new Nodes(root.resolve("nodes"));
         this.attachments = new Attachments(volumes, nodes, recordLock);
         this.controllerClaim = new ControllerClaim(root, clock);
+        this.health = new PoolHealth(root, volumes);
     }
 
     /**
@@ -52,7 +57,7 @@ public final class Pool {
      */
     public static Pool open(Path root, CommandRunner commands, Clock clock, Duration settleTime) {
         try {
-            for (String dir : new String[] {"volumes", "snapshots", "nodes"}) {
+            for (String dir : new String[] {"volumes", "snapshots", "groups", "nodes"}) {
                 Files.createDirectories(root.resolve(dir));
             }
             // made now, so that no later call that only looks leaves the pool changed
@@ -88,6 +93,10 @@ public final class Pool {
         return snapshots;
     }
 
+    public GroupSnapshots groups() {
+        return groups;
+    }
+
     public Nodes nodes() {
         return nodes;
     }
@@ -99,6 +108,10 @@ public final class Pool {
     /** Whether this process is the pool's one acting controller; see {@link ControllerClaim}. */
     public ControllerClaim controllerClaim() {
         return controllerClaim;
+    }
+
+    public PoolHealth health() {
+        return health;
     }
 
     public PoolSpace space() {

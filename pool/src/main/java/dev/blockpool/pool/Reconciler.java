@@ -13,9 +13,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Start-up clean-up of what a crash can leave behind: temporary metadata files, and images
+ * Start-up clean-up of what a crash can leave behind: temporary metadata files, images
  * whose metadata was never committed (a create that did not finish) or was already removed (a
- * delete that did not finish). An image whose metadata is there is never touched, and metadata
+ * delete that did not finish), and member snapshots whose group snapshot has no record (a
+ * group create or delete that did not finish). An image whose metadata is there is never touched, and metadata
  * that cannot be parsed, or was written by a newer driver, is left alone with an error in the
  * log: losing data is worse than keeping a stray file.
  */
@@ -35,15 +36,42 @@ final class Reconciler {
     }
 
     void run() {
-        for (String dir : List.of("volumes", "snapshots", "nodes")) {
+        for (String dir : List.of("volumes", "snapshots", "groups", "nodes")) {
             for (Path file : list(root.resolve(dir))) {
                 String name = file.getFileName().toString();
                 if (name.endsWith(DurableFiles.TEMP_SUFFIX) && settled(file)) {
                     remove(file, "temporary file left by an interrupted write");
                 } else if (name.endsWith(ImageRecords.IMAGE_SUFFIX) && settled(file)) {
                     reconcileImage(file, name);
+                } else if (dir.equals("snapshots") && name.endsWith(ImageRecords.METADATA_SUFFIX) && settled(file)) {
+                    reconcileMember(file, name);
                 }
             }
+        }
+    }
+
+    /** A member snapshot whose group has no record: its metadata, then its image, as a delete removes them. */
+    private void reconcileMember(Path metadata, String name) {
+        String id = name.substring(0, name.length() - ImageRecords.METADATA_SUFFIX.length());
+        if (!Ids.isSnapshotId(id) || MetadataStore.problem(metadata, Snapshot.class).isPresent()) {
+            return; // an unreadable one is reported with its image
+        }
+        MetadataStore<Snapshot> store = new MetadataStore<>(metadata.getParent(), Snapshot.class);
+        MetadataStore<GroupSnapshot> groups = new MetadataStore<>(root.resolve("groups"), GroupSnapshot.class);
+        try {
+            locks.withLock(() -> store.read(id).flatMap(Snapshot::groupSnapshotId)
+                    .filter(group -> !groups.exists(group))
+                    .ifPresent(group -> {
+                        log.warn("reconcile: removing snapshot {} of group snapshot {}, which has no record "
+                                + "(an interrupted group create or delete)", id, group);
+                        store.delete(id);
+                        DurableFiles.delete(metadata.resolveSibling(id + ImageRecords.IMAGE_SUFFIX));
+                    }), id);
+        } catch (StorageException e) {
+            if (e.kind() != StorageException.Kind.BUSY) {
+                throw e;
+            }
+            log.debug("reconcile: {} is in use, leaving it", id);
         }
     }
 

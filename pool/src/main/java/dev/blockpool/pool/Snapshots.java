@@ -56,6 +56,11 @@ public final class Snapshots {
      * was taken before from the same volume (CreateSnapshot is idempotent on the name).
      */
     public Snapshot create(String name, Volume source, Path sourceImage) {
+        return create(name, source, sourceImage, Optional.empty());
+    }
+
+    /** {@link #create(String, Volume, Path)} of a member of the group {@code groupId}. */
+    Snapshot create(String name, Volume source, Path sourceImage, Optional<String> groupId) {
         String id = Ids.snapshotIdFor(name);
         Optional<Snapshot> existing = records.find(id);
         if (existing.isPresent()) {
@@ -65,14 +70,23 @@ public final class Snapshots {
             }
             return existing.get();
         }
-        Snapshot snapshot = new Snapshot(id, name, source.id(), source.capacityBytes(), clock.instant());
+        Snapshot snapshot = new Snapshot(id, name, source.id(), source.capacityBytes(), clock.instant(), groupId);
         AtomicReference<ImageFiles.CopyMethod> method = new AtomicReference<>();
         records.create(id, source.capacityBytes(), snapshot, image -> method.set(images.copy(sourceImage, image)));
         log.info("created snapshot {} ({}) of volume {} by {}", id, name, source.id(), method.get());
         return snapshot;
     }
 
-    public void delete(String snapshotId) {
+    /** Deletes the snapshot; INVALID while it belongs to a group snapshot, which must be deleted instead. */
+    public void deleteAlone(String snapshotId, GroupSnapshots groups) {
+        Optional<Snapshot> snapshot = find(snapshotId);
+        if (snapshot.isPresent()) {
+            groups.requireStandalone(snapshot.get());
+            delete(snapshotId);
+        }
+    }
+
+    void delete(String snapshotId) {
         if (find(snapshotId).isPresent()) {
             records.delete(snapshotId);
             log.info("deleted snapshot {}", snapshotId);

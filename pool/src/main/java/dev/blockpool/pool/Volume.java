@@ -26,6 +26,11 @@ public record Volume(String id, String name, long capacityBytes, String fsType, 
                 newAttachments);
     }
 
+    public Volume withAllocation(Allocation newAllocation) {
+        return new Volume(id, name, capacityBytes, fsType, newAllocation, accessTypes, parameters, source, createdAt,
+                attachments);
+    }
+
     public Volume withCapacity(long newCapacityBytes) {
         return new Volume(id, name, newCapacityBytes, fsType, allocation, accessTypes, parameters, source, createdAt,
                 attachments);

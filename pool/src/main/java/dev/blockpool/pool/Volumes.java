@@ -2,11 +2,7 @@ package dev.blockpool.pool;
 
 import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Clock;
 import java.util.List;
 import java.util.Objects;
@@ -55,6 +51,10 @@ public final class Volumes {
 
     public Path imagePath(String volumeId) {
         return records.imagePath(volumeId);
+    }
+
+    ImageRecords<Volume> records() {
+        return records;
     }
 
     /** All volumes, sorted by ID. */
@@ -129,26 +129,28 @@ public final class Volumes {
         return grown;
     }
 
-    /** Whether the image still matches its metadata (ControllerGetVolume, ListVolumes). */
-    public Condition condition(Volume volume) {
-        Path image = imagePath(volume.id());
-        BasicFileAttributes attributes;
-        try {
-            attributes = Files.readAttributes(image, BasicFileAttributes.class);
-        } catch (NoSuchFileException e) {
-            attributes = null;
-        } catch (IOException e) {
-            throw StorageException.io(e, "cannot read the size of image %s", image);
+    /**
+     * Changes how the image's blocks are provided. To preallocated, every block is reserved now
+     * (fallocate adds only the holes), flushed, and only then recorded, so a crash in between
+     * leaves a sparse record that a retry completes; a pool that cannot hold them is no space
+     * (blocks fallocate took before it ran out stay reserved). To sparse, the record changes:
+     * the blocks already reserved stay, since only the filesystem inside knows which hold data,
+     * and later growth is sparse.
+     */
+    public Volume changeAllocation(Volume volume, Allocation allocation) {
+        if (volume.allocation() == allocation) {
+            return volume;
         }
-        if (attributes == null || !attributes.isRegularFile()) {
-            return Condition.abnormal("image file " + image + " is missing");
+        if (allocation == Allocation.PREALLOCATED) {
+            Path image = imagePath(volume.id());
+            images.grow(image, volume.capacityBytes(), Allocation.PREALLOCATED);
+            DurableFiles.fsync(image);
         }
-        long size = attributes.size();
-        if (size != volume.capacityBytes()) {
-            return Condition.abnormal("image file " + image + " is " + size + " bytes, expected "
-                    + volume.capacityBytes());
-        }
-        return Condition.HEALTHY;
+        // Changed on the record as it is now: an attach made meanwhile, on any host, stays.
+        Volume changed = update(volume.id(), current -> current.withAllocation(allocation))
+                .orElseThrow(() -> missing(volume.id()));
+        log.info("volume {} is now {}", volume.id(), allocation.name().toLowerCase());
+        return changed;
     }
 
     /** The size of a snapshot or volume to copy from; NOT_FOUND when it does not exist. */
@@ -182,7 +184,7 @@ public final class Volumes {
     private static Volume requireCompatible(Volume existing, VolumeSpec spec) {
         boolean same = spec.accepts(existing.capacityBytes())
                 && existing.fsType().equals(spec.fsType())
-                && existing.allocation() == spec.allocation()
+                // not the allocation: ControllerModifyVolume may have changed it since
                 && existing.accessTypes().equals(spec.accessTypes())
                 && Objects.equals(existing.source(), spec.source())
                 && existing.parameters().equals(spec.parameters());

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.HealthProblem;
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.ProcessCommandRunner;
@@ -91,6 +92,51 @@ class FullPoolRealDeviceTest {
         assertKind(Kind.EXHAUSTED, () -> pool.volumes().create(empty));
         assertThat(pool.volumes().imagePath(Ids.volumeIdFor("empty"))).doesNotExist();
         assertThat(pool.volumes().list()).isEmpty();
+    }
+
+    @Test
+    void preallocatingASparseVolumeThePoolCannotHoldIsNoSpaceAndLeavesItSparse() {
+        Volume volume = pool.volumes().create(new VolumeSpec("thin", 48 * MIB, "ext4", Allocation.SPARSE,
+                Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
+        Volume filler = pool.volumes().create(new VolumeSpec("filler", 24 * MIB, "ext4", Allocation.PREALLOCATED,
+                Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
+
+        assertKind(Kind.EXHAUSTED, () -> pool.volumes().changeAllocation(volume, Allocation.PREALLOCATED));
+        assertThat(pool.volumes().get(volume.id()).allocation()).isEqualTo(Allocation.SPARSE);
+
+        pool.volumes().delete(filler.id());
+        Volume reserved = pool.volumes().changeAllocation(pool.volumes().get(volume.id()), Allocation.PREALLOCATED);
+        assertThat(reserved.allocation()).isEqualTo(Allocation.PREALLOCATED);
+        assertThat(pool.volumes().get(volume.id()).allocation()).isEqualTo(Allocation.PREALLOCATED);
+        assertThat(allocatedBytes(pool.volumes().imagePath(volume.id()))).isGreaterThanOrEqualTo(48 * MIB);
+    }
+
+    @Test
+    void aFullPoolIsEverySparseVolumesProblemAndAReadOnlyOneEveryVolumes() throws IOException {
+        Volume sparse = pool.volumes().create(new VolumeSpec("sparse", 4 * MIB, "ext4", Allocation.SPARSE,
+                Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
+        Volume reserved = pool.volumes().create(new VolumeSpec("reserved", 4 * MIB, "ext4", Allocation.PREALLOCATED,
+                Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
+        assertThat(pool.health().pool()).isEmpty();
+
+        fill(fs.mountPoint().resolve("filler"));
+        assertThat(pool.health().pool()).extracting(HealthProblem::reason).containsExactly("PoolFull");
+        assertThat(pool.health().volume(sparse.id()).problems()).extracting(HealthProblem::reason)
+                .containsExactly("PoolFull");
+        assertThat(pool.health().volume(reserved.id()).problems()).isEmpty();
+        assertThat(pool.health().page(0, 0).entries()).extracting(PoolHealth.VolumeHealth::volumeId)
+                .containsExactly(sparse.id());
+
+        Files.delete(fs.mountPoint().resolve("filler"));
+        commands.runChecked("mount", "-o", "remount,ro", fs.mountPoint().toString());
+        assertThat(pool.health().pool()).extracting(HealthProblem::reason).containsExactly("PoolReadOnly");
+        assertThat(pool.health().volume(reserved.id()).problems()).extracting(HealthProblem::reason)
+                .containsExactly("PoolReadOnly");
+    }
+
+    private long allocatedBytes(Path file) {
+        // st_blocks counts 512-byte units
+        return Long.parseLong(commands.runChecked("stat", "-c", "%b", file.toString()).stdout().strip()) * 512;
     }
 
     /** Writes {@code file} until the filesystem has no block left. */

@@ -93,13 +93,27 @@ final class Invariants {
                 problems.add(new Problem("attached:" + v.id, v.id, "ListVolumes shows %s published to %s, the caller "
                         .formatted(v, nodes) + (v.attached ? "believes it is attached" : "believes it is not")));
             }
-            if (entry.getStatus().getVolumeCondition().getAbnormal()) {
-                problems.add(new Problem("condition:" + v.id, v.id, "ListVolumes calls %s abnormal: %s"
-                        .formatted(v, entry.getStatus().getVolumeCondition().getMessage())));
-            }
         }
         listed.keySet().stream().filter(id -> !model.damaged.contains(id)).forEach(id -> problems.add(new Problem(
                 "unbelieved:" + id, id, "ListVolumes shows " + id + ", which the caller does not believe exists")));
+        try {
+            String token = "";
+            do {
+                var page = driver.controller().controllerListVolumeHealth(
+                        Csi.ControllerListVolumeHealthRequest.newBuilder().setStartingToken(token).build());
+                for (Csi.VolumeHealth health : page.getEntriesList()) {
+                    if (model.healthyVolumes().stream().anyMatch(v -> v.id.equals(health.getVolumeId()))) {
+                        problems.add(new Problem("health:" + health.getVolumeId(), health.getVolumeId(),
+                                "ControllerListVolumeHealth calls %s abnormal: %s".formatted(health.getVolumeId(),
+                                        health.getHealthStatusesList())));
+                    }
+                }
+                token = page.getNextToken();
+            } while (!token.isEmpty());
+        } catch (StatusRuntimeException e) {
+            problems.add(new Problem("ControllerListVolumeHealth", "", "ControllerListVolumeHealth failed: "
+                    + e.getStatus()));
+        }
     }
 
     private void listedSnapshots(DriverProcess driver, List<Problem> problems) {

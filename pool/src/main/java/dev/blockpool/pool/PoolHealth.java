@@ -1,0 +1,148 @@
+package dev.blockpool.pool;
+
+import dev.blockpool.common.HealthProblem;
+import dev.blockpool.common.Libc;
+import dev.blockpool.common.StorageException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * What is wrong with the pool and its volumes, read from the pool as it is now: nothing is
+ * assumed healthy. The pool's own problems (its directory gone, its filesystem read-only or
+ * full) are every volume's; a volume adds its metadata and its image.
+ */
+public final class PoolHealth {
+
+    /**
+     * Below this much free space a sparse volume's next writes into holes may fail with ENOSPC:
+     * the pool is called full. A filesystem keeps a little to itself even when "full".
+     */
+    static final long FULL_BELOW_BYTES = 1 << 20;
+
+    private final Path root;
+    private final Volumes volumes;
+
+    PoolHealth(Path root, Volumes volumes) {
+        this.root = root;
+        this.volumes = volumes;
+    }
+
+    /** A volume's problems; empty when none is known. */
+    public record VolumeHealth(String volumeId, List<HealthProblem> problems) {
+        public VolumeHealth {
+            problems = List.copyOf(problems);
+        }
+    }
+
+    /** The problems of the pool itself, which every volume in it shares. */
+    public List<HealthProblem> pool() {
+        Path volumesDir = root.resolve("volumes");
+        if (!Files.isDirectory(volumesDir, LinkOption.NOFOLLOW_LINKS)) {
+            return List.of(HealthProblem.inaccessible("PoolUnavailable", "the pool directory " + volumesDir
+                    + " is gone: is the pool's filesystem mounted?"));
+        }
+        Libc.StatFs statfs;
+        try {
+            int fd = Libc.open(root.toString(), Libc.O_PATH | Libc.O_DIRECTORY | Libc.O_CLOEXEC, 0);
+            try {
+                statfs = Libc.fstatfs(fd);
+            } finally {
+                Libc.close(fd);
+            }
+        } catch (Libc.ErrnoException e) {
+            return List.of(HealthProblem.inaccessible("PoolUnavailable",
+                    "the pool " + root + " cannot be read: " + e.getMessage()));
+        }
+        List<HealthProblem> problems = new ArrayList<>();
+        if (statfs.readOnly()) {
+            problems.add(HealthProblem.degraded("PoolReadOnly", "the pool's filesystem at " + root
+                    + " is mounted read-only: writes to the volumes fail"));
+        }
+        if (statfs.availableBytes() < FULL_BELOW_BYTES) {
+            problems.add(HealthProblem.degraded("PoolFull", "the pool's filesystem at " + root + " has "
+                    + statfs.availableBytes() + " bytes free: writes into a sparse volume's unwritten blocks fail"));
+        }
+        return problems;
+    }
+
+    /** The volume's problems; NOT_FOUND when the pool has no such volume (and can still tell). */
+    public VolumeHealth volume(String volumeId) {
+        List<HealthProblem> pool = pool();
+        if (unavailable(pool)) {
+            return new VolumeHealth(volumeId, pool); // whether it exists cannot be known now
+        }
+        return of(volumeId, pool).orElseThrow(() -> StorageException.notFound("volume %s does not exist", volumeId));
+    }
+
+    /**
+     * The volumes with a problem, a page at a time as {@link Volumes#page} reads them; a volume
+     * whose metadata cannot be read is one of them.
+     */
+    public Page<VolumeHealth> page(long from, int max) {
+        List<HealthProblem> pool = pool();
+        if (unavailable(pool)) {
+            throw StorageException.precondition("%s", pool.getFirst().message());
+        }
+        return volumes.records().pageOf(from, max, id -> of(id, pool).filter(h -> !h.problems().isEmpty()));
+    }
+
+    private static boolean unavailable(List<HealthProblem> pool) {
+        return pool.stream().anyMatch(p -> p.severity() == HealthProblem.Severity.INACCESSIBLE);
+    }
+
+    /** The volume's own problems and those of the pool that touch it; empty when there is no such volume. */
+    private Optional<VolumeHealth> of(String volumeId, List<HealthProblem> pool) {
+        Optional<Volume> volume;
+        try {
+            volume = volumes.find(volumeId);
+        } catch (StorageException e) {
+            return Optional.of(new VolumeHealth(volumeId, List.of(
+                    HealthProblem.inaccessible("MetadataUnreadable", e.getMessage()))));
+        }
+        if (volume.isEmpty()) {
+            return Optional.empty();
+        }
+        List<HealthProblem> problems = new ArrayList<>(image(volume.get()));
+        for (HealthProblem problem : pool) {
+            // a preallocated image has every block it needs already
+            if (!problem.reason().equals("PoolFull") || volume.get().allocation() == Allocation.SPARSE) {
+                problems.add(problem);
+            }
+        }
+        return Optional.of(new VolumeHealth(volumeId, problems));
+    }
+
+    /** Whether the image still matches its metadata. */
+    private List<HealthProblem> image(Volume volume) {
+        Path image = volumes.imagePath(volume.id());
+        BasicFileAttributes attributes;
+        try {
+            attributes = Files.readAttributes(image, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        } catch (NoSuchFileException e) {
+            attributes = null;
+        } catch (IOException e) {
+            return List.of(HealthProblem.inaccessible("ImageUnreadable", "image file " + image
+                    + " cannot be read: " + e.getMessage()));
+        }
+        if (attributes == null || !attributes.isRegularFile()) {
+            return List.of(HealthProblem.dataLoss("ImageMissing", "image file " + image + " is missing"));
+        }
+        long size = attributes.size();
+        if (size < volume.capacityBytes()) {
+            return List.of(HealthProblem.dataLoss("ImageTruncated", "image file " + image + " is " + size
+                    + " bytes, expected " + volume.capacityBytes() + ": its tail is lost"));
+        }
+        if (size > volume.capacityBytes()) {
+            return List.of(HealthProblem.degraded("ImageSizeMismatch", "image file " + image + " is " + size
+                    + " bytes, expected " + volume.capacityBytes()));
+        }
+        return List.of();
+    }
+}
