@@ -1,6 +1,7 @@
 package dev.blockpool.common;
 
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -62,6 +63,33 @@ public final class BlockingCalls {
 
     /** Runs {@code work} on one of the threads; {@code what} names the call and its path for the errors. */
     public <T> T call(Duration deadline, String what, Supplier<T> work) {
+        Outcome<T> outcome = attempt(deadline, what, work);
+        if (!outcome.finished()) {
+            throw StorageException.internal("%s did not finish within %s and is left waiting in the kernel", what,
+                    describe(deadline));
+        }
+        return outcome.value();
+    }
+
+    /**
+     * {@link #call}, but a call past its deadline is an empty answer rather than an error: for a
+     * caller for whom a filesystem that does not answer is a finding (a health check), not a failure.
+     */
+    public <T> Optional<T> answerWithin(Duration deadline, String what, Supplier<T> work) {
+        Outcome<T> outcome = attempt(deadline, what, work);
+        return outcome.finished() ? Optional.of(outcome.value()) : Optional.empty();
+    }
+
+    /** A deadline in words: "5 s", "5 min". */
+    public static String describe(Duration deadline) {
+        return deadline.toSecondsPart() == 0 && deadline.toMinutes() > 0 ? deadline.toMinutes() + " min"
+                : deadline.toMillis() % 1000 == 0 ? deadline.toSeconds() + " s" : deadline.toMillis() + " ms";
+    }
+
+    private record Outcome<T>(boolean finished, T value) {
+    }
+
+    private <T> Outcome<T> attempt(Duration deadline, String what, Supplier<T> work) {
         long end = System.nanoTime() + deadline.toNanos();
         acquire(deadline, what);
         Call<T> call = new Call<>(what, work);
@@ -72,13 +100,12 @@ public final class BlockingCalls {
             throw StorageException.internal(e, "cannot run %s: %s", what, e.getMessage());
         }
         try {
-            return call.result.get(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
+            return new Outcome<>(true, call.result.get(Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS));
         } catch (TimeoutException e) {
             if (call.abandon()) {
-                throw StorageException.internal("%s did not finish within %s and is left waiting in the kernel",
-                        what, deadline);
+                return new Outcome<>(false, null);
             }
-            return call.result.join(); // it returned just now
+            return new Outcome<>(true, call.result.join()); // it returned just now
         } catch (InterruptedException e) {
             call.abandon();
             Thread.currentThread().interrupt();
@@ -126,7 +153,7 @@ public final class BlockingCalls {
                     + "the pool's, does not answer", what, threads, latestStuck);
         }
         throw StorageException.internal("%s could not start within %s: all %d threads for system calls that can "
-                + "hang were busy", what, deadline, threads);
+                + "hang were busy", what, describe(deadline), threads);
     }
 
     /** One call: its result, and whether its caller gave up on it. */

@@ -42,6 +42,7 @@ public final class Libc {
     public static final int EBUSY = 16;
     public static final int EEXIST = 17;
     public static final int EXDEV = 18;
+    public static final int ENOTDIR = 20;
     public static final int EINVAL = 22;
     public static final int ENOTTY = 25;
     public static final int ENOSPC = 28;

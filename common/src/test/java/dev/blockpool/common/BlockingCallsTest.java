@@ -62,7 +62,7 @@ class BlockingCallsTest {
     void aHungCallIsAnsweredAtItsDeadlineAndTheOthersGoOn() {
         BlockingCalls calls = new BlockingCalls("test", 2);
         assertInternal(() -> calls.call(SHORT, "statfs(2) of /pool/dead", this::hang),
-                "statfs(2) of /pool/dead did not finish within " + SHORT);
+                "statfs(2) of /pool/dead did not finish within " + BlockingCalls.describe(SHORT));
         assertThat(calls.stuck()).isEqualTo(1);
         // The other thread still serves, as often as asked.
         for (int i = 0; i < 5; i++) {

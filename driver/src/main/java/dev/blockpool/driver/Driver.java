@@ -1,6 +1,7 @@
 package dev.blockpool.driver;
 
 import csi.v1.Csi.PluginCapability;
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
@@ -71,7 +72,9 @@ public final class Driver {
 
     public Running start() throws IOException {
         CommandRunner commands = new ProcessCommandRunner();
-        Pool pool = Pool.open(config.poolDir(), commands, Clock.systemUTC(), RECONCILE_SETTLE_TIME);
+        // One set of threads for the system calls that can hang, so that a dead pool holds at most those.
+        BlockingCalls blocking = new BlockingCalls();
+        Pool pool = Pool.open(config.poolDir(), commands, Clock.systemUTC(), RECONCILE_SETTLE_TIME, blocking);
         // One operation per volume at a time, whichever service it comes through.
         OperationLocks locks = new OperationLocks();
 
@@ -91,7 +94,7 @@ public final class Driver {
             NodeIdentity node = NodeIdentity.of(config.nodeId(), config.maxVolumesPerNode());
             // ControllerPublish checks the node and its attach limit against this record.
             pool.nodes().register(new NodeRecord(node.nodeId(), node.maxVolumesPerNode(), node.topology()));
-            NodeHost host = NodeHost.onThisHost(commands);
+            NodeHost host = NodeHost.onThisHost(commands, blocking);
             KubeletPaths paths = new KubeletPaths(config.poolDir(), config.endpoint().socketPath());
             services.add(new NodeService(node, new PoolVolumeCatalog(pool), host, paths, locks).bindService());
             tools.addAll(NODE_TOOLS);

@@ -1,7 +1,10 @@
 package dev.blockpool.host;
 
+import dev.blockpool.common.FilesystemAnswer;
 import dev.blockpool.common.FsType;
 import java.nio.file.Path;
+import java.time.Instant;
+import java.util.Optional;
 
 /** Filesystems on block devices: probe, format, check, grow, and measure. */
 public interface Filesystems {
@@ -21,6 +24,19 @@ public interface Filesystems {
     /** Grows a mounted filesystem to the size of its device. */
     void growMounted(Path device, Path mountPoint, FsType type);
 
-    /** Bytes and inodes of the filesystem mounted at {@code path}. */
+    /** Bytes and inodes of the filesystem mounted at {@code path}; an error past {@link FilesystemAnswer#DEADLINE}. */
     FsStats stats(Path path);
+
+    /** How the filesystem mounted at {@code mountPoint} answers, within {@link FilesystemAnswer#DEADLINE}. */
+    FilesystemAnswer answer(Path mountPoint);
+
+    /** The errors the kernel recorded in the mounted ext4 filesystem on {@code device}; empty when none. */
+    Optional<RecordedErrors> recordedErrors(LoopDevice device);
+
+    /**
+     * ext4's error record, which the kernel keeps in the superblock from the first error until
+     * e2fsck clears it: how many, and the first one's time and the kernel function that met it.
+     */
+    record RecordedErrors(long count, Optional<Instant> first, String function) {
+    }
 }

@@ -2,16 +2,21 @@ package dev.blockpool.host;
 
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.FilesystemAnswer;
 import dev.blockpool.common.FsType;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
+import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -23,14 +28,19 @@ public final class HostFilesystems implements Filesystems {
     private static final int PROBE_READ_BYTES = 64 * 1024;
     private static final Duration FORMAT_TIMEOUT = Duration.ofMinutes(10);
     private static final Duration CHECK_TIMEOUT = Duration.ofMinutes(30);
-    private static final Duration STATFS_TIMEOUT = Duration.ofSeconds(15);
 
     private final CommandRunner runner;
     private final BlockingCalls blocking;
+    private final Path ext4Sysfs;
 
     public HostFilesystems(CommandRunner runner, BlockingCalls blocking) {
+        this(runner, blocking, Path.of("/sys/fs/ext4"));
+    }
+
+    HostFilesystems(CommandRunner runner, BlockingCalls blocking, Path ext4Sysfs) {
         this.runner = runner;
         this.blocking = blocking;
+        this.ext4Sysfs = ext4Sysfs;
     }
 
     @Override
@@ -113,7 +123,7 @@ public final class HostFilesystems implements Filesystems {
     @Override
     public FsStats stats(Path path) {
         // On its own thread: a hung mount times out instead of blocking a gRPC thread forever.
-        return blocking.call(STATFS_TIMEOUT, "statfs(2) of " + path, () -> {
+        return blocking.call(FilesystemAnswer.DEADLINE, "statfs(2) of " + path, () -> {
             int fd;
             try {
                 fd = Libc.openPathNoSymlinks(path.toString(), false);
@@ -128,5 +138,31 @@ public final class HostFilesystems implements Filesystems {
                 Libc.close(fd);
             }
         });
+    }
+
+    @Override
+    public FilesystemAnswer answer(Path mountPoint) {
+        return FilesystemAnswer.of(blocking, mountPoint);
+    }
+
+    @Override
+    public Optional<RecordedErrors> recordedErrors(LoopDevice device) {
+        // /sys/fs/ext4/<device>/ exists while an ext4 filesystem on the device is mounted.
+        Path dir = ext4Sysfs.resolve(device.name());
+        try {
+            long count = Long.parseLong(Files.readString(dir.resolve("errors_count")).strip());
+            if (count == 0) {
+                return Optional.empty();
+            }
+            long first = Long.parseLong(Files.readString(dir.resolve("first_error_time")).strip());
+            return Optional.of(new RecordedErrors(count,
+                    first > 0 ? Optional.of(Instant.ofEpochSecond(first)) : Optional.empty(),
+                    Files.readString(dir.resolve("first_error_func")).strip()));
+        } catch (NoSuchFileException e) {
+            return Optional.empty(); // no ext4 mounted from it (xfs, or unmounted just now)
+        } catch (IOException | NumberFormatException e) {
+            log.warn("cannot read the ext4 error record of {} in {}: {}", device.device(), dir, e.getMessage());
+            return Optional.empty();
+        }
     }
 }

@@ -20,7 +20,7 @@ public record NodeHost(Staging staging, Publishing publishing, VolumeStats stats
         return new NodeHost(new Staging(loops, formatAndMount, mounter, table),
                 new Publishing(loops, formatAndMount, mounter, table),
                 new VolumeStats(loops, filesystems, table),
-                new MountHealth(loops, table),
+                new MountHealth(loops, table, filesystems),
                 new VolumeResizer(loops, filesystems, table),
                 loops);
     }
@@ -29,9 +29,8 @@ public record NodeHost(Staging staging, Publishing publishing, VolumeStats stats
      * The host side on this machine: blkid, mkfs, fsck and the resize tools as child processes;
      * loop devices, mounts and statfs as system calls, each on a thread of one {@link BlockingCalls}.
      */
-    public static NodeHost onThisHost(CommandRunner runner) {
+    public static NodeHost onThisHost(CommandRunner runner, BlockingCalls blocking) {
         MountTable table = new ProcMountTable();
-        BlockingCalls blocking = new BlockingCalls();
         LoopDevices loops = new HostLoopDevices(blocking);
         return of(table, loops, new HostFilesystems(runner, blocking), new HostMounter(blocking, table));
     }

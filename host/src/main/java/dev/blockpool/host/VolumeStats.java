@@ -25,15 +25,19 @@ public final class VolumeStats {
 
     /** Empty when the volume is not mounted at the path. */
     public Optional<Usage> usage(Path image, Path path) {
-        PathState state = PathState.of(path);
         Optional<MountInfo> mount = table.at(path);
-        if (state instanceof PathState.Missing || mount.isEmpty()) {
+        if (mount.isEmpty()) {
             return Optional.empty();
         }
         // One look at the device: a concurrent unstage may detach it between two.
         Optional<LoopDevice> device = loops.loopOf(mount.get());
         MountOwner owner = LoopAttachments.ownerOf(mount.get(), image, device);
+        // Another filesystem's path is not looked at: it may be a dead NFS or FUSE mount.
         if (owner == MountOwner.OTHER) {
+            return Optional.empty();
+        }
+        PathState state = PathState.of(path);
+        if (state instanceof PathState.Missing) {
             return Optional.empty();
         }
         if (owner == MountOwner.BROKEN || device.isEmpty() || state instanceof PathState.Broken) {

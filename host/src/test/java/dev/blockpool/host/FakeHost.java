@@ -1,6 +1,8 @@
 package dev.blockpool.host;
 
+import dev.blockpool.common.FilesystemAnswer;
 import dev.blockpool.common.FsType;
+import dev.blockpool.common.Libc;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -97,6 +99,22 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
     @Override
     public FsStats stats(Path path) {
         return new FsStats(1000, 100, 900, 10, 1, 9);
+    }
+
+    /** How each mount point's filesystem answers; an answered statfs where not set. */
+    public final Map<Path, FilesystemAnswer> answers = new HashMap<>();
+    /** The ext4 error record of each loop device, by name. */
+    public final Map<String, RecordedErrors> errors = new HashMap<>();
+
+    @Override
+    public FilesystemAnswer answer(Path mountPoint) {
+        return answers.getOrDefault(mountPoint,
+                new FilesystemAnswer.Answered(new Libc.StatFs(4096, 1000, 900, 900, 100, 90, 0)));
+    }
+
+    @Override
+    public Optional<RecordedErrors> recordedErrors(LoopDevice device) {
+        return Optional.ofNullable(errors.get(device.name()));
     }
 
     /** When set, the next mount fails with it (and mounts nothing). */

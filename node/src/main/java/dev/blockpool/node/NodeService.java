@@ -17,6 +17,7 @@ import dev.blockpool.host.MountTable;
 import dev.blockpool.host.NodeHost;
 import dev.blockpool.host.PathState;
 import dev.blockpool.host.VolumeStats;
+import dev.blockpool.pool.PoolHealth;
 import io.grpc.stub.StreamObserver;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -210,8 +211,11 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             paths.add(MountTable.asListed(RequestFields.absolutePath("staging_target_path", request.getStagingTargetPath())));
         }
         List<HealthProblem> problems = new ArrayList<>(volumes.health(volumeId));
-        volumes.imageOf(volumeId).or(() -> volumes.find(volumeId).map(NodeVolume::image))
-                .ifPresent(image -> problems.addAll(host.health().problems(image, paths)));
+        // On a pool that does not answer, even where its image is cannot be resolved: that is the answer.
+        if (!PoolHealth.unavailable(problems)) {
+            volumes.imageOf(volumeId).or(() -> volumes.find(volumeId).map(NodeVolume::image))
+                    .ifPresent(image -> problems.addAll(host.health().problems(image, paths)));
+        }
         UnaryReply.send(response, Csi.NodeGetVolumeHealthResponse.newBuilder()
                 .setVolumeHealth(HealthMessages.volume(volumeId, problems)).build());
     }

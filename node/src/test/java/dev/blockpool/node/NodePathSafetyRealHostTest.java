@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import csi.v1.Csi;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
 import csi.v1.NodeGrpc;
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.OperationLocks;
@@ -63,7 +64,7 @@ class NodePathSafetyRealHostTest {
         Files.createDirectories(dir.resolve("kubelet/pods"));
         socket = dir.resolve("csi.sock");
         served = InProcessCsi.serve(new NodeService(NodeIdentity.of("it-node", 64), new PoolVolumeCatalog(pool),
-                NodeHost.onThisHost(RealHost.RUNNER), new KubeletPaths(pool.root(), socket), new OperationLocks()));
+                NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()), new KubeletPaths(pool.root(), socket), new OperationLocks()));
         node = NodeGrpc.newBlockingStub(served.channel());
     }
 

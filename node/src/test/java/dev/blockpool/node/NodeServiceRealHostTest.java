@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import csi.v1.Csi;
 import csi.v1.NodeGrpc;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.OperationLocks;
@@ -87,7 +88,7 @@ class NodeServiceRealHostTest {
     /** A freshly built service: every call below goes through a "restarted" driver. */
     private NodeGrpc.NodeBlockingStub node() {
         NodeService fresh = new NodeService(NodeIdentity.of("it-node", 64), new PoolVolumeCatalog(pool),
-                NodeHost.onThisHost(RealHost.RUNNER),
+                NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()),
                 new KubeletPaths(pool.root(), dir.resolve("csi.sock")), locks);
         InProcessCsi server = InProcessCsi.serve(fresh);
         served.add(server);

@@ -1,5 +1,6 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.StorageException;
@@ -34,7 +35,7 @@ public final class Pool {
     private final Clock clock;
     private final Duration settleTime;
 
-    private Pool(Path root, CommandRunner commands, Clock clock, Duration settleTime) {
+    private Pool(Path root, CommandRunner commands, Clock clock, Duration settleTime, BlockingCalls blocking) {
         this.root = root;
         this.clock = clock;
         this.settleTime = settleTime;
@@ -47,7 +48,7 @@ public final class Pool {
         this.nodes = new Nodes(root.resolve("nodes"));
         this.attachments = new Attachments(volumes, nodes, recordLock);
         this.controllerClaim = new ControllerClaim(root, clock);
-        this.health = new PoolHealth(root, volumes);
+        this.health = new PoolHealth(root, volumes, blocking);
     }
 
     /**
@@ -56,6 +57,12 @@ public final class Pool {
      * all, so the driver runs it beside its calls once it serves, never before.
      */
     public static Pool open(Path root, CommandRunner commands, Clock clock, Duration settleTime) {
+        return open(root, commands, clock, settleTime, new BlockingCalls());
+    }
+
+    /** {@link #open}, its system calls that can hang on the threads of {@code blocking}. */
+    public static Pool open(Path root, CommandRunner commands, Clock clock, Duration settleTime,
+                            BlockingCalls blocking) {
         try {
             for (String dir : new String[] {"volumes", "snapshots", "groups", "nodes"}) {
                 Files.createDirectories(root.resolve(dir));
@@ -67,7 +74,7 @@ public final class Pool {
         } catch (IOException e) {
             throw StorageException.io(e, "cannot create the pool directories under %s", root);
         }
-        return new Pool(root, commands, clock, settleTime);
+        return new Pool(root, commands, clock, settleTime, blocking);
     }
 
     /**

@@ -1,5 +1,7 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.common.BlockingCalls;
+import dev.blockpool.common.FilesystemAnswer;
 import dev.blockpool.common.HealthProblem;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
@@ -25,13 +27,17 @@ public final class PoolHealth {
      * the pool is called full. A filesystem keeps a little to itself even when "full".
      */
     static final long FULL_BELOW_BYTES = 1 << 20;
+    /** The reason of every problem that makes the whole pool unusable. */
+    private static final String UNAVAILABLE = "PoolUnavailable";
 
     private final Path root;
     private final Volumes volumes;
+    private final BlockingCalls blocking;
 
-    PoolHealth(Path root, Volumes volumes) {
+    PoolHealth(Path root, Volumes volumes, BlockingCalls blocking) {
         this.root = root;
         this.volumes = volumes;
+        this.blocking = blocking;
     }
 
     /** A volume's problems; empty when none is known. */
@@ -41,24 +47,27 @@ public final class PoolHealth {
         }
     }
 
-    /** The problems of the pool itself, which every volume in it shares. */
+    /**
+     * The problems of the pool itself, which every volume in it shares. Asked of its filesystem
+     * with a deadline: a dead NFS server makes the pool unavailable, not the call hang.
+     */
     public List<HealthProblem> pool() {
         Path volumesDir = root.resolve("volumes");
-        if (!Files.isDirectory(volumesDir, LinkOption.NOFOLLOW_LINKS)) {
-            return List.of(HealthProblem.inaccessible("PoolUnavailable", "the pool directory " + volumesDir
-                    + " is gone: is the pool's filesystem mounted?"));
-        }
         Libc.StatFs statfs;
-        try {
-            int fd = Libc.open(root.toString(), Libc.O_PATH | Libc.O_DIRECTORY | Libc.O_CLOEXEC, 0);
-            try {
-                statfs = Libc.fstatfs(fd);
-            } finally {
-                Libc.close(fd);
+        switch (FilesystemAnswer.of(blocking, volumesDir)) {
+            case FilesystemAnswer.Answered answered -> statfs = answered.statfs();
+            case FilesystemAnswer.Failed failed when failed.missing() -> {
+                return List.of(HealthProblem.inaccessible(UNAVAILABLE, "the pool directory " + volumesDir
+                        + " is gone: is the pool's filesystem mounted?"));
             }
-        } catch (Libc.ErrnoException e) {
-            return List.of(HealthProblem.inaccessible("PoolUnavailable",
-                    "the pool " + root + " cannot be read: " + e.getMessage()));
+            case FilesystemAnswer.Failed failed -> {
+                return List.of(HealthProblem.inaccessible(UNAVAILABLE,
+                        "the pool " + root + " cannot be read: " + failed.error()));
+            }
+            case FilesystemAnswer.Silent silent -> {
+                return List.of(HealthProblem.inaccessible(UNAVAILABLE, "the pool's filesystem at " + root + " "
+                        + silent.describe() + ": is its server (NFS, FUSE daemon) reachable?"));
+            }
         }
         List<HealthProblem> problems = new ArrayList<>();
         if (statfs.readOnly()) {
@@ -93,8 +102,9 @@ public final class PoolHealth {
         return volumes.records().pageOf(from, max, id -> of(id, pool).filter(h -> !h.problems().isEmpty()));
     }
 
-    private static boolean unavailable(List<HealthProblem> pool) {
-        return pool.stream().anyMatch(p -> p.severity() == HealthProblem.Severity.INACCESSIBLE);
+    /** Whether these problems include the pool's being unavailable: then nothing in it can be looked at. */
+    public static boolean unavailable(List<HealthProblem> pool) {
+        return pool.stream().anyMatch(p -> p.reason().equals(UNAVAILABLE));
     }
 
     /** The volume's own problems and those of the pool that touch it; empty when there is no such volume. */

@@ -1,0 +1,243 @@
+package dev.blockpool.node;
+
+import static dev.blockpool.csi.StatusAssertions.assertCode;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import csi.v1.Csi;
+import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
+import csi.v1.NodeGrpc;
+import dev.blockpool.common.BlockingCalls;
+import dev.blockpool.common.HostRequirements;
+import dev.blockpool.common.NeedsRoot;
+import dev.blockpool.common.OperationLocks;
+import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.common.SilentFuseMount;
+import dev.blockpool.csi.InProcessCsi;
+import dev.blockpool.host.KubeletPaths;
+import dev.blockpool.host.LoopDevice;
+import dev.blockpool.host.NodeHost;
+import dev.blockpool.pool.AccessType;
+import dev.blockpool.pool.Allocation;
+import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.Volume;
+import dev.blockpool.pool.VolumeSpec;
+import io.grpc.Status;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Each condition the node's health calls report, caused for real on this host: a filesystem the
+ * kernel recorded errors in, an xfs shut down, an image unlinked while in use, a pool that does
+ * not answer, and a pool that is full or read-only.
+ */
+@NeedsRoot
+class VolumeHealthRealHostTest {
+
+    private static final long MiB = 1 << 20;
+
+    private Path dir;
+    private Path staging;
+    private Pool pool;
+    private final OperationLocks locks = new OperationLocks();
+    private final List<AutoCloseable> closing = new ArrayList<>();
+
+    @BeforeEach
+    void setUp() throws IOException {
+        HostRequirements.assumeRootWithLoopDevices();
+        for (String tool : List.of("losetup", "blkid", "mkfs.ext4", "mkfs.xfs", "e2fsck", "xfs_io")) {
+            HostRequirements.assumeCommand(tool);
+        }
+        dir = Files.createTempDirectory("blockpool-health-it-");
+        staging = Files.createDirectories(dir.resolve("kubelet/staging/globalmount"));
+        Files.createDirectories(dir.resolve("kubelet/pods"));
+        Files.createDirectories(dir.resolve("pool"));
+    }
+
+    @AfterEach
+    void tearDown() throws Exception {
+        // FUSE daemons first: a mount below dir that never answers would stall the clean-up's walk.
+        for (AutoCloseable c : closing.reversed()) {
+            c.close();
+        }
+        if (dir != null) {
+            RealHost.cleanUp(dir);
+        }
+    }
+
+    private Pool openPool() {
+        pool = Pool.open(dir.resolve("pool"), new ProcessCommandRunner(), Clock.systemUTC(), Duration.ofHours(1));
+        return pool;
+    }
+
+    private NodeGrpc.NodeBlockingStub node() {
+        InProcessCsi server = InProcessCsi.serve(new NodeService(NodeIdentity.of("it-node", 64),
+                new PoolVolumeCatalog(pool), NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()),
+                new KubeletPaths(pool.root(), dir.resolve("csi.sock")), locks));
+        closing.add(server::close);
+        return NodeGrpc.newBlockingStub(server.channel());
+    }
+
+    private Volume stagedVolume(String fsType) {
+        Volume volume = pool.volumes().create(new VolumeSpec("health-" + fsType, 320 * MiB, fsType, Allocation.SPARSE,
+                Set.of(AccessType.MOUNT), Map.of(), Optional.empty()));
+        stage(volume);
+        return volume;
+    }
+
+    private void stage(Volume volume) {
+        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString()).setVolumeCapability(Csi.VolumeCapability.newBuilder()
+                        .setMount(Csi.VolumeCapability.MountVolume.newBuilder().setFsType(volume.fsType()))
+                        .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(Mode.SINGLE_NODE_WRITER)))
+                .build());
+    }
+
+    private void unstage(Volume volume) {
+        node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString()).build());
+    }
+
+    private List<Csi.VolumeHealth.VolumeHealthEntry> health(String volumeId, Path... paths) {
+        var request = Csi.NodeGetVolumeHealthRequest.newBuilder().setVolumeId(volumeId);
+        if (paths.length > 0) {
+            request.setVolumePublishPath(paths[0].toString());
+        }
+        return node().nodeGetVolumeHealth(request.build()).getVolumeHealth().getHealthStatusesList();
+    }
+
+    private List<Csi.NodeGetStorageHealthResponse.StorageBackendHealth> storageHealth() {
+        return node().nodeGetStorageHealth(Csi.NodeGetStorageHealthRequest.getDefaultInstance()).getBackendHealthList();
+    }
+
+    private LoopDevice loopOf(Volume volume) {
+        return RealHost.loopsOf(pool.volumes().imagePath(volume.id())).getFirst();
+    }
+
+    /** ext4's own test hook records an error as a real one would: counted in the superblock, shown in sysfs. */
+    @Test
+    void ext4ErrorsTheKernelRecordedAreReportedUntilTheNextStageRepairsThem() throws IOException {
+        openPool();
+        Volume volume = stagedVolume("ext4");
+        Path trigger = Path.of("/sys/fs/ext4", loopOf(volume).name(), "trigger_fs_error");
+        assumeTrue(Files.exists(trigger), "this kernel has no ext4 trigger_fs_error");
+        assertThat(health(volume.id())).isEmpty();
+
+        Files.writeString(trigger, "blockpool health test");
+
+        assertThat(health(volume.id())).singleElement().satisfies(entry -> {
+            assertThat(entry.getStatus()).isEqualTo(Csi.VolumeHealthErrorType.DEGRADED);
+            assertThat(entry.getReason()).isEqualTo("FilesystemErrors");
+            assertThat(entry.getMessage()).contains("1 error(s)", "trigger_test_error", "e2fsck -p", staging.toString());
+        });
+        // The record is the superblock's: a new stage's e2fsck -p clears it.
+        unstage(volume);
+        stage(volume);
+        assertThat(health(volume.id())).isEmpty();
+    }
+
+    @Test
+    void aShutDownXfsIsInaccessible() {
+        openPool();
+        Volume volume = stagedVolume("xfs");
+        assertThat(health(volume.id())).isEmpty();
+
+        RealHost.run("xfs_io", "-x", "-c", "shutdown", staging.toString());
+
+        assertThat(health(volume.id())).singleElement().satisfies(entry -> {
+            assertThat(entry.getStatus()).isEqualTo(Csi.VolumeHealthErrorType.INACCESSIBLE);
+            assertThat(entry.getReason()).isEqualTo("FilesystemFailed");
+            assertThat(entry.getMessage()).contains("xfs", "Input/output error", "xfs_repair");
+        });
+        // Unstaging and staging again mounts it anew, replaying its log.
+        unstage(volume);
+        stage(volume);
+        assertThat(health(volume.id())).isEmpty();
+    }
+
+    @Test
+    void anImageUnlinkedWhileInUseIsDataLoss() throws IOException {
+        openPool();
+        Volume volume = stagedVolume("ext4");
+        Files.delete(pool.volumes().imagePath(volume.id()));
+
+        assertThat(health(volume.id())).extracting(Csi.VolumeHealth.VolumeHealthEntry::getReason)
+                .containsExactlyInAnyOrder("ImageDeleted", "ImageMissing");
+        assertThat(health(volume.id())).allSatisfy(entry ->
+                assertThat(entry.getStatus()).isEqualTo(Csi.VolumeHealthErrorType.DATA_LOSS));
+    }
+
+    /** The pool's server dies under a staged volume: every health call says so, none hangs. */
+    @Test
+    void aPoolThatDoesNotAnswerIsUnreachableAndNoCallWaitsForIt() throws Exception {
+        assumeTrue(SilentFuseMount.available(), "no /dev/fuse");
+        openPool();
+        Volume volume = stagedVolume("ext4");
+        closing.add(SilentFuseMount.on(pool.root()));
+
+        assertThat(storageHealth()).singleElement().satisfies(backend -> {
+            assertThat(backend.getStatus()).isEqualTo(Csi.StorageHealthErrorType.STORAGE_UNREACHABLE);
+            assertThat(backend.getReason()).isEqualTo("PoolUnavailable");
+            assertThat(backend.getMessage()).contains("does not answer within 5 s");
+        });
+        assertThat(health(volume.id())).singleElement().satisfies(entry -> {
+            assertThat(entry.getStatus()).isEqualTo(Csi.VolumeHealthErrorType.INACCESSIBLE);
+            assertThat(entry.getReason()).isEqualTo("PoolUnavailable");
+        });
+    }
+
+    /** A path the CO names that holds another, hung filesystem is not looked into. */
+    @Test
+    void aVolumePathOnAFilesystemThatDoesNotAnswerIsAnsweredAtOnce() throws Exception {
+        assumeTrue(SilentFuseMount.available(), "no /dev/fuse");
+        openPool();
+        Volume volume = stagedVolume("ext4");
+        Path hung = Files.createDirectories(dir.resolve("kubelet/pods/hung/volumes/vol"));
+        closing.add(SilentFuseMount.on(hung));
+
+        assertCode(() -> node().nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
+                .setVolumeId(volume.id()).setVolumePath(hung.toString()).build()), Status.Code.NOT_FOUND);
+        assertThat(health(volume.id(), hung)).isEmpty();
+    }
+
+    @Test
+    void aFullPoolAndAReadOnlyPoolAreDegradedStorage() throws IOException {
+        Path root = dir.resolve("pool");
+        RealHost.run("mount", "-t", "tmpfs", "-o", "size=8m", "blockpool-health-test", root.toString());
+        openPool();
+        assertThat(storageHealth()).isEmpty();
+
+        try (OutputStream out = Files.newOutputStream(root.resolve("filler"))) {
+            byte[] block = new byte[(int) MiB];
+            for (int i = 0; i < 16; i++) {
+                out.write(block);
+            }
+        } catch (IOException e) {
+            // ENOSPC: the pool is full, which is the point
+        }
+        assertThat(storageHealth()).singleElement().satisfies(backend -> {
+            assertThat(backend.getStatus()).isEqualTo(Csi.StorageHealthErrorType.STORAGE_DEGRADED);
+            assertThat(backend.getReason()).isEqualTo("PoolFull");
+        });
+
+        Files.delete(root.resolve("filler"));
+        RealHost.run("mount", "-o", "remount,ro", root.toString());
+        assertThat(storageHealth()).singleElement().satisfies(backend -> {
+            assertThat(backend.getStatus()).isEqualTo(Csi.StorageHealthErrorType.STORAGE_DEGRADED);
+            assertThat(backend.getReason()).isEqualTo("PoolReadOnly");
+            assertThat(backend.getMessage()).contains("read-only");
+        });
+    }
+}
