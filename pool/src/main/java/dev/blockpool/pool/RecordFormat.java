@@ -27,8 +27,17 @@ import java.util.stream.Collectors;
  */
 final class RecordFormat {
 
-    /** The format this driver writes. Bump it when an older driver would misread the new records. */
-    static final int VERSION = 1;
+    /**
+     * The newest format this driver writes and reads. Bump it when an older driver would misread
+     * the new records; a record an older driver still reads right keeps the older format.
+     */
+    static final int VERSION = 2;
+    /**
+     * Format 2: a snapshot that is a member of a group snapshot. A driver of format 1 would
+     * ignore its group and let it be deleted alone, breaking the group; it refuses format 2
+     * instead. Every other record stays format 1, which such a driver still reads.
+     */
+    static final int GROUP_MEMBER = 2;
     static final String VERSION_FIELD = "formatVersion";
     /** The format of records written before the field existed. */
     private static final int UNVERSIONED = 1;
@@ -53,12 +62,18 @@ final class RecordFormat {
 
     static byte[] encode(Path path, Object record) {
         try {
-            ObjectNode versioned = JSON.createObjectNode().put(VERSION_FIELD, VERSION);
+            ObjectNode versioned = JSON.createObjectNode().put(VERSION_FIELD, versionOf(record));
             versioned.setAll((ObjectNode) JSON.valueToTree(record));
             return JSON.writeValueAsBytes(versioned);
         } catch (JsonProcessingException | IllegalArgumentException e) {
             throw StorageException.internal(e, "cannot encode the metadata for %s", path);
         }
+    }
+
+    /** The oldest format that holds the record as an older driver must understand it. */
+    static int versionOf(Object record) {
+        return record instanceof Snapshot snapshot && snapshot.groupSnapshotId().isPresent() ? GROUP_MEMBER
+                : UNVERSIONED;
     }
 
     /** The record in {@code content}, read from {@code path} (named in every error). */

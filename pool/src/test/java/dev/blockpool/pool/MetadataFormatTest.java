@@ -124,6 +124,21 @@ class MetadataFormatTest {
         }
     }
 
+    /** A driver of format 1 would let a member be deleted alone: it must refuse the member instead. */
+    @Test
+    void aGroupMemberIsWrittenInTheFormatThatOlderDriversRefuse() throws IOException {
+        Pool pool = open();
+        Volume volume = pool.volumes().create(spec("pvc"));
+        Snapshot alone = pool.snapshots().create("alone", volume, pool.volumes().imagePath(volume.id()));
+        GroupSnapshot group = pool.groups().create("group", List.of(volume.id()));
+        Snapshot member = pool.groups().members(group).getFirst();
+
+        assertThat(formatVersion(root.resolve("snapshots/" + member.id() + ".json"))).isEqualTo(2);
+        assertThat(formatVersion(root.resolve("snapshots/" + alone.id() + ".json"))).isEqualTo(1);
+        assertThat(formatVersion(root.resolve("groups/" + group.id() + ".json"))).isEqualTo(1);
+        assertThat(open().snapshots().find(member.id())).contains(member);
+    }
+
     @Test
     void aRecordFromANewerDriverIsRefusedAndLeftAsItIs() throws IOException {
         Pool pool = open();
@@ -138,7 +153,7 @@ class MetadataFormatTest {
         Map<Path, byte[]> before = new HashMap<>();
         for (Path file : List.of(volumeFile, snapshotFile, nodeFile)) {
             ObjectNode newer = (ObjectNode) json.readTree(file.toFile());
-            newer.put("formatVersion", 2).put("encryption", "aes-xts");
+            newer.put("formatVersion", RecordFormat.VERSION + 1).put("encryption", "aes-xts");
             Files.write(file, json.writeValueAsBytes(newer));
             age(file);
             before.put(file, Files.readAllBytes(file));
