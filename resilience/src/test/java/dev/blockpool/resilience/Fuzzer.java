@@ -4,6 +4,7 @@ import com.google.protobuf.Descriptors.Descriptor;
 import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.Message;
 import csi.v1.ControllerGrpc;
+import csi.v1.GroupControllerGrpc;
 import csi.v1.Csi;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
 import csi.v1.IdentityGrpc;
@@ -64,11 +65,18 @@ final class Fuzzer {
             Map.entry("GET_SNAPSHOT", List.of("GetSnapshot")),
             Map.entry("EXPAND_VOLUME", List.of("ControllerExpandVolume")),
             Map.entry("GET_VOLUME", List.of("ControllerGetVolume")),
-            Map.entry("MODIFY_VOLUME", List.of("ControllerModifyVolume")));
+            Map.entry("MODIFY_VOLUME", List.of("ControllerModifyVolume")),
+            Map.entry("GET_VOLUME_HEALTH", List.of("ControllerGetVolumeHealth")),
+            Map.entry("LIST_VOLUME_HEALTH", List.of("ControllerListVolumeHealth")));
     private static final Map<String, List<String>> NODE_METHODS = Map.of(
             "STAGE_UNSTAGE_VOLUME", List.of("NodeStageVolume", "NodeUnstageVolume"),
             "GET_VOLUME_STATS", List.of("NodeGetVolumeStats"),
-            "EXPAND_VOLUME", List.of("NodeExpandVolume"));
+            "EXPAND_VOLUME", List.of("NodeExpandVolume"),
+            "GET_VOLUME_HEALTH", List.of("NodeGetVolumeHealth"),
+            "GET_STORAGE_HEALTH", List.of("NodeGetStorageHealth"));
+    private static final Map<String, List<String>> GROUP_CONTROLLER_METHODS = Map.of(
+            "CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT",
+            List.of("CreateVolumeGroupSnapshot", "DeleteVolumeGroupSnapshot", "GetVolumeGroupSnapshot"));
     /** The node's mount calls reach the most code, so they come up most often. */
     private static final Map<String, Integer> WEIGHTS = Map.of("NodeStageVolume", 4, "NodePublishVolume", 5,
             "NodeUnpublishVolume", 4, "NodeUnstageVolume", 2, "NodeExpandVolume", 2, "NodeGetVolumeStats", 2,
@@ -159,7 +167,11 @@ final class Fuzzer {
                 .map(c -> c.getRpc().getType().name()).collect(Collectors.toSet());
         Set<String> nodeCaps = node.nodeGetCapabilities(Csi.NodeGetCapabilitiesRequest.getDefaultInstance())
                 .getCapabilitiesList().stream().map(c -> c.getRpc().getType().name()).collect(Collectors.toSet());
-        otherCalls += 2;
+        Set<String> groupCaps = GroupControllerGrpc.newBlockingStub(channel)
+                .withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS)
+                .groupControllerGetCapabilities(Csi.GroupControllerGetCapabilitiesRequest.getDefaultInstance())
+                .getCapabilitiesList().stream().map(c -> c.getRpc().getType().name()).collect(Collectors.toSet());
+        otherCalls += 3;
         List<String> controllerMethods = new ArrayList<>(List.of("ValidateVolumeCapabilities", "ControllerGetCapabilities"));
         controllerCaps.stream().map(CONTROLLER_METHODS::get).filter(m -> m != null).forEach(controllerMethods::addAll);
         List<String> nodeMethods = new ArrayList<>(List.of("NodePublishVolume", "NodeUnpublishVolume",
@@ -167,6 +179,9 @@ final class Fuzzer {
         nodeCaps.stream().map(NODE_METHODS::get).filter(m -> m != null).forEach(nodeMethods::addAll);
         addRpcs("Controller", controllerMethods);
         addRpcs("Node", nodeMethods);
+        List<String> groupMethods = new ArrayList<>(List.of("GroupControllerGetCapabilities"));
+        groupCaps.stream().map(GROUP_CONTROLLER_METHODS::get).filter(m -> m != null).forEach(groupMethods::addAll);
+        addRpcs("GroupController", groupMethods);
 
         for (FuzzTree.FixturePaths paths : tree.fixtures()) {
             Csi.VolumeCapability capability = Templates.capability(paths.block(), Mode.SINGLE_NODE_WRITER);
@@ -740,10 +755,21 @@ final class Fuzzer {
         var controller = ControllerGrpc.newBlockingStub(channel).withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS);
         for (int round = 0; round < 2; round++) {
             otherCalls++;
+            // A member of a group snapshot goes with its group, as a CO deletes it.
+            Map<String, List<String>> groups = new TreeMap<>();
             for (var entry : controller.listSnapshots(Csi.ListSnapshotsRequest.getDefaultInstance()).getEntriesList()) {
-                teardownCall("DeleteSnapshot", Csi.DeleteSnapshotRequest.newBuilder()
-                        .setSnapshotId(entry.getSnapshot().getSnapshotId()).build());
+                Csi.Snapshot snapshot = entry.getSnapshot();
+                if (snapshot.getGroupSnapshotId().isEmpty()) {
+                    teardownCall("DeleteSnapshot", Csi.DeleteSnapshotRequest.newBuilder()
+                            .setSnapshotId(snapshot.getSnapshotId()).build());
+                } else {
+                    groups.computeIfAbsent(snapshot.getGroupSnapshotId(), g -> new ArrayList<>())
+                            .add(snapshot.getSnapshotId());
+                }
             }
+            groups.forEach((group, members) -> teardownCall("DeleteVolumeGroupSnapshot",
+                    Csi.DeleteVolumeGroupSnapshotRequest.newBuilder().setGroupSnapshotId(group)
+                            .addAllSnapshotIds(members).build()));
             otherCalls++;
             for (var entry : controller.listVolumes(Csi.ListVolumesRequest.getDefaultInstance()).getEntriesList()) {
                 String id = entry.getVolume().getVolumeId();

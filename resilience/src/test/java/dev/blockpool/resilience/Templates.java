@@ -6,8 +6,10 @@ import csi.v1.Csi.VolumeCapability;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
 import dev.blockpool.csi.CsiRequests;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 
@@ -39,7 +41,10 @@ final class Templates {
     final List<String> disposableVolumes = new ArrayList<>();
     final Set<Placement> staged = new LinkedHashSet<>();
     final Set<Placement> published = new LinkedHashSet<>();
+    /** The group snapshots the run created, by ID, with their members' IDs. */
+    final Map<String, List<String>> groups = new LinkedHashMap<>();
     private String volumesToken = "";
+    private String healthToken = "";
     private String snapshotsToken = "";
 
     Templates(Random random, FuzzTree tree, boolean growFixtures) {
@@ -96,7 +101,9 @@ final class Templates {
         String disposable = disposable();
         about.append(switch (method) {
             case "DeleteVolume", "ControllerPublishVolume", "ControllerUnpublishVolume" -> "disposable " + disposable;
-            case "ListVolumes", "GetCapacity", "NodeGetCapabilities", "NodeGetInfo", "ControllerGetCapabilities" -> "";
+            case "ListVolumes", "GetCapacity", "NodeGetCapabilities", "NodeGetInfo", "ControllerGetCapabilities",
+                 "ControllerListVolumeHealth", "NodeGetStorageHealth", "GroupControllerGetCapabilities" -> "";
+            case "DeleteVolumeGroupSnapshot", "GetVolumeGroupSnapshot" -> "a group snapshot";
             default -> f.name();
         });
         return switch (method) {
@@ -207,6 +214,28 @@ final class Templates {
             case "NodeGetCapabilities" -> Csi.NodeGetCapabilitiesRequest.newBuilder();
             case "NodeGetInfo" -> Csi.NodeGetInfoRequest.newBuilder();
             case "ControllerGetCapabilities" -> Csi.ControllerGetCapabilitiesRequest.newBuilder();
+            case "ControllerGetVolumeHealth" -> Csi.ControllerGetVolumeHealthRequest.newBuilder().setVolumeId(f.id());
+            case "ControllerListVolumeHealth" -> Csi.ControllerListVolumeHealthRequest.newBuilder()
+                    .setMaxEntries(random.nextInt(4)).setStartingToken(random.nextBoolean() ? healthToken : "");
+            case "NodeGetVolumeHealth" -> Csi.NodeGetVolumeHealthRequest.newBuilder().setVolumeId(f.id())
+                    .setVolumePublishPath(target).setStagingTargetPath(staging);
+            case "NodeGetStorageHealth" -> Csi.NodeGetStorageHealthRequest.newBuilder();
+            case "GroupControllerGetCapabilities" -> Csi.GroupControllerGetCapabilitiesRequest.newBuilder();
+            case "CreateVolumeGroupSnapshot" -> {
+                Fixture other = fixtures.get(random.nextInt(fixtures.size()));
+                yield Csi.CreateVolumeGroupSnapshotRequest.newBuilder().setName("fuzz-group-" + random.nextInt(2))
+                        .addSourceVolumeIds(f.id()).addSourceVolumeIds(other.id());
+            }
+            case "DeleteVolumeGroupSnapshot" -> {
+                Map.Entry<String, List<String>> group = group();
+                yield Csi.DeleteVolumeGroupSnapshotRequest.newBuilder().setGroupSnapshotId(group.getKey())
+                        .addAllSnapshotIds(group.getValue());
+            }
+            case "GetVolumeGroupSnapshot" -> {
+                Map.Entry<String, List<String>> group = group();
+                yield Csi.GetVolumeGroupSnapshotRequest.newBuilder().setGroupSnapshotId(group.getKey())
+                        .addAllSnapshotIds(group.getValue());
+            }
             default -> throw new IllegalArgumentException("no template for " + method);
         };
     }
@@ -224,6 +253,12 @@ final class Templates {
 
     private Csi.Topology topology() {
         return Csi.Topology.newBuilder().putSegments("topology.blockpool.csi.dev/node", NODE_ID).build();
+    }
+
+    /** A group snapshot the run created, with its members, or an unknown one. */
+    private Map.Entry<String, List<String>> group() {
+        return groups.isEmpty() ? Map.entry("group-" + "0".repeat(32), List.of("snap-" + "0".repeat(32)))
+                : List.copyOf(groups.entrySet()).get(random.nextInt(groups.size()));
     }
 
     private String snapshot() {
@@ -253,6 +288,14 @@ final class Templates {
                 }
             }
             case Csi.DeleteSnapshotRequest r -> snapshots.remove(r.getSnapshotId());
+            case Csi.CreateVolumeGroupSnapshotRequest r -> {
+                Csi.VolumeGroupSnapshot group = Csi.CreateVolumeGroupSnapshotResponse.parseFrom(response).getGroupSnapshot();
+                groups.put(group.getGroupSnapshotId(), group.getSnapshotsList().stream()
+                        .map(Csi.Snapshot::getSnapshotId).toList());
+            }
+            case Csi.DeleteVolumeGroupSnapshotRequest r -> groups.remove(r.getGroupSnapshotId());
+            case Csi.ControllerListVolumeHealthRequest r ->
+                    healthToken = Csi.ControllerListVolumeHealthResponse.parseFrom(response).getNextToken();
             case Csi.ListVolumesRequest r -> volumesToken = Csi.ListVolumesResponse.parseFrom(response).getNextToken();
             case Csi.ListSnapshotsRequest r ->
                     snapshotsToken = Csi.ListSnapshotsResponse.parseFrom(response).getNextToken();
