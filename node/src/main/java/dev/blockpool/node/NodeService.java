@@ -187,6 +187,8 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                                    StreamObserver<Csi.NodeGetVolumeStatsResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         String volumePath = RequestFields.bounded("volume_path", request.getVolumePath(), RequestFields.MAX_PATH_BYTES);
+        // The volume's record is read from the pool: one that does not answer is said at the deadline.
+        PoolHealth.requireAvailable(volumes.storageHealth());
         NodeVolume volume = existing(volumeId);
         Path path = Path.of(volumePath);
         VolumeStats.Usage usage = (path.isAbsolute() ? host.stats().usage(volume.image(), MountTable.asListed(path))

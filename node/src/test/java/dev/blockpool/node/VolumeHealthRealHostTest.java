@@ -1,6 +1,7 @@
 package dev.blockpool.node;
 
 import static dev.blockpool.csi.StatusAssertions.assertCode;
+import static dev.blockpool.csi.StatusAssertions.failure;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -196,6 +197,9 @@ class VolumeHealthRealHostTest {
             assertThat(entry.getStatus()).isEqualTo(Csi.VolumeHealthErrorType.INACCESSIBLE);
             assertThat(entry.getReason()).isEqualTo("PoolUnavailable");
         });
+        assertThat(failure(() -> node().nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
+                .setVolumeId(volume.id()).setVolumePath(staging.toString()).build()), Status.Code.FAILED_PRECONDITION)
+                .getStatus().getDescription()).contains("does not answer within 5 s");
     }
 
     /** A path the CO names that holds another, hung filesystem is not looked into. */

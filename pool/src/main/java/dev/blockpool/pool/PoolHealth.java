@@ -96,10 +96,15 @@ public final class PoolHealth {
      */
     public Page<VolumeHealth> page(long from, int max) {
         List<HealthProblem> pool = pool();
-        if (unavailable(pool)) {
-            throw StorageException.precondition("%s", pool.getFirst().message());
-        }
+        requireAvailable(pool);
         return volumes.records().pageOf(from, max, id -> of(id, pool).filter(h -> !h.problems().isEmpty()));
+    }
+
+    /** FAILED_PRECONDITION, saying why, when the pool is unavailable: for a call that must read it. */
+    public static void requireAvailable(List<HealthProblem> pool) {
+        pool.stream().filter(p -> p.reason().equals(UNAVAILABLE)).findFirst().ifPresent(p -> {
+            throw StorageException.precondition("%s", p.message());
+        });
     }
 
     /** Whether these problems include the pool's being unavailable: then nothing in it can be looked at. */
