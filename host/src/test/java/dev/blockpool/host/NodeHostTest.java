@@ -3,6 +3,8 @@ package dev.blockpool.host;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.blockpool.common.FilesystemAnswer;
+import dev.blockpool.common.HealthProblem;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.common.StorageException.Kind;
 import dev.blockpool.common.FsType;
@@ -147,6 +149,32 @@ class NodeHostTest {
                 .satisfies(p -> assertThat(p.reason()).isEqualTo("LoopDeviceDetached"));
         host.staging().unstage(image, staging);
         assertThat(fake.mounts).isEmpty();
+    }
+
+    /** The real conditions are caused in the node's VolumeHealthRealHostTest; here, how each is worded, once per device. */
+    @Test
+    void aVolumesFilesystemIsAskedOncePerDeviceAndEachAnswerIsAProblem() {
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        Path pod = dir.resolve("pod");
+        host.publishing().publishFilesystem(image, staging, pod, false, List.of(), false);
+        assertThat(host.health().problems(image, List.of(pod))).isEmpty();
+
+        fake.answers.put(staging, new FilesystemAnswer.Silent());
+        assertThat(host.health().problems(image, List.of(pod))).singleElement().satisfies(p -> {
+            assertThat(p.severity()).isEqualTo(HealthProblem.Severity.INACCESSIBLE);
+            assertThat(p.reason()).isEqualTo("FilesystemNotResponding");
+            assertThat(p.message()).contains("does not answer within 5 s");
+        });
+        fake.answers.put(staging, new FilesystemAnswer.Failed(5, "Input/output error"));
+        assertThat(host.health().problems(image, List.of(pod))).singleElement()
+                .satisfies(p -> assertThat(p.reason()).isEqualTo("FilesystemFailed"));
+        fake.answers.clear();
+        String device = fake.loops.keySet().iterator().next();
+        fake.errors.put(device, new Filesystems.RecordedErrors(2, Optional.empty(), ""));
+        assertThat(host.health().problems(image, List.of(pod))).singleElement().satisfies(p -> {
+            assertThat(p.severity()).isEqualTo(HealthProblem.Severity.DEGRADED);
+            assertThat(p.message()).contains("2 error(s)", "e2fsck -p").doesNotContain(" in :");
+        });
     }
 
     @Test
