@@ -28,19 +28,15 @@ public final class HostFilesystems implements Filesystems {
     private static final int PROBE_READ_BYTES = 64 * 1024;
     private static final Duration FORMAT_TIMEOUT = Duration.ofMinutes(10);
     private static final Duration CHECK_TIMEOUT = Duration.ofMinutes(30);
+    /** One directory per mounted ext4 filesystem, named after its device. */
+    private static final Path EXT4_SYSFS = Path.of("/sys/fs/ext4");
 
     private final CommandRunner runner;
     private final BlockingCalls blocking;
-    private final Path ext4Sysfs;
 
     public HostFilesystems(CommandRunner runner, BlockingCalls blocking) {
-        this(runner, blocking, Path.of("/sys/fs/ext4"));
-    }
-
-    HostFilesystems(CommandRunner runner, BlockingCalls blocking, Path ext4Sysfs) {
         this.runner = runner;
         this.blocking = blocking;
-        this.ext4Sysfs = ext4Sysfs;
     }
 
     @Override
@@ -147,8 +143,7 @@ public final class HostFilesystems implements Filesystems {
 
     @Override
     public Optional<RecordedErrors> recordedErrors(LoopDevice device) {
-        // /sys/fs/ext4/<device>/ exists while an ext4 filesystem on the device is mounted.
-        Path dir = ext4Sysfs.resolve(device.name());
+        Path dir = EXT4_SYSFS.resolve(device.name());
         try {
             long count = Long.parseLong(Files.readString(dir.resolve("errors_count")).strip());
             if (count == 0) {
