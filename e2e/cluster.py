@@ -124,6 +124,21 @@ class Cluster:
         """kubectl get KIND ... -o json: the list's items."""
         return json.loads(self.kubectl("get", *args, "-o", "json"))["items"]
 
+    def watch(self, *args):
+        """Starts kubectl get --watch; the returned function stops it and returns every version seen."""
+        p = subprocess.Popen([str(BIN / "kubectl"), "--kubeconfig", str(self.admin), "get", *map(str, args),
+                              "--watch", "-o", "json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+        def stop():
+            p.terminate()
+            out, _ = p.communicate()
+            decoder, seen, i = json.JSONDecoder(), [], 0
+            while (i := out.find("{", i)) >= 0:
+                obj, i = decoder.raw_decode(out, i)
+                seen.append(obj)
+            return seen
+        return stop
+
     def apply(self, manifest):
         return self.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(manifest if isinstance(manifest, list)
                                                                           else [manifest]))

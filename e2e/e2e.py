@@ -225,9 +225,18 @@ class E2E:
 
     def from_source(self, claim, source):
         name = f"app-{claim}"
+        kind = "volumesnapshot" if source["kind"] == "VolumeSnapshot" else "pvc"
+        # Every version of the source while the new volume is made: csi-provisioner protects
+        # it with a finalizer meanwhile (and without the RBAC for it, goes on silently).
+        versions_of_source = self.c.watch(kind, source["name"], "-n", NS)
         self.c.apply([pvc(claim, "blockpool-ext4", "1Gi", source=source),
                       pod(name, {"persistentVolumeClaim": {"claimName": claim}})])
         v = self.bound_claim(claim)
+        finalizer = {"volumesnapshot": "provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection",
+                     "pvc": "provisioner.storage.kubernetes.io/cloning-protection"}[kind]
+        seen = versions_of_source()
+        assert any(finalizer in o["metadata"].get("finalizers", []) for o in seen), \
+            f"the source {source['name']} never had csi-provisioner's {finalizer} ({len(seen)} versions seen)"
         self.attached(v)
         p = self.running_pod(name)
         publish = self.c.kubelet / "pods" / p["metadata"]["uid"] / "volumes/kubernetes.io~csi" / v["pv"] / "mount"
