@@ -5,6 +5,7 @@ as the node. Everything started here is stopped, unmounted and detached by teard
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -361,6 +362,7 @@ class Cluster:
         binaries = {"csi-provisioner": "csi-provisioner", "csi-attacher": "csi-attacher",
                     "csi-snapshotter": "csi-snapshotter", "csi-resizer": "csi-resizer"}
         spec = dep["spec"]["template"]["spec"]
+        self.check_sidecar_versions(spec)
         missing = [c["name"] for c in spec["containers"] if c["name"] not in binaries
                    and c["name"] not in ("blockpool", "liveness-probe")]
         assert not missing, f"the controller pod has containers the test does not know: {missing}"
@@ -375,6 +377,21 @@ class Cluster:
             port = self.ports[name]
             wait_for(f"{name} leading (/healthz/leader-election)",
                      lambda: http_ok(f"http://127.0.0.1:{port}/healthz/leader-election"), timeout=120)
+
+    def check_sidecar_versions(self, spec):
+        """The sidecars built for the test are the versions the Deployment's images carry, except
+        where the Go module proxy does not serve that version (README, "End to end")."""
+        go_mod = (REPO / "e2e" / "go.mod").read_text()
+        modules = {"csi-provisioner": "external-provisioner/v6", "csi-attacher": "external-attacher/v4",
+                   "csi-snapshotter": "external-snapshotter/v8", "csi-resizer": "external-resizer/v2"}
+        not_served = {("csi-resizer", "v2.2.1"): "v2.2.0"}
+        for c in spec["containers"]:
+            if c["name"] not in modules:
+                continue
+            tag = c["image"].rpartition(":")[2]
+            built = re.search(rf"github.com/kubernetes-csi/{modules[c['name']]} (v\S+)", go_mod).group(1)
+            assert built == tag or not_served.get((c["name"], tag)) == built, \
+                f"{c['name']}: the manifests deploy {tag}, e2e/go.mod builds {built}"
 
     # ---- teardown ----------------------------------------------------------------------
 

@@ -320,10 +320,11 @@ class E2E:
         assert not any(m["path"] == str(publish) for m in host.mounts(self.c.kubelet)), "still mounted"
 
     def delete_pods(self):
-        names = [v["pod"] for v in self.volumes.values()]
-        self.c.kubectl("delete", "pod", *names, "-n", NS, "--wait=false")
+        # Every pod, also those of a flow that failed half way, so the checks below and the
+        # deletion of the claims after them see what a clean run leaves.
+        self.c.kubectl("delete", "pod", "--all", "-n", NS, "--wait=false")
+        wait_for("every pod gone", lambda: not self.c.items("pods", "-n", NS))
         for claim, v in self.volumes.items():
-            wait_for(f"pod {v['pod']} gone", lambda: not self.c.get("pod", v["pod"], "-n", NS))
             wait_for(f"{v['pv']} detached (VolumeAttachment gone)", lambda: not self.attachment(v["pv"]))
             wait_for(f"{claim}: loop device released", lambda: not host.loop_of(v["image"]))
             dev = host.loop_dev(v["loop"]) if (Path("/sys/block") / v["loop"]).exists() else None
