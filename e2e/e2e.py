@@ -172,16 +172,17 @@ class E2E:
         published = [m for m in ms if m["path"] == str(publish)]
         assert len(staged) == 1 and staged[0]["fstype"] == fstype, f"staging mounts of {loop}: {ms}"
         assert len(published) == 1 and published[0]["fstype"] == fstype, f"no {fstype} mount at {publish}: {ms}"
-        # fsGroup (CSIDriver fsGroupPolicy: File): kubelet gave the volume's root to group 1000, setgid
-        st = os.stat(publish)
-        assert st.st_gid == 1000 and st.st_mode & stat.S_ISGID, \
-            f"fsGroup not applied: gid {st.st_gid}, mode {oct(st.st_mode)}"
+        # Kept for the later flows (snapshot, clone, expansion, deletion) before the last check.
         (publish / DATA).write_text(f"written through {name}\n")
         fd = os.open(publish / DATA, os.O_RDONLY)
         os.fsync(fd)
         os.close(fd)
         v.update(pod=name, loop=loop, publish=publish)
         self.volumes[claim] = v
+        # fsGroup (CSIDriver fsGroupPolicy: File): kubelet gave the volume's root to group 1000, setgid
+        st = os.stat(publish)
+        assert st.st_gid == 1000 and st.st_mode & stat.S_ISGID, \
+            f"fsGroup not applied: gid {st.st_gid}, mode {oct(st.st_mode)}"
 
     def block_volume(self):
         claim, name = "data-block", "app-block"

@@ -20,6 +20,7 @@ import (
 	remote "k8s.io/cri-client/pkg"
 	fakeremote "k8s.io/cri-client/pkg/fake"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/kubelet"
 	cadvisortest "k8s.io/kubernetes/pkg/kubelet/cadvisor/testing"
 	"k8s.io/kubernetes/pkg/kubelet/cm"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
@@ -62,6 +63,8 @@ func main() {
 	flags.CertDirectory = filepath.Join(*rootDir, "pki")
 	kc.StaticPodPath = mkdir(*rootDir, "static-pods")
 	kc.PodLogsDir = mkdir(*rootDir, "pod-logs")
+	// kubelet makes its container log directory at a fixed host path unless told otherwise.
+	kubelet.ContainerLogsDir = mkdir(*rootDir, "containers")
 	kc.Address = "127.0.0.1"
 	kc.HealthzPort = 0
 	// Attach and detach through the controller (VolumeAttachment), as on a real node.
