@@ -26,6 +26,11 @@ NAMESPACE = "blockpool-system"
 DRIVER_NAME = "blockpool.csi.dev"
 NODE = "e2e-node"
 
+# The controller pod's sidecars the test runs, each built as a binary of the container's name.
+# The livenessprobe container is not run (not published as a Go module); the test waits on what
+# the sidecars' own liveness probes check instead.
+SIDECARS = ["csi-provisioner", "csi-attacher", "csi-snapshotter", "csi-resizer"]
+
 # Where the manifests put things on a node, and where they are in this test instead.
 MANIFEST_POOL = "/var/lib/blockpool"
 MANIFEST_KUBELET = "/var/lib/kubelet"
@@ -359,19 +364,17 @@ class Cluster:
         # Each sidecar under a token of the manifests' ServiceAccount, as in the pod.
         token = self.kubectl("create", "token", "blockpool-controller", "-n", NAMESPACE, "--duration=2h").strip()
         sa_kc = self.kubeconfig(self.work / "blockpool-controller.kubeconfig", {"token": token})
-        binaries = {"csi-provisioner": "csi-provisioner", "csi-attacher": "csi-attacher",
-                    "csi-snapshotter": "csi-snapshotter", "csi-resizer": "csi-resizer"}
         spec = dep["spec"]["template"]["spec"]
         self.check_sidecar_versions(spec)
-        missing = [c["name"] for c in spec["containers"] if c["name"] not in binaries
+        unknown = [c["name"] for c in spec["containers"] if c["name"] not in SIDECARS
                    and c["name"] not in ("blockpool", "liveness-probe")]
-        assert not missing, f"the controller pod has containers the test does not know: {missing}"
-        for name, binary in binaries.items():
+        assert not unknown, f"the controller pod has containers the test does not run: {unknown}"
+        for name in SIDECARS:
             args, env, _ = self.container_command(dep, name, pod_name, host_paths, self.ports)
             # In the pod the service-account mount tells the sidecars their namespace (their
             # leader-election Leases live there); out of the pod, POD_NAMESPACE does.
-            self.start(name, [BIN / binary, *args, f"--kubeconfig={sa_kc}"], env={**env, "POD_NAMESPACE": NAMESPACE})
-        self.sidecars = list(binaries)
+            self.start(name, [BIN / name, *args, f"--kubeconfig={sa_kc}"], env={**env, "POD_NAMESPACE": NAMESPACE})
+        self.sidecars = SIDECARS
         # What the pod's liveness probes check: each sidecar leads (or the probe fails).
         for name in self.sidecars:
             port = self.ports[name]
