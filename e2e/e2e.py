@@ -410,7 +410,7 @@ def main():
             print("  FAIL  teardown: left behind: " + "; ".join(left))
         failed = [r for r in t.results if r[1] == "FAIL"]
         if failed:
-            # Keep every component's log (and the driver's pool records) for a look afterwards.
+            # Keep every component's log for a look afterwards (the temp dir goes).
             keep = cl.REPO / ".cache" / "e2e" / "logs" / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
             shutil.copytree(c.logs, keep)
             print(f"e2e: the logs of every component are in {keep}")
