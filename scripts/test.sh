@@ -6,7 +6,10 @@
 #      GlusterFS or /dev/fuse)
 #   2. the real csi-sanity against the built binary, for mount and for block volumes
 #   3. the checks of the rendered Kubernetes manifests, and a self-test of those checks
-#   4. the container image build and its check (BLOCKPOOL_SKIP_IMAGE=1 skips it)
+#   4. the end-to-end test: a local Kubernetes control plane, the real sidecars and a hollow
+#      kubelet drive the driver through the project's manifests (e2e/run.sh; skipped with the
+#      reason unless run as root)
+#   5. the container image build and its check (BLOCKPOOL_SKIP_IMAGE=1 skips it)
 # It ends with one line: "tests: N passed, N failed, N skipped".
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -53,6 +56,17 @@ if [[ -x sidecars-deploy/test/check-manifests.sh ]]; then
   read -r p f < <(sed -nE 's/^selftest: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' "$manifests_out" | tail -1)
   add_counts "${p:-0}" "${f:-1}" 0
   rm -f "$manifests_out"
+fi
+
+stage "end to end (Kubernetes control plane, sidecars, hollow kubelet)"
+if [[ $status -eq 0 ]]; then
+  e2e_out=$(mktemp)
+  e2e/run.sh | tee "$e2e_out" || status=1
+  read -r p f s < <(sed -nE 's/^e2e: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p' "$e2e_out" | tail -1)
+  add_counts "${p:-0}" "${f:-1}" "${s:-0}"
+  rm -f "$e2e_out"
+else
+  echo "skipped: the build or its tests failed"
 fi
 
 if [[ -x image/build.sh && -z ${BLOCKPOOL_SKIP_IMAGE:-} ]]; then

@@ -1,0 +1,413 @@
+"""The end-to-end test's cluster on this host, all in one temporary directory: etcd, the
+control plane, snapshot-controller, the project's manifests, the driver and its sidecars as
+host processes run with the arguments the rendered manifests give them, and a hollow kubelet
+as the node. Everything started here is stopped, unmounted and detached by teardown()."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+import host
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = REPO / ".cache" / "e2e" / "bin"
+CRDS = REPO / ".cache" / "e2e" / "crd"
+DRIVER = REPO / "bin" / "blockpool-csi"
+NAMESPACE = "blockpool-system"
+DRIVER_NAME = "blockpool.csi.dev"
+NODE = "e2e-node"
+
+# The controller pod's sidecars the test runs, each built as a binary of the container's name.
+# The livenessprobe container is not run (not published as a Go module); the test waits on what
+# the sidecars' own liveness probes check instead.
+SIDECARS = ["csi-provisioner", "csi-attacher", "csi-snapshotter", "csi-resizer"]
+
+# Where the manifests put things on a node, and where they are in this test instead.
+MANIFEST_POOL = "/var/lib/blockpool"
+MANIFEST_KUBELET = "/var/lib/kubelet"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_ok(url):
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def wait_for(what, check, timeout=120, interval=0.5):
+    """Polls check() until it returns something truthy; raises with the last answer otherwise."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        try:
+            last = check()
+            if last:
+                return last
+        except subprocess.CalledProcessError as e:
+            last = (e.stderr or e.stdout or str(e)).strip()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+        time.sleep(interval)
+
+
+class Proc:
+    """A host process with its own log file, in its own process group so it can be stopped whole."""
+
+    def __init__(self, name, argv, logs, env=None, cwd=None):
+        self.name = name
+        self.log_path = logs / f"{name}.log"
+        self.log = open(self.log_path, "w")
+        self.log.write("$ " + " ".join(map(str, argv)) + "\n")
+        self.log.flush()
+        self.popen = subprocess.Popen([str(a) for a in argv], stdout=self.log, stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})},
+                                      cwd=cwd, start_new_session=True)
+
+    def alive(self):
+        return self.popen.poll() is None
+
+    def stop(self, grace=15):
+        if self.alive():
+            os.killpg(self.popen.pid, signal.SIGTERM)
+            try:
+                self.popen.wait(grace)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+                self.popen.wait()
+        self.log.close()
+
+
+class Cluster:
+    def __init__(self, work: Path):
+        self.work = work
+        self.logs = work / "logs"
+        self.pki = work / "pki"
+        self.pool = work / "pool"
+        self.kubelet = work / "kubelet"
+        self.procs = []
+        for d in (self.logs, self.pki, self.pool, self.kubelet):
+            d.mkdir(parents=True, exist_ok=True)
+        self.admin = work / "admin.kubeconfig"
+        self.apiserver_port = free_port()
+        self.server = f"https://127.0.0.1:{self.apiserver_port}"
+
+    # ---- helpers -----------------------------------------------------------------------
+
+    def start(self, name, argv, **kw):
+        p = Proc(name, argv, self.logs, **kw)
+        self.procs.append(p)
+        return p
+
+    def kubectl(self, *args, input=None, check=True, kubeconfig=None):
+        r = subprocess.run([str(BIN / "kubectl"), "--kubeconfig", str(kubeconfig or self.admin), *map(str, args)],
+                           input=input, capture_output=True, text=True)
+        if check and r.returncode != 0:
+            raise subprocess.CalledProcessError(r.returncode, ["kubectl", *args], r.stdout, r.stderr)
+        return r.stdout
+
+    def get(self, *args, check=True):
+        """kubectl get ... -o json, parsed; None when the object does not exist."""
+        out = self.kubectl("get", *args, "-o", "json", "--ignore-not-found", check=check)
+        return json.loads(out) if out.strip() else None
+
+    def items(self, *args):
+        """kubectl get KIND ... -o json: the list's items."""
+        return json.loads(self.kubectl("get", *args, "-o", "json"))["items"]
+
+    def watch(self, *args):
+        """Starts kubectl get --watch; the returned function stops it and returns every version seen."""
+        p = subprocess.Popen([str(BIN / "kubectl"), "--kubeconfig", str(self.admin), "get", *map(str, args),
+                              "--watch", "-o", "json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+        def stop():
+            p.terminate()
+            out, _ = p.communicate()
+            decoder, seen, i = json.JSONDecoder(), [], 0
+            while (i := out.find("{", i)) >= 0:
+                obj, i = decoder.raw_decode(out, i)
+                seen.append(obj)
+            return seen
+        return stop
+
+    def apply(self, manifest):
+        return self.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(manifest if isinstance(manifest, list)
+                                                                          else [manifest]))
+
+    def openssl(self, *args):
+        subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True, cwd=self.pki)
+
+    def kubeconfig(self, path, user):
+        """A kubeconfig for this cluster; user: {"client-certificate":..., "client-key":...} or {"token":...}."""
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "e2e", "cluster": {"server": self.server,
+                                                     "certificate-authority": str(self.pki / "ca.crt")}}],
+            "users": [{"name": "u", "user": user}],
+            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "u"}}],
+            "current-context": "e2e"}))
+        path.chmod(0o600)
+        return path
+
+    def cert_kubeconfig(self, name, cn, org=None):
+        subj = f"/CN={cn}" + (f"/O={org}" if org else "")
+        self.openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+                     "-subj", subj)
+        self.openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                     "-days", "2", "-out", f"{name}.crt")
+        return self.kubeconfig(self.work / f"{name}.kubeconfig", {"client-certificate": str(self.pki / f"{name}.crt"),
+                                                                  "client-key": str(self.pki / f"{name}.key")})
+
+    # ---- control plane -----------------------------------------------------------------
+
+    def make_pki(self):
+        self.openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+                     "-days", "2", "-subj", "/CN=blockpool-e2e-ca")
+        (self.pki / "apiserver.ext").write_text(
+            "subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default.svc\n")
+        self.openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", "apiserver.key", "-out",
+                     "apiserver.csr", "-subj", "/CN=kube-apiserver")
+        self.openssl("x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                     "-days", "2", "-extfile", "apiserver.ext", "-out", "apiserver.crt")
+        # Signs and verifies service-account tokens (the sidecars' tokens, kube-controller-manager's controllers).
+        self.openssl("genrsa", "-out", "sa.key", "2048")
+        self.openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub")
+        self.cert_kubeconfig("admin", "e2e-admin", "system:masters")  # -> self.admin
+
+    def start_control_plane(self):
+        self.make_pki()
+        etcd_port, peer_port = free_port(), free_port()
+        etcd_url = f"http://127.0.0.1:{etcd_port}"
+        self.start("etcd", [BIN / "etcd", "--data-dir", self.work / "etcd", "--name", "e2e",
+                            "--listen-client-urls", etcd_url, "--advertise-client-urls", etcd_url,
+                            "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
+                            "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
+                            "--initial-cluster", f"e2e=http://127.0.0.1:{peer_port}",
+                            # a throwaway cluster: no need to wait for the disk on every write
+                            "--unsafe-no-fsync", "--log-level", "warn"])
+        pki = self.pki
+        self.start("kube-apiserver", [
+            BIN / "kube-apiserver", "--etcd-servers", etcd_url,
+            "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+            "--secure-port", self.apiserver_port,
+            "--tls-cert-file", pki / "apiserver.crt", "--tls-private-key-file", pki / "apiserver.key",
+            "--client-ca-file", pki / "ca.crt",
+            "--authorization-mode", "Node,RBAC",
+            "--enable-admission-plugins", "NodeRestriction",
+            # the node plugin is privileged
+            "--allow-privileged=true",
+            "--service-account-issuer", "https://kubernetes.default.svc",
+            "--service-account-key-file", pki / "sa.pub",
+            "--service-account-signing-key-file", pki / "sa.key",
+            "--api-audiences", "https://kubernetes.default.svc",
+            "--service-cluster-ip-range", "10.0.0.0/24",
+            "--cert-dir", self.work / "apiserver-certs"])
+        wait_for("kube-apiserver ready", lambda: self.kubectl("get", "--raw", "/readyz").strip() == "ok", timeout=180)
+
+        kcm = self.cert_kubeconfig("kube-controller-manager", "system:kube-controller-manager")
+        self.start("kube-controller-manager", [
+            BIN / "kube-controller-manager", "--kubeconfig", kcm,
+            "--authentication-kubeconfig", kcm, "--authorization-kubeconfig", kcm,
+            "--bind-address", "127.0.0.1", "--secure-port", free_port(),
+            "--cert-dir", self.work / "kcm-certs",
+            # every default controller: the PV binder, attach-detach, expander, PVC/PV protection,
+            # garbage collector, service accounts, deployments, daemon sets, ...
+            "--controllers", "*",
+            "--use-service-account-credentials",
+            "--service-account-private-key-file", pki / "sa.key", "--root-ca-file", pki / "ca.crt",
+            "--leader-elect=false"])
+        sched = self.cert_kubeconfig("kube-scheduler", "system:kube-scheduler")
+        self.start("kube-scheduler", [
+            BIN / "kube-scheduler", "--kubeconfig", sched,
+            "--authentication-kubeconfig", sched, "--authorization-kubeconfig", sched,
+            "--bind-address", "127.0.0.1", "--secure-port", free_port(),
+            "--cert-dir", self.work / "scheduler-certs", "--leader-elect=false"])
+
+        # Volume snapshots: the CRDs from the external-snapshotter client module and the
+        # cluster-wide snapshot-controller, which a cluster provides beside the driver.
+        self.kubectl("apply", "-f", CRDS)
+        for crd in ("volumesnapshots", "volumesnapshotcontents", "volumesnapshotclasses"):
+            self.kubectl("wait", "--for=condition=Established", f"crd/{crd}.snapshot.storage.k8s.io", "--timeout=60s")
+        self.start("snapshot-controller", [BIN / "snapshot-controller", "--kubeconfig", self.admin,
+                                           "--leader-election=false"])
+        wait_for("the default service account", lambda: self.get("serviceaccount", "default", "-n", "default"))
+
+    # ---- the project's manifests -------------------------------------------------------
+
+    def render(self, kustomization):
+        return [d for d in yaml.safe_load_all(self.kubectl("kustomize", REPO / kustomization)) if d]
+
+    def workload(self, docs, kind, name):
+        return next(d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name)
+
+    def container_command(self, workload, container, pod_name, host_paths, ports):
+        """The container's args with its $(VAR)s expanded as kubelet does, and every path it names
+        inside the container translated to this test's host: through the pod's volume mounts to
+        the volume's host path, then from the manifest's host directories into the temp dir.
+        --http-endpoint ports are moved to free ports on 127.0.0.1."""
+        spec = workload["spec"]["template"]["spec"]
+        c = next(c for c in spec["containers"] if c["name"] == container)
+        env = {}
+        for e in c.get("env", []):
+            if "value" in e:
+                env[e["name"]] = e["value"]
+            else:
+                field = e["valueFrom"]["fieldRef"]["fieldPath"]
+                env[e["name"]] = {"metadata.namespace": NAMESPACE, "metadata.name": pod_name,
+                                  "spec.nodeName": NODE}[field]
+        volumes = {v["name"]: v for v in spec.get("volumes", [])}
+
+        def to_host(value):
+            for m in sorted(c.get("volumeMounts", []), key=lambda m: -len(m["mountPath"])):
+                mp = m["mountPath"]
+                if value == mp or value.startswith(mp + "/"):
+                    vol = volumes[m["name"]]
+                    base = vol["hostPath"]["path"] if "hostPath" in vol else str(host_paths["emptyDir:" + m["name"]])
+                    value = base + value[len(mp):]
+                    break
+            for manifest_dir, test_dir in host_paths.items():
+                if not manifest_dir.startswith("emptyDir:") and (value == manifest_dir
+                                                                 or value.startswith(manifest_dir + "/")):
+                    return str(test_dir) + value[len(manifest_dir):]
+            return value
+
+        args = []
+        for a in c.get("args", []):
+            for k, v in env.items():
+                a = a.replace(f"$({k})", v)
+            flag, eq, value = a.partition("=")
+            if eq and flag == "--http-endpoint":
+                port = free_port()
+                ports[container] = port
+                value = f"127.0.0.1:{port}"
+            elif eq and value.startswith("unix://"):
+                value = "unix://" + to_host(value[len("unix://"):])
+            elif eq:
+                value = to_host(value)
+            args.append(flag + eq + value)
+        return args, env, to_host
+
+    def apply_manifests(self):
+        """kubectl apply -k of the base, and server-side dry runs of the overlays and examples."""
+        self.kubectl("apply", "-k", REPO / "sidecars-deploy/base")
+        for overlay in ("sidecars-deploy/overlays/dev", "sidecars-deploy/overlays/nfs-pool"):
+            self.kubectl("apply", "--dry-run=server", "-k", REPO / overlay)
+        self.kubectl("apply", "--dry-run=server", "-n", "default", "-k", REPO / "sidecars-deploy/examples")
+
+    # ---- the node: hollow kubelet, driver in node mode, registrar ----------------------
+
+    def start_node(self):
+        node_kc = self.cert_kubeconfig("node", f"system:node:{NODE}", "system:nodes")
+        self.kubelet_port = free_port()
+        self.start("kubelet", [BIN / "hollow-node", "--kubeconfig", node_kc, "--node-name", NODE,
+                               "--root-dir", self.kubelet, "--port", self.kubelet_port, "--v=2"])
+        docs = self.render("sidecars-deploy/base")
+        ds = self.workload(docs, "DaemonSet", "blockpool-node")
+        host_paths = {MANIFEST_KUBELET: self.kubelet, MANIFEST_POOL: self.pool}
+        ports = {}
+        args, env, to_host = self.container_command(ds, "blockpool", "blockpool-node-e2e", host_paths, ports)
+        plugin_dir = self.kubelet / "plugins" / DRIVER_NAME
+        plugin_dir.mkdir(parents=True, exist_ok=True)
+        (self.work / "node-driver").mkdir(exist_ok=True)
+        self.start("driver-node", [DRIVER, *args], cwd=self.work / "node-driver")
+        reg_args, _, reg_to_host = self.container_command(ds, "node-driver-registrar", "blockpool-node-e2e",
+                                                          host_paths, ports)
+        # node-driver-registrar's default --plugin-registration-path, as the container sees it
+        reg_args.append("--plugin-registration-path=" + reg_to_host("/registration"))
+        (self.kubelet / "plugins_registry").mkdir(parents=True, exist_ok=True)
+        self.start("registrar", [BIN / "registrar", *reg_args])
+        self.node_ports = ports
+
+        def registered():
+            csinode = self.get("csinode", NODE)
+            return csinode and any(d["name"] == DRIVER_NAME for d in csinode["spec"].get("drivers") or [])
+        wait_for("node Ready", lambda: self.kubectl(
+            "get", "node", NODE, "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}") == "True",
+            timeout=180)
+        wait_for("kubelet registered the driver (CSINode)", registered, timeout=120)
+
+    # ---- the controller: driver in controller mode and the sidecars --------------------
+
+    def start_controller(self):
+        # The Deployment's pod runs on the hollow node (fake containers): its name is the
+        # POD_NAME the provisioner resolves to its ReplicaSet and Deployment for the owner of
+        # the CSIStorageCapacity objects (--capacity-ownerref-level=2).
+        def controller_pod():
+            pods = self.items("pods", "-n", NAMESPACE, "-l", "app.kubernetes.io/name=blockpool-controller")
+            return pods[0]["metadata"]["name"] if pods else None
+        pod_name = wait_for("the controller Deployment's pod", controller_pod)
+        docs = self.render("sidecars-deploy/base")
+        dep = self.workload(docs, "Deployment", "blockpool-controller")
+        socket_dir = self.work / "controller-csi"
+        socket_dir.mkdir(exist_ok=True)
+        host_paths = {"emptyDir:socket-dir": socket_dir, MANIFEST_POOL: self.pool}
+        self.ports = {}
+        args, _, _ = self.container_command(dep, "blockpool", pod_name, host_paths, self.ports)
+        (self.work / "controller-driver").mkdir(exist_ok=True)
+        self.start("driver-controller", [DRIVER, *args], cwd=self.work / "controller-driver")
+
+        # Each sidecar under a token of the manifests' ServiceAccount, as in the pod.
+        token = self.kubectl("create", "token", "blockpool-controller", "-n", NAMESPACE, "--duration=2h").strip()
+        sa_kc = self.kubeconfig(self.work / "blockpool-controller.kubeconfig", {"token": token})
+        spec = dep["spec"]["template"]["spec"]
+        self.check_sidecar_versions(spec)
+        unknown = [c["name"] for c in spec["containers"] if c["name"] not in SIDECARS
+                   and c["name"] not in ("blockpool", "liveness-probe")]
+        assert not unknown, f"the controller pod has containers the test does not run: {unknown}"
+        for name in SIDECARS:
+            args, env, _ = self.container_command(dep, name, pod_name, host_paths, self.ports)
+            # In the pod the service-account mount tells the sidecars their namespace (their
+            # leader-election Leases live there); out of the pod, POD_NAMESPACE does.
+            self.start(name, [BIN / name, *args, f"--kubeconfig={sa_kc}"], env={**env, "POD_NAMESPACE": NAMESPACE})
+        self.sidecars = SIDECARS
+        # What the pod's liveness probes check: each sidecar leads (or the probe fails).
+        for name in self.sidecars:
+            port = self.ports[name]
+            wait_for(f"{name} leading (/healthz/leader-election)",
+                     lambda: http_ok(f"http://127.0.0.1:{port}/healthz/leader-election"), timeout=120)
+
+    def check_sidecar_versions(self, spec):
+        """The sidecars built for the test are the versions the Deployment's images carry, except
+        where the Go module proxy does not serve that version (README, "End to end")."""
+        go_mod = (REPO / "e2e" / "go.mod").read_text()
+        modules = {"csi-provisioner": "external-provisioner/v6", "csi-attacher": "external-attacher/v4",
+                   "csi-snapshotter": "external-snapshotter/v8", "csi-resizer": "external-resizer/v2"}
+        not_served = {("csi-resizer", "v2.2.1"): "v2.2.0"}
+        for c in spec["containers"]:
+            if c["name"] not in modules:
+                continue
+            tag = c["image"].rpartition(":")[2]
+            built = re.search(rf"github.com/kubernetes-csi/{modules[c['name']]} (v\S+)", go_mod).group(1)
+            assert built == tag or not_served.get((c["name"], tag)) == built, \
+                f"{c['name']}: the manifests deploy {tag}, e2e/go.mod builds {built}"
+
+    # ---- teardown ----------------------------------------------------------------------
+
+    def check_alive(self):
+        dead = [f"{p.name} (exit {p.popen.returncode})" for p in self.procs if not p.alive()]
+        assert not dead, "processes exited: " + ", ".join(dead)
+
+    def teardown(self):
+        """Stops every process (the newest first), then unmounts whatever is still mounted under
+        the temp dir and detaches the loop devices backed by files in it."""
+        for p in reversed(self.procs):
+            try:
+                p.stop()
+            except Exception as e:  # keep tearing down
+                print(f"e2e: stopping {p.name}: {e}")
+        return host.release_everything_under(self.work)

@@ -1,0 +1,428 @@
+#!/usr/bin/env python3
+"""blockpool end to end: the real control plane, the real sidecars and the real kubelet code
+drive the driver on this host (see cluster.py for the setup). Every flow is checked on the
+Kubernetes objects and on the host (pool files, mounts, loop devices) and timed; the timings
+are printed, never asserted. Ends with "e2e: N passed, N failed, N skipped"."""
+
+import datetime
+import json
+import os
+import shutil
+import signal
+import stat
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import cluster as cl
+import host
+from cluster import NAMESPACE, NODE, DRIVER_NAME, wait_for
+
+GI = 1 << 30
+NS = "default"
+DATA = "e2e-data"  # a file the test writes into a volume, to find again in its snapshot and clone
+
+
+class Skip(Exception):
+    pass
+
+
+def quantity(q):
+    """Bytes of a Kubernetes quantity as the API writes them (e.g. "2Gi", "78000Mi", "1234")."""
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50,
+             "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
+    for suffix, factor in units.items():
+        if q.endswith(suffix):
+            return int(float(q[:-len(suffix)]) * factor)
+    return int(q)
+
+
+def pvc(name, storage_class, size, block=False, source=None):
+    spec = {"storageClassName": storage_class, "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": size}}}
+    if block:
+        spec["volumeMode"] = "Block"
+    if source:
+        spec["dataSource"] = source
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": NS},
+            "spec": spec}
+
+
+def pod(name, volume, block=False, fs_group=None):
+    c = {"name": "app", "image": "registry.k8s.io/pause:3.10"}
+    if block:
+        c["volumeDevices"] = [{"name": "data", "devicePath": "/dev/xvda"}]
+    else:
+        c["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+    spec = {"containers": [c], "volumes": [{"name": "data", **volume}], "terminationGracePeriodSeconds": 0,
+            # no projected token volume: the only mounts in the test's pods are the driver's
+            "automountServiceAccountToken": False}
+    if fs_group is not None:
+        spec["securityContext"] = {"fsGroup": fs_group}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, "spec": spec}
+
+
+class E2E:
+    def __init__(self, c: cl.Cluster):
+        self.c = c
+        self.results = []  # (name, "PASS"|"FAIL"|"SKIP", seconds, message)
+        self.volumes = {}  # claim name -> what the test saw of its volume
+        self.pods = {}  # pod name -> uid
+
+    # ---- running flows -----------------------------------------------------------------
+
+    def flow(self, name, fn, *args):
+        start = time.monotonic()
+        try:
+            fn(*args)
+            outcome, msg = "PASS", ""
+        except Skip as e:
+            outcome, msg = "SKIP", str(e)
+        except Exception as e:
+            outcome, msg = "FAIL", f"{type(e).__name__}: {e}"
+            traceback.print_exc(file=sys.stdout)
+        took = time.monotonic() - start
+        self.results.append((name, outcome, took, msg))
+        print(f"  {outcome}  {name}  ({took:.1f} s){'  ' + msg if msg else ''}", flush=True)
+        return outcome == "PASS"
+
+    # ---- what the objects and the host show --------------------------------------------
+
+    def claim_volume(self, claim):
+        """The claim's PV, its pool image and (when attached on the node) its loop device."""
+        p = self.c.get("pvc", claim, "-n", NS)
+        pv = self.c.get("pv", p["spec"]["volumeName"])
+        handle = pv["spec"]["csi"]["volumeHandle"]
+        return {"pv": pv["metadata"]["name"], "handle": handle, "image": self.c.pool / "volumes" / f"{handle}.img"}
+
+    def attachment(self, pv_name):
+        for va in self.c.items("volumeattachments"):
+            if va["spec"]["source"].get("persistentVolumeName") == pv_name and va["spec"]["nodeName"] == NODE:
+                return va
+        return None
+
+    def running_pod(self, name):
+        def running():
+            p = self.c.get("pod", name, "-n", NS)
+            return p and p["status"].get("phase") == "Running" and p
+        p = wait_for(f"pod {name} Running", running)
+        self.pods[name] = p["metadata"]["uid"]
+        return p
+
+    def bound_claim(self, claim):
+        wait_for(f"claim {claim} Bound", lambda: (self.c.get("pvc", claim, "-n", NS) or {}).get(
+            "status", {}).get("phase") == "Bound")
+        p = self.c.get("pvc", claim, "-n", NS)
+        # WaitForFirstConsumer: provisioned for the node the scheduler chose
+        selected = p["metadata"].get("annotations", {}).get("volume.kubernetes.io/selected-node")
+        assert selected == NODE, f"claim {claim} selected-node is {selected!r}"
+        return self.claim_volume(claim)
+
+    def attached(self, v):
+        va = wait_for(f"VolumeAttachment of {v['pv']} attached",
+                      lambda: (a := self.attachment(v["pv"])) and a.get("status", {}).get("attached") and a)
+        return va
+
+    def host_mounts_of(self, v):
+        """The loop device of the volume's image and every mount of it under kubelet's root."""
+        loop = host.loop_of(v["image"])
+        assert loop, f"no loop device is bound to {v['image']}"
+        dev = host.loop_dev(loop)
+        return loop, [m for m in host.mounts(self.c.kubelet) if m["dev"] == dev]
+
+    def csi_mounts(self):
+        """Mounts under kubelet's root that belong to CSI volumes (staging, publish, block maps)."""
+        return [m for m in host.mounts(self.c.kubelet)
+                if "kubernetes.io~csi" in m["path"] or "/plugins/kubernetes.io/csi/" in m["path"]]
+
+    # ---- the flows -----------------------------------------------------------------------
+
+    def capacity(self):
+        def published():
+            caps = self.c.items("csistoragecapacities", "-n", NAMESPACE)
+            by_class = {cap["storageClassName"]: cap for cap in caps if cap.get("capacity")}
+            return {"blockpool-ext4", "blockpool-xfs"} <= by_class.keys() and by_class
+        caps = wait_for("CSIStorageCapacity for both classes", published)
+        pool_fs = host.fs_size(self.c.pool)
+        for sc, cap in caps.items():
+            size = quantity(cap["capacity"])
+            assert 0 < size <= pool_fs, f"{sc}: capacity {cap['capacity']} vs the pool's file system {pool_fs}"
+            labels = cap.get("nodeTopology", {}).get("matchLabels", {})
+            assert labels.get("topology.blockpool.csi.dev/node") == NODE, f"{sc}: topology {labels}"
+            owners = [(o["kind"], o["name"]) for o in cap["metadata"].get("ownerReferences", [])]
+            assert owners == [("Deployment", "blockpool-controller")], f"{sc}: owners {owners}"
+        self.capacity_bytes = quantity(caps["blockpool-ext4"]["capacity"])
+        print(f"        published: {caps['blockpool-ext4']['capacity']} per class; the pool's file system "
+              f"holds {pool_fs / GI:.1f} GiB")
+
+    def fs_volume(self, fstype):
+        claim, name = f"data-{fstype}", f"app-{fstype}"
+        self.c.apply([pvc(claim, f"blockpool-{fstype}", "1Gi"), pod(name, {"persistentVolumeClaim": {
+            "claimName": claim}}, fs_group=1000)])
+        v = self.bound_claim(claim)
+        self.attached(v)
+        p = self.running_pod(name)
+        assert v["image"].is_file() and v["image"].stat().st_size == GI, f"pool image {v['image']}"
+        loop, ms = self.host_mounts_of(v)
+        staged = [m for m in ms if m["path"].startswith(str(self.c.kubelet / "plugins/kubernetes.io/csi" / DRIVER_NAME))
+                  and m["path"].endswith("/globalmount")]
+        publish = self.c.kubelet / "pods" / p["metadata"]["uid"] / "volumes/kubernetes.io~csi" / v["pv"] / "mount"
+        published = [m for m in ms if m["path"] == str(publish)]
+        assert len(staged) == 1 and staged[0]["fstype"] == fstype, f"staging mounts of {loop}: {ms}"
+        assert len(published) == 1 and published[0]["fstype"] == fstype, f"no {fstype} mount at {publish}: {ms}"
+        # Kept for the later flows (snapshot, clone, expansion, deletion) before the last check.
+        (publish / DATA).write_text(f"written through {name}\n")
+        fd = os.open(publish / DATA, os.O_RDONLY)
+        os.fsync(fd)
+        os.close(fd)
+        v.update(pod=name, loop=loop, publish=publish)
+        self.volumes[claim] = v
+        # fsGroup (CSIDriver fsGroupPolicy: File): kubelet gave the volume's root to group 1000, setgid
+        st = os.stat(publish)
+        assert st.st_gid == 1000 and st.st_mode & stat.S_ISGID, \
+            f"fsGroup not applied: gid {st.st_gid}, mode {oct(st.st_mode)}"
+
+    def block_volume(self):
+        claim, name = "data-block", "app-block"
+        self.c.apply([pvc(claim, "blockpool-ext4", "512Mi", block=True),
+                      pod(name, {"persistentVolumeClaim": {"claimName": claim}}, block=True)])
+        v = self.bound_claim(claim)
+        self.attached(v)
+        p = self.running_pod(name)
+        loop, _ = self.host_mounts_of(v)
+        # The driver publishes the device node itself at kubelet's per-pod publish path.
+        target = (self.c.kubelet / "plugins/kubernetes.io/csi/volumeDevices/publish" / v["pv"]
+                  / p["metadata"]["uid"])
+        st = os.stat(target)
+        assert stat.S_ISBLK(st.st_mode), f"{target} is not a block device"
+        assert f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}" == host.loop_dev(loop), \
+            f"{target} is not {loop}, the loop device of {v['image']}"
+        assert not any(m["fstype"] in ("ext4", "xfs") for m in host.mounts(self.c.kubelet)
+                       if m["dev"] == host.loop_dev(loop)), "a raw block volume got a file system mounted"
+        # Bytes written to the pod's device land in the pool image.
+        tag = b"blockpool-e2e raw block\n"
+        fd = os.open(target, os.O_WRONLY)
+        os.write(fd, tag)
+        os.fsync(fd)
+        os.close(fd)
+        with open(v["image"], "rb") as f:
+            assert f.read(len(tag)) == tag, "the bytes written to the device are not in the pool image"
+        v.update(pod=name, loop=loop, publish=target)
+        self.volumes[claim] = v
+
+    def snapshot(self):
+        self.c.apply({"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+                      "metadata": {"name": "snap-ext4", "namespace": NS},
+                      "spec": {"volumeSnapshotClassName": "blockpool-snapshots",
+                               "source": {"persistentVolumeClaimName": "data-ext4"}}})
+        snap = wait_for("VolumeSnapshot readyToUse", lambda: (s := self.c.get("volumesnapshot", "snap-ext4", "-n", NS))
+                        and s.get("status", {}).get("readyToUse") and s)
+        content = self.c.get("volumesnapshotcontent", snap["status"]["boundVolumeSnapshotContentName"])
+        handle = content["status"]["snapshotHandle"]
+        assert (self.c.pool / "snapshots" / f"{handle}.img").is_file(), f"no pool snapshot {handle}"
+        self.snapshot_handle = handle
+
+    def from_source(self, claim, source):
+        name = f"app-{claim}"
+        kind = "volumesnapshot" if source["kind"] == "VolumeSnapshot" else "pvc"
+        # Every version of the source while the new volume is made: csi-provisioner protects
+        # it with a finalizer meanwhile (and without the RBAC for it, goes on silently).
+        versions_of_source = self.c.watch(kind, source["name"], "-n", NS)
+        self.c.apply([pvc(claim, "blockpool-ext4", "1Gi", source=source),
+                      pod(name, {"persistentVolumeClaim": {"claimName": claim}})])
+        v = self.bound_claim(claim)
+        finalizer = {"volumesnapshot": "provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection",
+                     "pvc": "provisioner.storage.kubernetes.io/cloning-protection"}[kind]
+        seen = versions_of_source()
+        assert any(finalizer in o["metadata"].get("finalizers", []) for o in seen), \
+            f"the source {source['name']} never had csi-provisioner's {finalizer} ({len(seen)} versions seen)"
+        self.attached(v)
+        p = self.running_pod(name)
+        publish = self.c.kubelet / "pods" / p["metadata"]["uid"] / "volumes/kubernetes.io~csi" / v["pv"] / "mount"
+        loop, ms = self.host_mounts_of(v)
+        assert any(m["path"] == str(publish) for m in ms), f"not published at {publish}: {ms}"
+        assert (publish / DATA).read_text() == "written through app-ext4\n", "the source's data is not in the volume"
+        assert v["image"] != self.volumes["data-ext4"]["image"]
+        v.update(pod=name, loop=loop, publish=publish)
+        self.volumes[claim] = v
+
+    def restore(self):
+        self.from_source("restored", {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot",
+                                      "name": "snap-ext4"})
+
+    def clone(self):
+        self.from_source("cloned", {"kind": "PersistentVolumeClaim", "name": "data-ext4"})
+
+    def oversized(self):
+        before = host.pool_records(self.c.pool)
+        too_big = f"{self.capacity_bytes // GI * 2 + 1}Gi"
+        self.c.apply([pvc("too-big", "blockpool-ext4", too_big),
+                      pod("app-too-big", {"persistentVolumeClaim": {"claimName": "too-big"}})])
+
+        def not_scheduled():
+            events = self.c.items("events", "-n", NS, "--field-selector",
+                                "involvedObject.name=app-too-big,reason=FailedScheduling")
+            return [e["message"] for e in events if "did not have enough free storage" in e["message"]]
+        msgs = wait_for("FailedScheduling for lack of storage capacity", not_scheduled, timeout=90)
+        p = self.c.get("pod", "app-too-big", "-n", NS)
+        assert not p["spec"].get("nodeName"), "the oversized claim's pod was scheduled"
+        assert self.c.get("pvc", "too-big", "-n", NS)["status"]["phase"] == "Pending"
+        assert host.pool_records(self.c.pool) == before, "the pool changed for a claim that does not fit"
+        print(f"        {too_big}: {msgs[0]}")
+        self.c.kubectl("delete", "pod/app-too-big", "pvc/too-big", "-n", NS, "--wait=true", "--timeout=120s")
+
+    def expand_controller(self, claim):
+        v = self.volumes[claim]
+        self.c.kubectl("patch", "pvc", claim, "-n", NS, "--type=merge",
+                       "-p", json.dumps({"spec": {"resources": {"requests": {"storage": "2Gi"}}}}))
+        # csi-resizer -> ControllerExpandVolume: the PV and the pool image grow
+        wait_for("PV capacity 2Gi", lambda: self.c.get("pv", v["pv"])["spec"]["capacity"]["storage"] == "2Gi")
+        assert v["image"].stat().st_size == 2 * GI, f"image is {v['image'].stat().st_size} bytes"
+
+    def expand_node(self, claim, fstype):
+        v = self.volumes[claim]
+        if fstype == "ext4" and not host.has_capability(host.CAP_SYS_RESOURCE):
+            # The kernel grows a mounted ext4 only for CAP_SYS_RESOURCE; check that the driver
+            # answers kubelet's NodeExpandVolume with that reason, then say why it stops there.
+            def reason():
+                return [line for line in (self.c.logs / "driver-node.log").read_text().splitlines()
+                        if "NodeExpandVolume" in line and v["handle"] in line and "CAP_SYS_RESOURCE" in line]
+            wait_for("NodeExpandVolume failing for want of CAP_SYS_RESOURCE", reason)
+            raise Skip("this machine withholds CAP_SYS_RESOURCE from root, which the kernel needs to grow a "
+                       "mounted ext4; kubelet called NodeExpandVolume and the driver said so")
+        # kubelet calls NodeExpandVolume on the mounted volume: online, the pod keeps running
+        wait_for("claim capacity 2Gi", lambda: self.c.get("pvc", claim, "-n", NS)["status"].get(
+            "capacity", {}).get("storage") == "2Gi")
+        size = wait_for("file system grown", lambda: (s := host.fs_size(v["publish"])) > 1.5 * GI and s, timeout=30)
+        assert self.c.get("pod", v["pod"], "-n", NS)["status"]["phase"] == "Running"
+        print(f"        online: {claim}'s file system is now {size / GI:.2f} GiB with {v['pod']} running")
+
+    def ephemeral(self):
+        before = set(host.pool_records(self.c.pool)["volumes"])
+        self.c.apply(pod("app-inline", {"csi": {"driver": DRIVER_NAME,
+                                                "volumeAttributes": {"size": "256Mi", "fsType": "ext4"}}}))
+        p = self.running_pod("app-inline")
+        new = set(host.pool_records(self.c.pool)["volumes"]) - before
+        assert len(new) == 1, f"new pool volumes: {new}"
+        vid = new.pop()
+        image = self.c.pool / "volumes" / f"{vid}.img"
+        publish = self.c.kubelet / "pods" / p["metadata"]["uid"] / "volumes/kubernetes.io~csi/data/mount"
+        loop = host.loop_of(image)
+        assert loop and any(m["path"] == str(publish) and m["fstype"] == "ext4" for m in host.mounts(self.c.kubelet)
+                            if m["dev"] == host.loop_dev(loop)), f"no ext4 mount of {image} at {publish}"
+        # podInfoOnMount: kubelet marks the inline volume (csi.storage.k8s.io/ephemeral) in the
+        # volume_context only when the CSIDriver asks for pod info; the driver records it.
+        record = json.loads((self.c.pool / "volumes" / f"{vid}.json").read_text())
+        assert "csi.storage.k8s.io/ephemeral" in json.dumps(record), f"no ephemeral marker in {record}"
+        self.c.kubectl("delete", "pod", "app-inline", "-n", NS, "--wait=true", "--timeout=120s")
+        wait_for("the inline volume deleted with its pod", lambda: not image.exists() and not host.loop_of(image))
+        assert not any(m["path"] == str(publish) for m in host.mounts(self.c.kubelet)), "still mounted"
+
+    def delete_pods(self):
+        # Every pod, also those of a flow that failed half way, so the checks below and the
+        # deletion of the claims after them see what a clean run leaves.
+        self.c.kubectl("delete", "pod", "--all", "-n", NS, "--wait=false")
+        wait_for("every pod gone", lambda: not self.c.items("pods", "-n", NS))
+        for claim, v in self.volumes.items():
+            wait_for(f"{v['pv']} detached (VolumeAttachment gone)", lambda: not self.attachment(v["pv"]))
+            wait_for(f"{claim}: loop device released", lambda: not host.loop_of(v["image"]))
+            dev = host.loop_dev(v["loop"]) if (Path("/sys/block") / v["loop"]).exists() else None
+            assert not any(m["path"] == str(v["publish"]) or (dev and m["dev"] == dev)
+                           for m in host.mounts(self.c.kubelet)), f"{claim} still mounted"
+            assert v["image"].is_file(), f"{claim}'s image went with its pod"
+        assert not self.csi_mounts(), f"CSI mounts left: {self.csi_mounts()}"
+
+    def delete_everything(self):
+        self.c.kubectl("delete", "volumesnapshot", "--all", "-n", NS, "--wait=true", "--timeout=120s")
+        self.c.kubectl("delete", "pvc", "--all", "-n", NS, "--wait=true", "--timeout=120s")
+
+        def pvs_left():
+            return [pv["metadata"]["name"] for pv in self.c.items("pv")]
+        wait_for("every PV deleted", lambda: not pvs_left())
+        wait_for("every VolumeSnapshotContent deleted", lambda: not self.c.items("volumesnapshotcontents"))
+        records = host.pool_records(self.c.pool)
+        assert records == {"volumes": [], "snapshots": []}, f"left in the pool: {records}"
+        assert not self.csi_mounts(), f"CSI mounts left: {self.csi_mounts()}"
+        assert not host.loops(self.c.work), f"loop devices left: {host.loops(self.c.work)}"
+
+    def no_rbac_denials(self):
+        denied = []
+        for name in self.c.sidecars:
+            for line in (self.c.logs / f"{name}.log").read_text(errors="replace").splitlines():
+                if "forbidden" in line.lower():
+                    denied.append(f"{name}: {line.strip()[:300]}")
+        assert not denied, "RBAC denials:\n" + "\n".join(denied[:10])
+        self.c.check_alive()
+
+
+def main():
+    # SIGTERM (a CI timeout) tears down like a failure does.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    began = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="blockpool-e2e."))
+    c = cl.Cluster(work)
+    t = E2E(c)
+    print(f"e2e: working in {work}", flush=True)
+    interrupted = False
+    try:
+        setup = [("control plane: etcd, kube-apiserver, controller-manager, scheduler, snapshot-controller",
+                  c.start_control_plane),
+                 ("manifests: apply -k base; server-side dry run of the overlays and examples", c.apply_manifests),
+                 ("node: hollow kubelet, driver (node mode), registrar; CSINode registered", c.start_node),
+                 ("controller: driver and sidecars under the ServiceAccount's token, each leading",
+                  c.start_controller)]
+        flows = [("CSIStorageCapacity published", t.capacity),
+                 ("ext4: claim provisioned (WaitForFirstConsumer), attached, staged, published, fsGroup",
+                  t.fs_volume, "ext4"),
+                 ("xfs: claim provisioned (WaitForFirstConsumer), attached, staged, published, fsGroup",
+                  t.fs_volume, "xfs"),
+                 ("raw block claim in a pod", t.block_volume),
+                 ("snapshot ready", t.snapshot),
+                 ("restore from the snapshot", t.restore),
+                 ("clone of a claim", t.clone),
+                 ("oversized claim not scheduled for lack of capacity", t.oversized),
+                 ("expansion ext4: controller (ControllerExpandVolume)", t.expand_controller, "data-ext4"),
+                 ("expansion ext4: node, online (NodeExpandVolume)", t.expand_node, "data-ext4", "ext4"),
+                 ("expansion xfs: controller (ControllerExpandVolume)", t.expand_controller, "data-xfs"),
+                 ("expansion xfs: node, online (NodeExpandVolume)", t.expand_node, "data-xfs", "xfs"),
+                 ("inline ephemeral volume (podInfoOnMount)", t.ephemeral),
+                 ("pod deletion unpublishes, unstages, detaches", t.delete_pods),
+                 ("everything deleted: empty pool, no mount, no loop device", t.delete_everything),
+                 ("no RBAC denial in the sidecars' logs; every process alive", t.no_rbac_denials)]
+        ok = True
+        for name, fn, *args in setup:
+            ok = ok and t.flow(name, fn, *args)
+        for name, fn, *args in flows:
+            if ok:
+                t.flow(name, fn, *args)
+            else:
+                t.results.append((name, "FAIL", 0, "not run: the setup failed"))
+                print(f"  FAIL  {name}  (not run: the setup failed)")
+    except (KeyboardInterrupt, SystemExit):
+        interrupted = True
+        t.results.append(("interrupted", "FAIL", 0, "interrupted"))
+    finally:
+        left = c.teardown()
+        if left:
+            t.results.append(("teardown", "FAIL", 0, "left behind: " + "; ".join(left)))
+            print("  FAIL  teardown: left behind: " + "; ".join(left))
+        failed = [r for r in t.results if r[1] == "FAIL"]
+        if failed:
+            # Keep every component's log for a look afterwards (the temp dir goes).
+            keep = cl.REPO / ".cache" / "e2e" / "logs" / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+            shutil.copytree(c.logs, keep)
+            print(f"e2e: the logs of every component are in {keep}")
+        if not left:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"e2e: {work} kept: something is still mounted or attached there")
+    print(f"e2e: took {time.monotonic() - began:.0f} s")
+    counts = {o: sum(1 for r in t.results if r[1] == o) for o in ("PASS", "FAIL", "SKIP")}
+    print(f"e2e: {counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
+    return 1 if counts["FAIL"] or interrupted else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The end-to-end test on this host (see e2e/README.md): builds its tools and, when missing, the
+# driver, then runs the flows. Ends with "e2e: N passed, N failed, N skipped".
+# Needs root and loop devices; skips with the reason otherwise.
+set -uo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+
+skip() { echo "e2e: skipped: $*"; echo "e2e: 0 passed, 0 failed, 1 skipped"; exit 0; }
+[[ $EUID -eq 0 ]] || skip "needs root (loop devices, mounts, a kubelet)"
+modprobe loop 2>/dev/null || true
+[[ -e /dev/loop-control ]] || skip "no loop devices on this machine (/dev/loop-control is missing)"
+
+fail() { echo "e2e: $*" >&2; echo "e2e: 0 passed, 1 failed, 0 skipped"; exit 1; }
+if [[ ! -f driver/target/blockpool-csi.jar ]]; then
+  JAVA_HOME=$(scripts/java-home.sh) || fail "no Java 25 to build the driver"
+  export JAVA_HOME
+  ./mvnw -B -q -ntp -DskipTests package || fail "the driver did not build"
+fi
+e2e/build.sh || fail "the e2e tools did not build"
+exec python3 e2e/e2e.py
