@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the tools the end-to-end test runs from the Go modules pinned in e2e/go.mod (Kubernetes,
 # etcd, the CSI sidecars, snapshot-controller) and this module's own commands (hollow-node,
-# registrar) into a cache directory (default: .cache/e2e/bin), and copies the VolumeSnapshot CRDs
-# of the pinned external-snapshotter client module beside it. Rebuilds only when go.mod, go.sum
+# registrar) into a cache directory (default: .cache/e2e/bin), and copies the VolumeSnapshot and
+# VolumeGroupSnapshot CRDs of the pinned external-snapshotter client module beside it. Rebuilds only when go.mod, go.sum
 # or the commands change (a stamp records them); Go's build cache makes a rebuild quick, the
 # first build takes about 15 minutes on two cores.
 set -euo pipefail
@@ -33,6 +33,6 @@ go build -buildvcs=false -o "$bin/" tool ./cmd/...
 mv "$bin/server" "$bin/etcd"
 snapshotter_client=$(go list -m -f '{{.Dir}}' github.com/kubernetes-csi/external-snapshotter/client/v8)
 rm -f "$cache"/crd/*.yaml
-cp "$snapshotter_client"/config/crd/snapshot.storage.k8s.io_*.yaml "$cache/crd/"
+cp "$snapshotter_client"/config/crd/{snapshot,groupsnapshot}.storage.k8s.io_*.yaml "$cache/crd/"
 chmod u+w "$cache"/crd/*.yaml
 echo "$stamp" > "$bin/.version"

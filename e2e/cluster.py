@@ -6,6 +6,7 @@ as the node. Everything started here is stopped, unmounted and detached by teard
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -22,6 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 BIN = REPO / ".cache" / "e2e" / "bin"
 CRDS = REPO / ".cache" / "e2e" / "crd"
 DRIVER = REPO / "bin" / "blockpool-csi"
+FLEXVOLUME = REPO / "bin" / "blockpool-flexvolume"
 NAMESPACE = "blockpool-system"
 DRIVER_NAME = "blockpool.csi.dev"
 NODE = "e2e-node"
@@ -64,6 +66,13 @@ def wait_for(what, check, timeout=120, interval=0.5):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
         time.sleep(interval)
+
+
+class KubectlError(subprocess.CalledProcessError):
+    """A failed kubectl, saying what kubectl said."""
+
+    def __str__(self):
+        return f"{super().__str__()}: {(self.stderr or self.stdout or '').strip()[:600]}"
 
 
 class Proc:
@@ -118,7 +127,7 @@ class Cluster:
         r = subprocess.run([str(BIN / "kubectl"), "--kubeconfig", str(kubeconfig or self.admin), *map(str, args)],
                            input=input, capture_output=True, text=True)
         if check and r.returncode != 0:
-            raise subprocess.CalledProcessError(r.returncode, ["kubectl", *args], r.stdout, r.stderr)
+            raise KubectlError(r.returncode, ["kubectl", *map(str, args)], r.stdout, r.stderr)
         return r.stdout
 
     def get(self, *args, check=True):
@@ -238,13 +247,17 @@ class Cluster:
             "--bind-address", "127.0.0.1", "--secure-port", free_port(),
             "--cert-dir", self.work / "scheduler-certs", "--leader-elect=false"])
 
-        # Volume snapshots: the CRDs from the external-snapshotter client module and the
-        # cluster-wide snapshot-controller, which a cluster provides beside the driver.
+        # Volume snapshots and group snapshots: the CRDs from the external-snapshotter client
+        # module and the cluster-wide snapshot-controller, which a cluster provides beside the
+        # driver, with group snapshots on as docs/deploy.md asks.
         self.kubectl("apply", "-f", CRDS)
         for crd in ("volumesnapshots", "volumesnapshotcontents", "volumesnapshotclasses"):
             self.kubectl("wait", "--for=condition=Established", f"crd/{crd}.snapshot.storage.k8s.io", "--timeout=60s")
+        for crd in ("volumegroupsnapshots", "volumegroupsnapshotcontents", "volumegroupsnapshotclasses"):
+            self.kubectl("wait", "--for=condition=Established", f"crd/{crd}.groupsnapshot.storage.k8s.io",
+                         "--timeout=60s")
         self.start("snapshot-controller", [BIN / "snapshot-controller", "--kubeconfig", self.admin,
-                                           "--leader-election=false"])
+                                           "--leader-election=false", "--feature-gates=CSIVolumeGroupSnapshot=true"])
         wait_for("the default service account", lambda: self.get("serviceaccount", "default", "-n", "default"))
 
     # ---- the project's manifests -------------------------------------------------------
@@ -305,22 +318,26 @@ class Cluster:
     def apply_manifests(self):
         """kubectl apply -k of the base, and server-side dry runs of the overlays and examples."""
         self.kubectl("apply", "-k", REPO / "sidecars-deploy/base")
-        for overlay in ("sidecars-deploy/overlays/dev", "sidecars-deploy/overlays/nfs-pool"):
+        for overlay in ("sidecars-deploy/overlays/dev", "sidecars-deploy/overlays/nfs-pool",
+                        "sidecars-deploy/overlays/glusterfs-pool", "sidecars-deploy/overlays/flexvolume"):
             self.kubectl("apply", "--dry-run=server", "-k", REPO / overlay)
         self.kubectl("apply", "--dry-run=server", "-n", "default", "-k", REPO / "sidecars-deploy/examples")
 
     # ---- the node: hollow kubelet, driver in node mode, registrar ----------------------
 
     def start_node(self):
-        node_kc = self.cert_kubeconfig("node", f"system:node:{NODE}", "system:nodes")
-        self.kubelet_port = free_port()
-        self.start("kubelet", [BIN / "hollow-node", "--kubeconfig", node_kc, "--node-name", NODE,
-                               "--root-dir", self.kubelet, "--port", self.kubelet_port, "--v=2"])
         docs = self.render("sidecars-deploy/base")
         ds = self.workload(docs, "DaemonSet", "blockpool-node")
         host_paths = {MANIFEST_KUBELET: self.kubelet, MANIFEST_POOL: self.pool}
         ports = {}
         args, env, to_host = self.container_command(ds, "blockpool", "blockpool-node-e2e", host_paths, ports)
+        endpoint = next(a.partition("=")[2] for a in args if a.startswith("--endpoint="))
+        self.install_flexvolume(endpoint)
+        node_kc = self.cert_kubeconfig("node", f"system:node:{NODE}", "system:nodes")
+        self.kubelet_port = free_port()
+        self.start("kubelet", [BIN / "hollow-node", "--kubeconfig", node_kc, "--node-name", NODE,
+                               "--root-dir", self.kubelet, "--port", self.kubelet_port,
+                               "--volume-plugin-dir", self.volume_plugins, "--v=2"])
         plugin_dir = self.kubelet / "plugins" / DRIVER_NAME
         plugin_dir.mkdir(parents=True, exist_ok=True)
         (self.work / "node-driver").mkdir(exist_ok=True)
@@ -340,6 +357,21 @@ class Cluster:
             "get", "node", NODE, "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}") == "True",
             timeout=180)
         wait_for("kubelet registered the driver (CSINode)", registered, timeout=120)
+
+    def install_flexvolume(self, endpoint):
+        """blockpool's FlexVolume driver in kubelet's plugin directory (here in the temp dir), as
+        the flexvolume overlay installs it: kubelet runs <dir>/blockpool.csi.dev~blockpool/blockpool.
+        The overlay's copy finds the node plugin's socket at the manifests' host path; this one is
+        told the test's through CSI_ENDPOINT, by a script, since kubelet passes no environment
+        of its own to a driver."""
+        self.volume_plugins = self.work / "volume-plugins"
+        driver_dir = self.volume_plugins / "blockpool.csi.dev~blockpool"
+        driver_dir.mkdir(parents=True)
+        script = driver_dir / "blockpool"
+        script.write_text("#!/usr/bin/env bash\n"
+                          f"export CSI_ENDPOINT={shlex.quote(endpoint)}\n"
+                          f"exec {shlex.quote(str(FLEXVOLUME))} \"$@\"\n")
+        script.chmod(0o755)
 
     # ---- the controller: driver in controller mode and the sidecars --------------------
 

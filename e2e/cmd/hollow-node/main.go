@@ -2,7 +2,8 @@
 // (volume manager, CSI volume plugin, plugin watcher, pod workers) on kubemark's fake container
 // runtime, so no container runtime is needed. Unlike kubemark's own hollow node it mounts for
 // real: the CSI plugin's stage and publish directories, the fsGroup ownership and the block
-// device mappings happen on this host, under --root-dir.
+// device mappings happen on this host, under --root-dir. It also has what kubemark's hollow node
+// leaves out: the FlexVolume plugins of --volume-plugin-dir, probed as kubelet does.
 package main
 
 import (
@@ -25,9 +26,11 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/cm"
 	kubecontainer "k8s.io/kubernetes/pkg/kubelet/container"
 	"k8s.io/kubernetes/pkg/kubemark"
+	"k8s.io/kubernetes/pkg/volume/flexvolume"
 	"k8s.io/kubernetes/pkg/volume/util/hostutil"
 	"k8s.io/kubernetes/pkg/volume/util/subpath"
 	"k8s.io/mount-utils"
+	"k8s.io/utils/exec"
 )
 
 func main() {
@@ -36,6 +39,8 @@ func main() {
 	nodeName := flag.String("node-name", "e2e-node", "the node's name")
 	rootDir := flag.String("root-dir", "", "kubelet's root directory (plugins, plugins_registry, pods)")
 	port := flag.Int("port", 10250, "kubelet's HTTPS port on 127.0.0.1")
+	volumePluginDir := flag.String("volume-plugin-dir", "", "kubelet's FlexVolume plugin directory "+
+		"(<vendor>~<driver>/<driver> executables); none when empty")
 	flag.Parse()
 	if *kubeconfig == "" || *rootDir == "" {
 		klog.Fatal("--kubeconfig and --root-dir are required")
@@ -91,6 +96,12 @@ func main() {
 	hollow.KubeletDeps.HostUtil = hostutil.NewHostUtil()
 	hollow.KubeletDeps.Subpather = subpath.New(hollow.KubeletDeps.Mounter)
 	hollow.KubeletDeps.OSInterface = &kubecontainer.RealOS{}
+	if *volumePluginDir != "" {
+		// What kubelet's own --volume-plugin-dir sets up: FlexVolume drivers found (and
+		// watched for) in that directory and run on the host.
+		kc.VolumePluginDir = *volumePluginDir
+		hollow.KubeletDeps.DynamicPluginProber = flexvolume.GetDynamicPluginProber(ctx, *volumePluginDir, exec.New())
+	}
 
 	go hollow.Run(ctx)
 	<-ctx.Done()
