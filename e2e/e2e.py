@@ -320,6 +320,162 @@ class E2E:
         wait_for("the inline volume deleted with its pod", lambda: not image.exists() and not host.loop_of(image))
         assert not any(m["path"] == str(publish) for m in host.mounts(self.c.kubelet)), "still mounted"
 
+    def group_snapshot(self):
+        """examples/group-snapshot.yaml as it is, over data-ext4 and data-xfs labelled as it selects:
+        one CreateVolumeGroupSnapshot, a member restored, the group deleted with its members."""
+        self.c.kubectl("label", "pvc", "data-ext4", "data-xfs", "-n", NS, "blockpool.csi.dev/group=demo")
+        self.c.kubectl("apply", "-n", NS, "-f", cl.REPO / "sidecars-deploy/examples/group-snapshot.yaml")
+        group = wait_for("VolumeGroupSnapshot readyToUse", lambda: (
+            g := self.c.get("volumegroupsnapshot", "blockpool-demo-group", "-n", NS))
+            and g.get("status", {}).get("readyToUse") and g)
+        content = self.c.get("volumegroupsnapshotcontent", group["status"]["boundVolumeGroupSnapshotContentName"])
+        group_handle = content["status"]["volumeGroupSnapshotHandle"]
+        infos = content["status"].get("volumeSnapshotInfoList") or []
+        members = {i["volumeHandle"]: i["snapshotHandle"] for i in infos}
+        sources = {self.volumes[c]["handle"]: c for c in ("data-ext4", "data-xfs")}
+        assert members.keys() == sources.keys(), f"members of {group_handle}: {infos}, claims' volumes: {sources}"
+        # One VolumeSnapshotContent (and VolumeSnapshot) per member, each a snapshot in the pool.
+        contents = {vsc["status"]["snapshotHandle"]: vsc for vsc in self.c.items("volumesnapshotcontents")
+                    if vsc.get("status", {}).get("volumeGroupSnapshotHandle") == group_handle}
+        assert contents.keys() == set(members.values()), f"member contents {list(contents)} vs {members}"
+        for handle in members.values():
+            assert (self.c.pool / "snapshots" / f"{handle}.img").is_file(), f"no pool snapshot {handle}"
+        assert host.pool_records(self.c.pool)["groups"] == [group_handle], \
+            f"the pool's group records: {host.pool_records(self.c.pool)['groups']}, the group: {group_handle}"
+        snaps = {vsc["status"]["snapshotHandle"]: vsc["spec"]["volumeSnapshotRef"]["name"] for vsc in contents.values()}
+        for handle, name in snaps.items():
+            wait_for(f"member VolumeSnapshot {name} readyToUse", lambda: (self.c.get(
+                "volumesnapshot", name, "-n", NS) or {}).get("status", {}).get("readyToUse"))
+        print(f"        {group_handle}: {len(members)} members, "
+              + ", ".join(f"{sources[v]} -> {snaps[h]}" for v, h in members.items()))
+
+        # The ext4 member restored like any snapshot: the data written through app-ext4 is there.
+        member = snaps[members[self.volumes["data-ext4"]["handle"]]]
+        claim, name = "group-restored", "app-group-restored"
+        self.c.apply([pvc(claim, "blockpool-ext4", "1Gi", source={
+            "apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": member}),
+            pod(name, {"persistentVolumeClaim": {"claimName": claim}})])
+        v = self.bound_claim(claim)
+        self.attached(v)
+        p = self.running_pod(name)
+        publish = self.c.kubelet / "pods" / p["metadata"]["uid"] / "volumes/kubernetes.io~csi" / v["pv"] / "mount"
+        loop, ms = self.host_mounts_of(v)
+        assert any(m["path"] == str(publish) for m in ms), f"not published at {publish}: {ms}"
+        assert (publish / DATA).read_text() == "written through app-ext4\n", "the member's data is not in the volume"
+        v.update(pod=name, loop=loop, publish=publish)
+        self.volumes[claim] = v
+
+        # deletionPolicy Delete: the group, its members' objects and their pool snapshots go.
+        self.c.kubectl("delete", "volumegroupsnapshot", "blockpool-demo-group", "-n", NS, "--wait=true",
+                       "--timeout=120s")
+        wait_for("the group's VolumeGroupSnapshotContent deleted",
+                 lambda: not self.c.items("volumegroupsnapshotcontents"))
+        wait_for("the members' VolumeSnapshots and contents deleted", lambda: not any(
+            vsc.get("status", {}).get("volumeGroupSnapshotHandle") == group_handle
+            for vsc in self.c.items("volumesnapshotcontents")) and not any(
+            self.c.get("volumesnapshot", n, "-n", NS) for n in snaps.values()))
+        wait_for("the members' snapshots gone from the pool", lambda: not any(
+            (self.c.pool / "snapshots" / f"{h}.img").exists() for h in members.values()))
+        assert not host.pool_records(self.c.pool)["groups"], f"group records left: {host.pool_records(self.c.pool)}"
+        assert self.c.get("volumesnapshot", "snap-ext4", "-n", NS), "the ordinary snapshot went with the group"
+
+    def modify(self):
+        """examples/volumeattributesclass.yaml set on the sparse raw block claim: csi-resizer calls
+        ControllerModifyVolume, which reserves every block of the pool image."""
+        v = self.volumes["data-block"]
+        size = v["image"].stat().st_size
+        before = v["image"].stat().st_blocks * 512
+        assert before < size, f"{v['image']} is not sparse: {before} of {size} bytes allocated"
+        self.c.kubectl("apply", "-f", cl.REPO / "sidecars-deploy/examples/volumeattributesclass.yaml")
+        self.c.kubectl("patch", "pvc", "data-block", "-n", NS, "--type=merge",
+                       "-p", json.dumps({"spec": {"volumeAttributesClassName": "blockpool-preallocated"}}))
+        wait_for("claim status.currentVolumeAttributesClassName blockpool-preallocated", lambda: (
+            self.c.get("pvc", "data-block", "-n", NS)["status"].get("currentVolumeAttributesClassName")
+            == "blockpool-preallocated"))
+        status = self.c.get("pvc", "data-block", "-n", NS)["status"]
+        assert not status.get("modifyVolumeStatus"), f"modification still pending: {status['modifyVolumeStatus']}"
+        pv = self.c.get("pv", v["pv"])
+        assert pv["spec"].get("volumeAttributesClassName") == "blockpool-preallocated", \
+            f"PV class {pv['spec'].get('volumeAttributesClassName')!r}"
+        after = v["image"].stat().st_blocks * 512
+        assert after >= size, f"{v['image']}: {after} of {size} bytes allocated after ControllerModifyVolume"
+        with open(v["image"], "rb") as f:
+            assert f.read(24) == b"blockpool-e2e raw block\n", "the data went with the modification"
+        assert self.c.get("pod", v["pod"], "-n", NS)["status"]["phase"] == "Running"
+        print(f"        {v['image'].name}: {before / (1 << 20):.1f} MiB allocated before, "
+              f"{after / (1 << 20):.1f} MiB after, of {size / (1 << 20):.0f} MiB")
+
+    def flexvolume(self):
+        """A blockpool volume made by a claim, kept (Retain) when the claim goes, then mounted by
+        the real kubelet through blockpool's FlexVolume driver (docs/deploy.md, FlexVolume)."""
+        ext4 = self.c.get("storageclass", "blockpool-ext4")
+        try:
+            # A class like blockpool-ext4 but binding at once: no pod consumes the claim.
+            self.c.apply([{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                           "metadata": {"name": "blockpool-e2e-immediate"}, "provisioner": DRIVER_NAME,
+                           "parameters": ext4.get("parameters", {}), "reclaimPolicy": "Delete",
+                           "volumeBindingMode": "Immediate"},
+                          pvc("flex-source", "blockpool-e2e-immediate", "1Gi")])
+            wait_for("claim flex-source Bound", lambda: (self.c.get("pvc", "flex-source", "-n", NS) or {}).get(
+                "status", {}).get("phase") == "Bound")
+            source = self.claim_volume("flex-source")
+            vid, image = source["handle"], source["image"]
+            self.flex_source_pv = source["pv"]
+            # docs/deploy.md: Retain on the PV, then the claim goes and the volume stays.
+            self.c.kubectl("patch", "pv", source["pv"], "--type=merge",
+                           "-p", json.dumps({"spec": {"persistentVolumeReclaimPolicy": "Retain"}}))
+            self.c.kubectl("delete", "pvc", "flex-source", "-n", NS, "--wait=true", "--timeout=120s")
+            wait_for(f"{source['pv']} Released", lambda: self.c.get("pv", source["pv"])["status"]["phase"] == "Released")
+            assert image.is_file() and not host.loop_of(image), f"{image}: not kept, or attached"
+
+            self.c.apply([{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "flex-data"},
+                           "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                    "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                                    "flexVolume": {"driver": "blockpool.csi.dev/blockpool", "fsType": "ext4",
+                                                   "options": {"volumeID": vid}}}},
+                          {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                           "metadata": {"name": "flex-data", "namespace": NS},
+                           "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": "flex-data",
+                                    "resources": {"requests": {"storage": "1Gi"}}}},
+                          pod("app-flex", {"persistentVolumeClaim": {"claimName": "flex-data"}})])
+            p = self.running_pod("app-flex")
+            loop = host.loop_of(image)
+            assert loop, f"no loop device is bound to {image}"
+            ms = [m for m in host.mounts(self.c.kubelet) if m["dev"] == host.loop_dev(loop)]
+            publish = self.c.kubelet / "pods" / p["metadata"]["uid"] / "volumes/blockpool.csi.dev~blockpool/flex-data"
+            staging = self.c.kubelet / "plugins" / DRIVER_NAME / "flexvolume/staging" / vid
+            assert sorted(m["path"] for m in ms) == sorted([str(publish), str(staging)]) and all(
+                m["fstype"] == "ext4" for m in ms), f"mounts of {loop} ({image}): {ms}"
+            assert not self.attachment("flex-data"), "a VolumeAttachment for a FlexVolume PV that does not attach"
+            (publish / DATA).write_text("written through app-flex\n")
+            fd = os.open(publish / DATA, os.O_RDONLY)
+            os.fsync(fd)
+            os.close(fd)
+
+            # The pod goes: kubelet's unmount unpublishes and unstages; the volume stays in the pool.
+            self.c.kubectl("delete", "pod", "app-flex", "-n", NS, "--wait=true", "--timeout=120s")
+            wait_for("the FlexVolume unmounted", lambda: not any(
+                m["path"] in (str(publish), str(staging)) for m in host.mounts(self.c.kubelet)))
+            wait_for(f"{vid}: loop device released", lambda: not host.loop_of(image))
+            assert not staging.exists(), f"{staging} left"
+            assert image.is_file(), f"{image} went with the FlexVolume pod"
+            print(f"        {vid} mounted at {publish.relative_to(self.c.kubelet)} through {loop}; unmounted")
+        finally:
+            # The claim, then the Retain PVs: the FlexVolume PV holds nothing of the pool; the CSI PV
+            # set back to Delete takes its volume with it.
+            self.c.kubectl("delete", "pod", "app-flex", "-n", NS, "--ignore-not-found", "--wait=true",
+                           "--timeout=120s", check=False)
+            self.c.kubectl("delete", "pvc", "flex-data", "flex-source", "-n", NS, "--ignore-not-found",
+                           "--wait=true", "--timeout=120s", check=False)
+            self.c.kubectl("delete", "pv", "flex-data", "--ignore-not-found", "--wait=true", "--timeout=120s",
+                           check=False)
+            if getattr(self, "flex_source_pv", None):
+                self.c.kubectl("patch", "pv", self.flex_source_pv, "--type=merge", "-p", json.dumps(
+                    {"spec": {"persistentVolumeReclaimPolicy": "Delete"}}), check=False)
+            self.c.kubectl("delete", "storageclass", "blockpool-e2e-immediate", "--ignore-not-found", check=False)
+        wait_for(f"{self.flex_source_pv} deleted with its volume", lambda: not self.c.get("pv", self.flex_source_pv)
+                 and not image.exists())
+
     def delete_pods(self):
         # Every pod, also those of a flow that failed half way, so the checks below and the
         # deletion of the claims after them see what a clean run leaves.
@@ -335,6 +491,7 @@ class E2E:
         assert not self.csi_mounts(), f"CSI mounts left: {self.csi_mounts()}"
 
     def delete_everything(self):
+        self.c.kubectl("delete", "volumegroupsnapshot", "--all", "-n", NS, "--wait=true", "--timeout=120s")
         self.c.kubectl("delete", "volumesnapshot", "--all", "-n", NS, "--wait=true", "--timeout=120s")
         self.c.kubectl("delete", "pvc", "--all", "-n", NS, "--wait=true", "--timeout=120s")
 
@@ -342,8 +499,9 @@ class E2E:
             return [pv["metadata"]["name"] for pv in self.c.items("pv")]
         wait_for("every PV deleted", lambda: not pvs_left())
         wait_for("every VolumeSnapshotContent deleted", lambda: not self.c.items("volumesnapshotcontents"))
+        wait_for("every VolumeGroupSnapshotContent deleted", lambda: not self.c.items("volumegroupsnapshotcontents"))
         records = host.pool_records(self.c.pool)
-        assert records == {"volumes": [], "snapshots": []}, f"left in the pool: {records}"
+        assert records == {"volumes": [], "snapshots": [], "groups": []}, f"left in the pool: {records}"
         assert not self.csi_mounts(), f"CSI mounts left: {self.csi_mounts()}"
         assert not host.loops(self.c.work), f"loop devices left: {host.loops(self.c.work)}"
 
@@ -382,12 +540,16 @@ def main():
                  ("snapshot ready", t.snapshot),
                  ("restore from the snapshot", t.restore),
                  ("clone of a claim", t.clone),
+                 ("group snapshot of two labelled claims ready; a member restored; deleted with its members",
+                  t.group_snapshot),
                  ("oversized claim not scheduled for lack of capacity", t.oversized),
                  ("expansion ext4: controller (ControllerExpandVolume)", t.expand_controller, "data-ext4"),
                  ("expansion ext4: node, online (NodeExpandVolume)", t.expand_node, "data-ext4", "ext4"),
                  ("expansion xfs: controller (ControllerExpandVolume)", t.expand_controller, "data-xfs"),
                  ("expansion xfs: node, online (NodeExpandVolume)", t.expand_node, "data-xfs", "xfs"),
                  ("inline ephemeral volume (podInfoOnMount)", t.ephemeral),
+                 ("VolumeAttributesClass on a claim: ControllerModifyVolume preallocates its image", t.modify),
+                 ("FlexVolume PV mounted through the kubelet's FlexVolume plugin, then unmounted", t.flexvolume),
                  ("pod deletion unpublishes, unstages, detaches", t.delete_pods),
                  ("everything deleted: empty pool, no mount, no loop device", t.delete_everything),
                  ("no RBAC denial in the sidecars' logs; every process alive", t.no_rbac_denials)]

@@ -69,9 +69,13 @@ def release_everything_under(work: Path):
 
 
 def pool_records(pool: Path):
-    """The pool's image files: {"volumes": [...ids], "snapshots": [...ids]}."""
-    return {kind: sorted(p.stem for p in (pool / kind).glob("*.img")) if (pool / kind).is_dir() else []
-            for kind in ("volumes", "snapshots")}
+    """The pool's image files and group snapshot records:
+    {"volumes": [...ids], "snapshots": [...ids], "groups": [...ids]}."""
+    records = {kind: sorted(p.stem for p in (pool / kind).glob("*.img")) if (pool / kind).is_dir() else []
+               for kind in ("volumes", "snapshots")}
+    groups = pool / "groups"
+    records["groups"] = sorted(p.stem for p in groups.glob("*.json")) if groups.is_dir() else []
+    return records
 
 
 def fs_size(path: Path):
