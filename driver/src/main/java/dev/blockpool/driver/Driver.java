@@ -127,6 +127,10 @@ public final class Driver {
         Runnable reconcile = () -> {
             try {
                 pool.reconcile(locks);
+                // The attachment index is the acting controller's to repair, never a node's or a standby's.
+                if (repeat && pool.controllerClaim().problem().isEmpty()) {
+                    pool.attachments().reindex();
+                }
             } catch (RuntimeException e) {
                 log.error("pool reconcile failed{}: {}", repeat ? "; retrying in " + RECONCILE_SETTLE_TIME : "",
                         e.getMessage(), e);

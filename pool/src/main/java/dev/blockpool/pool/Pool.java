@@ -46,7 +46,7 @@ public final class Pool {
         this.volumes = new Volumes(root.resolve("volumes"), images, space, snapshots, clock, recordLock);
         this.groups = new GroupSnapshots(root.resolve("groups"), snapshots, volumes, clock);
         this.nodes = new Nodes(root.resolve("nodes"));
-        this.attachments = new Attachments(volumes, nodes, recordLock);
+        this.attachments = new Attachments(volumes, nodes, recordLock, new AttachmentIndex(root));
         this.controllerClaim = new ControllerClaim(root, clock);
         this.health = new PoolHealth(root, volumes, blocking);
     }

@@ -159,4 +159,76 @@ class AttachmentsTest {
         pool.attachments().detach(Ids.volumeIdFor("x"), Optional.of("node-1"));
         pool.attachments().detach("../../x", Optional.empty());
     }
+
+    private List<String> volumes(String prefix, int count) {
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            ids.add(pool.volumes().create(new VolumeSpec(prefix + i, 1 << 20, "ext4", Allocation.SPARSE,
+                    Set.of(AccessType.MOUNT), Map.of(), Optional.empty())).id());
+        }
+        return ids;
+    }
+
+    private Path marker(String nodeId, String volume) {
+        return root.resolve(AttachmentIndex.DIRECTORY).resolve(nodeId).resolve(volume);
+    }
+
+    @Test
+    void aVolumeWhoseRecordCannotBeReadStillCountsAgainstItsNodesLimit() throws IOException {
+        pool.nodes().register(new NodeRecord("small-node", 2, Map.of()));
+        List<String> ids = volumes("limit-", 3);
+        pool.attachments().attach(ids.get(0), "small-node", false, true);
+        pool.attachments().attach(ids.get(1), "small-node", false, true);
+        // a damaged record: the listing leaves it out, but the node still has that volume attached
+        Files.writeString(root.resolve("volumes").resolve(ids.get(0) + ".json"), "{ not json");
+
+        assertKind(Kind.EXHAUSTED, () -> pool.attachments().attach(ids.get(2), "small-node", false, true));
+    }
+
+    @Test
+    void aMarkerAnInterruptedAttachLeftNeitherCountsNorStays() throws IOException {
+        pool.nodes().register(new NodeRecord("small-node", 1, Map.of()));
+        List<String> ids = volumes("crash-", 2);
+        pool.attachments().attach(ids.get(0), "small-node", false, true);
+        pool.attachments().detach(ids.get(0), Optional.of("small-node"));
+        // the marker made, then a crash before the record said attached
+        Files.createFile(marker("small-node", ids.get(0)));
+
+        pool.attachments().attach(ids.get(1), "small-node", false, true);
+        assertThat(marker("small-node", ids.get(0))).doesNotExist();
+        assertThat(marker("small-node", ids.get(1))).exists();
+    }
+
+    @Test
+    void aPoolIndexedByNoDriverYetIsIndexedByItsFirstAttach() throws IOException {
+        pool.nodes().register(new NodeRecord("small-node", 2, Map.of()));
+        List<String> ids = volumes("old-", 3);
+        pool.attachments().attach(ids.get(0), "small-node", false, true);
+        pool.attachments().attach(ids.get(1), "small-node", false, true);
+        // as an earlier driver left the pool: attachments in the records only
+        try (var files = Files.walk(root.resolve(AttachmentIndex.DIRECTORY))) {
+            files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+        }
+
+        assertKind(Kind.EXHAUSTED, () -> pool.attachments().attach(ids.get(2), "small-node", false, true));
+        assertThat(marker("small-node", ids.get(0))).exists();
+        assertThat(marker("small-node", ids.get(1))).exists();
+    }
+
+    @Test
+    void detachingRemovesTheMarkersAndTheReindexMakesTheIndexMatchTheRecords() throws IOException {
+        pool.attachments().attach(volumeId, "node-1", true, false);
+        pool.attachments().attach(volumeId, "node-2", true, false);
+        assertThat(marker("node-1", volumeId)).exists();
+        pool.attachments().detach(volumeId, Optional.empty());
+        assertThat(marker("node-1", volumeId)).doesNotExist();
+        assertThat(marker("node-2", volumeId)).doesNotExist();
+
+        pool.attachments().attach(volumeId, "node-1", true, false);
+        Files.delete(marker("node-1", volumeId));
+        Files.createFile(marker("node-2", volumeId).resolveSibling(Ids.volumeIdFor("gone")));
+        pool.attachments().reindex();
+        assertThat(marker("node-1", volumeId)).exists();
+        assertThat(marker("node-2", Ids.volumeIdFor("gone"))).doesNotExist();
+    }
 }
