@@ -80,6 +80,28 @@ func sectionList() {
 		}
 		return t, ids
 	}
+	// ControllerPublishVolume and then ControllerUnpublishVolume of each volume, to the driver's
+	// node: an attach counts the node's attachments against its limit.
+	publish := func(ids []string) (pub, unpub timings) {
+		for _, id := range ids {
+			ctx, cancel := background()
+			pub.timed(func() {
+				_, err := p.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: id,
+					NodeId: "bench-node", VolumeCapability: blockCap()})
+				if err != nil {
+					fatalf("ControllerPublishVolume %s: %v", id, err)
+				}
+			})
+			unpub.timed(func() {
+				_, err := p.ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: id, NodeId: "bench-node"})
+				if err != nil {
+					fatalf("ControllerUnpublishVolume %s: %v", id, err)
+				}
+			})
+			cancel()
+		}
+		return pub, unpub
+	}
 	// Small sparse block volumes: 1 MiB, which block access allows (a filesystem would need more).
 	// A thousand creates and deletes warm the driver up (JIT, caches) first, so that the empty
 	// and the full pool are compared warm.
@@ -87,7 +109,8 @@ func sectionList() {
 		p.deleteVolume(p.createVolume("list-warm-"+strconv.Itoa(i), mb, blockCap()))
 	})
 	settle()
-	createEmpty, _ := create("list-empty-")
+	createEmpty, emptyIDs := create("list-empty-")
+	publishEmpty, unpublishEmpty := publish(emptyIDs)
 	ids := make([]string, cfg.listVolumes-sample)
 	fill := parallel(cfg.listVolumes-sample, cfg.listClients, func(i int) {
 		ids[i] = p.createVolume("list-"+strconv.Itoa(i), mb, blockCap())
@@ -103,6 +126,7 @@ func sectionList() {
 	// The same number of creates on the full pool, deleted again so the pool keeps its size.
 	settle()
 	createFull, extra := create("list-full-")
+	publishFull, unpublishFull := publish(extra)
 	for _, id := range extra {
 		p.deleteVolume(id)
 	}
@@ -132,6 +156,8 @@ func sectionList() {
 	fmt.Println()
 	table([]string{"measure", "empty pool", "full pool", "full / empty"}, [][]string{
 		{fmt.Sprintf("CreateVolume p50 (%d sequential)", sample), ms(createEmpty.q(.5)), ms(createFull.q(.5)), ratio(float64(createFull.q(.5)), float64(createEmpty.q(.5)))},
+		{fmt.Sprintf("ControllerPublishVolume p50 (%d sequential)", sample), ms(publishEmpty.q(.5)), ms(publishFull.q(.5)), ratio(float64(publishFull.q(.5)), float64(publishEmpty.q(.5)))},
+		{fmt.Sprintf("ControllerUnpublishVolume p50 (%d sequential)", sample), ms(unpublishEmpty.q(.5)), ms(unpublishFull.q(.5)), ratio(float64(unpublishFull.q(.5)), float64(unpublishEmpty.q(.5)))},
 		{fmt.Sprintf("start → ready p50 (%d starts)", cfg.listStarts), ms(emptyStarts.q(.5)), ms(fullStarts.q(.5)), ratio(float64(fullStarts.q(.5)), float64(emptyStarts.q(.5)))},
 		{"RSS after listing everything 5 times", "", mib(rssAfter), ""},
 	})
