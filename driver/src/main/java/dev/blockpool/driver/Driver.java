@@ -13,10 +13,12 @@ import dev.blockpool.identity.IdentityService;
 import dev.blockpool.identity.Readiness;
 import dev.blockpool.node.NodeIdentity;
 import dev.blockpool.host.KubeletPaths;
+import dev.blockpool.host.HostFilesystems;
 import dev.blockpool.host.NodeHost;
 import dev.blockpool.node.NodeService;
 import dev.blockpool.node.PoolVolumeCatalog;
 import dev.blockpool.pool.NodeRecord;
+import dev.blockpool.pool.ImageFiles;
 import dev.blockpool.pool.Pool;
 import io.grpc.ServerServiceDefinition;
 import java.io.IOException;
@@ -47,9 +49,6 @@ public final class Driver {
      */
     private static final Duration RECONCILE_START_DELAY = Duration.ofSeconds(5);
 
-    private static final List<String> CONTROLLER_TOOLS = List.of("cp", "fallocate");
-    private static final List<String> NODE_TOOLS = List.of("blkid", "mount", "umount", "mkfs.ext4", "mkfs.xfs",
-            "e2fsck", "resize2fs", "xfs_growfs");
 
     private final DriverConfig config;
     private final String version;
@@ -88,7 +87,7 @@ public final class Driver {
             capabilities.add(IdentityService.service(PluginCapability.Service.Type.GROUP_CONTROLLER_SERVICE));
             capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.ONLINE));
             capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.OFFLINE));
-            tools.addAll(CONTROLLER_TOOLS);
+            tools.addAll(ImageFiles.TOOLS);
         }
         if (config.mode().servesNode()) {
             NodeIdentity node = NodeIdentity.of(config.nodeId(), config.maxVolumesPerNode());
@@ -97,7 +96,7 @@ public final class Driver {
             NodeHost host = NodeHost.onThisHost(commands, blocking);
             KubeletPaths paths = new KubeletPaths(config.poolDir(), config.endpoint().socketPath());
             services.add(new NodeService(node, new PoolVolumeCatalog(pool), host, paths, locks).bindService());
-            tools.addAll(NODE_TOOLS);
+            tools.addAll(HostFilesystems.TOOLS); // mounts and loop devices are system calls
         }
 
         HostReadiness host = HostReadiness.onThisHost(config.poolDir(), tools);

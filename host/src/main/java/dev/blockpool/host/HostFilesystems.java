@@ -23,6 +23,10 @@ import org.slf4j.LoggerFactory;
 /** {@link Filesystems} through blkid, mkfs, e2fsck and resize2fs/xfs_growfs, and statfs(2). */
 public final class HostFilesystems implements Filesystems {
 
+    /** Every program this class runs: a node is ready only where all of them are found. */
+    public static final List<String> TOOLS = List.of("blkid", "mkfs.ext4", "mkfs.xfs", "e2fsck", "resize2fs",
+            "xfs_growfs");
+
     private static final Logger log = LoggerFactory.getLogger(HostFilesystems.class);
     private static final Duration PROBE_TIMEOUT = Duration.ofSeconds(30);
     private static final int PROBE_READ_BYTES = 64 * 1024;

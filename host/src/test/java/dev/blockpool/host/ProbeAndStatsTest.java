@@ -65,6 +65,21 @@ class ProbeAndStatsTest {
     }
 
     @Test
+    void everyProgramRunIsOneTheNodesReadinessAsksFor() throws IOException {
+        Path device = Files.write(dir.resolve("zeros.img"), new byte[128 * 1024]); // stands in for a device
+        ScriptedRunner runner = new ScriptedRunner(command -> null);
+        HostFilesystems filesystems = new HostFilesystems(runner, CALLS);
+        filesystems.probe(device);
+        for (FsType type : FsType.values()) {
+            filesystems.format(device, type);
+            filesystems.check(device, type);
+            filesystems.growMounted(device, dir, type);
+        }
+        assertThat(runner.commands).isNotEmpty()
+                .allSatisfy(command -> assertThat(HostFilesystems.TOOLS).contains(command.split(" ")[0]));
+    }
+
+    @Test
     void aDeviceBlkidCouldNotOpenIsNeverEmpty() {
         // blkid -p exits 2 ("nothing found") for a missing device node too.
         Path gone = dir.resolve("loop-gone");

@@ -28,6 +28,9 @@ public final class ImageFiles {
     /** Which path a copy took; tests and logs use it to prove the cheap path was taken. */
     public enum CopyMethod { REFLINK, SPARSE_COPY }
 
+    /** Every program this class runs: a controller is ready only where all of them are found. */
+    public static final List<String> TOOLS = List.of("cp", "fallocate");
+
     private static final Logger log = LoggerFactory.getLogger(ImageFiles.class);
     /**
      * FICLONE's answers that mean "no shared extents here": the filesystem cannot (EOPNOTSUPP,
