@@ -1,7 +1,6 @@
 package dev.blockpool.node;
 
 import dev.blockpool.common.HealthProblem;
-import java.util.List;
 import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.RequestFields;
 import dev.blockpool.pool.AccessType;
@@ -11,6 +10,7 @@ import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.Volume;
 import dev.blockpool.pool.VolumeSpec;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -41,7 +41,7 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
             return pool.volumes().find(volumeId).map(v -> toNodeVolume(v, false));
         }
         String name = EPHEMERAL_NAME_PREFIX + volumeId;
-        return pool.volumes().find(Ids.volumeIdFor(name))
+        return pool.volumes().find(poolIdOf(volumeId))
                 .filter(v -> name.equals(v.name()) && "true".equals(v.parameters().get(CsiKeys.EPHEMERAL)))
                 .map(v -> toNodeVolume(v, true));
     }
@@ -53,8 +53,12 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
 
     @Override
     public List<HealthProblem> health(String volumeId) {
-        String id = Ids.isVolumeId(volumeId) ? volumeId : Ids.volumeIdFor(EPHEMERAL_NAME_PREFIX + volumeId);
-        return pool.health().volume(id).problems();
+        return pool.health().volume(poolIdOf(volumeId)).problems();
+    }
+
+    /** The pool's ID of the volume: the ID itself, or that of the inline volume made for kubelet's handle. */
+    private static String poolIdOf(String volumeId) {
+        return Ids.isVolumeId(volumeId) ? volumeId : Ids.volumeIdFor(EPHEMERAL_NAME_PREFIX + volumeId);
     }
 
     @Override

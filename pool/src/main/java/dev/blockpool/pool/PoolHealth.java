@@ -102,14 +102,18 @@ public final class PoolHealth {
 
     /** FAILED_PRECONDITION, saying why, when the pool is unavailable: for a call that must read it. */
     public static void requireAvailable(List<HealthProblem> pool) {
-        pool.stream().filter(p -> p.reason().equals(UNAVAILABLE)).findFirst().ifPresent(p -> {
+        unavailability(pool).ifPresent(p -> {
             throw StorageException.precondition("%s", p.message());
         });
     }
 
     /** Whether these problems include the pool's being unavailable: then nothing in it can be looked at. */
     public static boolean unavailable(List<HealthProblem> pool) {
-        return pool.stream().anyMatch(p -> p.reason().equals(UNAVAILABLE));
+        return unavailability(pool).isPresent();
+    }
+
+    private static Optional<HealthProblem> unavailability(List<HealthProblem> pool) {
+        return pool.stream().filter(p -> p.reason().equals(UNAVAILABLE)).findFirst();
     }
 
     /** The volume's own problems and those of the pool that touch it; empty when there is no such volume. */
