@@ -1,5 +1,6 @@
 package dev.blockpool.driver;
 
+import com.google.protobuf.Descriptors.Descriptor;
 import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.Message;
 import com.google.protobuf.TextFormat;
@@ -11,8 +12,10 @@ import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.Status;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.StringJoiner;
+import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.slf4j.event.Level;
@@ -28,6 +31,8 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
     /** Top-level request fields worth naming in the one-line summary. */
     private static final List<String> KEY_FIELDS = List.of("name", "volume_id", "snapshot_id", "source_volume_id",
             "node_id", "target_path", "staging_target_path", "volume_path");
+    /** The {@link #KEY_FIELDS} each request type has, looked up once per type rather than by name on every call. */
+    private static final Map<Descriptor, List<FieldDescriptor>> KEY_FIELDS_OF = new ConcurrentHashMap<>();
     private static final TextFormat.Printer ONE_LINE = TextFormat.printer().emittingSingleLine(true);
     /**
      * Asked every few seconds by probes and sidecars, and every minute for each mounted volume by
@@ -52,13 +57,17 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
 
             @Override
             public void close(Status status, Metadata trailers) {
-                long millis = (System.nanoTime() - started) / 1_000_000;
-                String ids = request[0] instanceof Message m ? keyFields(m) : "";
-                if (status.isOk()) {
-                    log.atLevel(levelOf(method, status.getCode())).log("{}{} -> OK ({} ms)", method, ids, millis);
-                } else {
-                    log.atLevel(levelOf(method, status.getCode())).log("{}{} -> {}: {} ({} ms)",
-                            method, ids, status.getCode(), status.getDescription(), millis);
+                Level level = levelOf(method, status.getCode());
+                // The summary is built only when it is written: kubelet's stats calls are not, at info.
+                if (log.isEnabledForLevel(level)) {
+                    long millis = (System.nanoTime() - started) / 1_000_000;
+                    String ids = request[0] instanceof Message m ? keyFields(m) : "";
+                    if (status.isOk()) {
+                        log.atLevel(level).log("{}{} -> OK ({} ms)", method, ids, millis);
+                    } else {
+                        log.atLevel(level).log("{}{} -> {}: {} ({} ms)",
+                                method, ids, status.getCode(), status.getDescription(), millis);
+                    }
                 }
                 super.close(status, trailers);
             }
@@ -98,15 +107,20 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
 
     static String keyFields(Message request) {
         StringJoiner joined = new StringJoiner(" ", " [", "]").setEmptyValue("");
-        for (String name : KEY_FIELDS) {
-            FieldDescriptor field = request.getDescriptorForType().findFieldByName(name);
-            if (field != null && field.getJavaType() == FieldDescriptor.JavaType.STRING && !field.isRepeated()) {
-                String value = (String) request.getField(field);
-                if (!value.isEmpty()) {
-                    joined.add(name + "=" + value);
-                }
+        for (FieldDescriptor field : KEY_FIELDS_OF.computeIfAbsent(request.getDescriptorForType(),
+                CallLoggingInterceptor::keyFieldsOf)) {
+            String value = (String) request.getField(field);
+            if (!value.isEmpty()) {
+                joined.add(field.getName() + "=" + value);
             }
         }
         return joined.toString();
+    }
+
+    private static List<FieldDescriptor> keyFieldsOf(Descriptor type) {
+        return KEY_FIELDS.stream().map(type::findFieldByName)
+                .filter(field -> field != null && field.getJavaType() == FieldDescriptor.JavaType.STRING
+                        && !field.isRepeated())
+                .toList();
     }
 }
