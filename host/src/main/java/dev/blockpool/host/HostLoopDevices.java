@@ -55,6 +55,11 @@ public final class HostLoopDevices implements LoopDevices {
     }
 
     @Override
+    public Optional<Path> backingFileOf(DeviceNumber number) {
+        return sysfs.backingFileByNumber(number);
+    }
+
+    @Override
     public Optional<LoopDevice> byName(String name) {
         return sysfs.read(name);
     }

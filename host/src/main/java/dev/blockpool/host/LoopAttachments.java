@@ -136,12 +136,17 @@ public final class LoopAttachments {
 
     /** Whose the mount is, from the device behind it. */
     public MountOwner ownerOf(MountInfo mount, Path image) {
+        // Asked of every mount a node call looks at: the backing file alone tells, when there is one.
+        Optional<Path> backing = loops.backingFileOf(mount.device());
+        if (backing.isPresent()) {
+            return LoopSysfs.isBackingFile(backing.get(), image) ? MountOwner.THIS_VOLUME : MountOwner.OTHER;
+        }
         return ownerOf(mount, image, loopOf(mount));
     }
 
     static MountOwner ownerOf(MountInfo mount, Path image, Optional<LoopDevice> loop) {
         if (loop.isPresent()) {
-            return loop.get().backingFile().equals(LoopSysfs.canonical(image)) ? MountOwner.THIS_VOLUME
+            return LoopSysfs.isBackingFile(loop.get().backingFile(), image) ? MountOwner.THIS_VOLUME
                     : MountOwner.OTHER;
         }
         // A vanished loop device: its filesystem's number, or a device-node bind of it whose

@@ -43,6 +43,11 @@ public interface LoopDevices {
         return list().stream().filter(d -> d.number().equals(number)).findFirst();
     }
 
+    /** Only the backing file of the bound device with this number: what tells whose a mount is. */
+    default Optional<Path> backingFileOf(DeviceNumber number) {
+        return byNumber(number).map(LoopDevice::backingFile);
+    }
+
     /** The bound device named {@code loopN}. */
     default Optional<LoopDevice> byName(String name) {
         return list().stream().filter(d -> d.name().equals(name)).findFirst();

@@ -73,16 +73,55 @@ public final class LoopSysfs {
      * link is read without a look first, and the number is the one asked for.
      */
     public Optional<LoopDevice> byNumber(DeviceNumber number) {
+        return nameOf(number).flatMap(name -> read(name, Optional.empty(), Optional.of(number)));
+    }
+
+    /**
+     * Only the backing file of the bound device with this number, as the kernel prints it (without
+     * " (deleted)"): who a mount belongs to, asked on every node call, from two reads rather than
+     * every file of the device.
+     */
+    public Optional<Path> backingFileByNumber(DeviceNumber number) {
+        return nameOf(number).flatMap(name -> {
+            Path dir = sysBlock.resolve(name);
+            try {
+                return backingFile(dir).map(BackingFile::path);
+            } catch (NoSuchFileException e) {
+                return Optional.empty(); // detached while we were reading
+            } catch (IOException e) {
+                if (isGone(e)) {
+                    return Optional.empty();
+                }
+                throw StorageException.io(e, "cannot read the loop device %s", dir);
+            }
+        });
+    }
+
+    /** The name of the loop device with this number, read through its link without a look first. */
+    private Optional<String> nameOf(DeviceNumber number) {
         if (number.major() != LOOP_MAJOR) {
             return Optional.empty();
         }
-        String name;
         try {
-            name = Files.readSymbolicLink(sysDevBlock.resolve(number.toString())).getFileName().toString();
+            return Optional.of(Files.readSymbolicLink(sysDevBlock.resolve(number.toString())).getFileName().toString());
         } catch (IOException | UnsupportedOperationException e) {
             return Optional.empty(); // no such device (or removed while we were reading)
         }
-        return read(name, Optional.empty(), Optional.of(number));
+    }
+
+    private record BackingFile(Path path, boolean deleted) {
+    }
+
+    /** The device's backing file; empty when it is unbound. */
+    private static Optional<BackingFile> backingFile(Path dir) throws IOException {
+        Optional<String> backing = readIfExists(dir.resolve("loop/backing_file"));
+        if (backing.isEmpty() || backing.get().isEmpty()) {
+            return Optional.empty();
+        }
+        String file = backing.get();
+        boolean deleted = file.endsWith(DELETED);
+        return Optional.of(new BackingFile(Path.of(deleted ? file.substring(0, file.length() - DELETED.length()) : file),
+                deleted));
     }
 
     /** The device as it is now, if it is still bound to the same image. */
@@ -118,22 +157,14 @@ public final class LoopSysfs {
             return Optional.empty();
         }
         try {
-            Optional<String> backing = readIfExists(backingFile);
-            if (backing.isEmpty() || backing.get().isEmpty()) {
-                return Optional.empty();
-            }
-            String file = backing.get();
-            boolean deleted = file.endsWith(DELETED);
-            if (deleted) {
-                file = file.substring(0, file.length() - DELETED.length());
-            }
-            if (image.isPresent() && !image.get().equals(Path.of(file))) {
+            Optional<BackingFile> backing = backingFile(dir);
+            if (backing.isEmpty() || image.isPresent() && !image.get().equals(backing.get().path())) {
                 return Optional.empty();
             }
             DeviceNumber read = number.isPresent() ? number.get()
                     : DeviceNumber.parse(Files.readString(dir.resolve("dev")).strip());
             return Optional.of(new LoopDevice(name, devDir.resolve(name), read,
-                    Path.of(file), deleted,
+                    backing.get().path(), backing.get().deleted(),
                     "1".equals(Files.readString(dir.resolve("ro")).strip()),
                     "1".equals(readIfExists(dir.resolve("loop/autoclear")).orElse("0")),
                     Long.parseLong(Files.readString(dir.resolve("size")).strip()) * 512));
@@ -165,6 +196,17 @@ public final class LoopSysfs {
         } catch (NoSuchFileException e) {
             return Optional.empty();
         }
+    }
+
+    /**
+     * Whether a device whose backing file the kernel prints as {@code backingFile} is bound to
+     * {@code image}. The path as given is compared first: the kernel prints a path without
+     * symlinks, so an equal one names the same file, and the pool's paths are already so (the
+     * driver resolves its pool directory at start); resolving it again would cost a lookup per
+     * directory on every node call. Any other path is compared as {@link #canonical}.
+     */
+    public static boolean isBackingFile(Path backingFile, Path image) {
+        return backingFile.equals(image) || backingFile.equals(canonical(image));
     }
 
     /** The path as the kernel prints a backing file: absolute, normalized, symlinks resolved when it exists. */

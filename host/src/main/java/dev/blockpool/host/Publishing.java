@@ -115,7 +115,7 @@ public final class Publishing {
 
     private void requireSameBlockPublish(MountInfo mount, Path image, Path target, boolean readOnly) {
         Optional<LoopDevice> bound = loops.loopOf(mount)
-                .filter(l -> l.backingFile().equals(LoopSysfs.canonical(image)));
+                .filter(l -> LoopSysfs.isBackingFile(l.backingFile(), image));
         if (bound.isEmpty()) {
             throw StorageException.conflict("%s already has another device or filesystem mounted", target);
         }
