@@ -187,11 +187,13 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                                    StreamObserver<Csi.NodeGetVolumeStatsResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         String volumePath = RequestFields.bounded("volume_path", request.getVolumePath(), RequestFields.MAX_PATH_BYTES);
-        // The volume's record is read from the pool: one that does not answer is said at the deadline.
-        PoolHealth.requireAvailable(volumes.storageHealth());
-        NodeVolume volume = existing(volumeId);
+        // Answered from the mount table, sysfs and the volume's own filesystem, not from the pool:
+        // kubelet asks every minute for every volume, and a shared pool's record is a network
+        // round trip away (or a pool that does not answer). A path that holds no mount of the
+        // volume's image is NOT_FOUND, whether or not the volume exists.
         Path path = Path.of(volumePath);
-        VolumeStats.Usage usage = (path.isAbsolute() ? host.stats().usage(volume.image(), MountTable.asListed(path))
+        VolumeStats.Usage usage = (path.isAbsolute()
+                ? host.stats().usage(volumes.imageFor(volumeId), MountTable.asListed(path))
                 : Optional.<VolumeStats.Usage>empty())
                 .orElseThrow(() -> CsiException.notFound("volume %s is not mounted at %s", volumeId, volumePath));
         UnaryReply.send(response, VolumeStatsMapper.toResponse(usage));

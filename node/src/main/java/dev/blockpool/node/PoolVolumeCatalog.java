@@ -52,6 +52,11 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
     }
 
     @Override
+    public Path imageFor(String volumeId) {
+        return pool.volumes().imagePath(poolIdOf(volumeId));
+    }
+
+    @Override
     public List<HealthProblem> health(String volumeId) {
         return pool.health().volume(poolIdOf(volumeId)).problems();
     }

@@ -22,6 +22,13 @@ public interface VolumeCatalog {
      */
     Optional<java.nio.file.Path> imageOf(String volumeId);
 
+    /**
+     * Where the image of the volume with this ID, or of the inline volume of this handle, is in
+     * the pool, found without reading the pool (the image need not exist): what a mount of the
+     * volume is backed by.
+     */
+    java.nio.file.Path imageFor(String volumeId);
+
     /** An ID the pool could issue; such an ID never names an ephemeral inline volume. */
     default boolean isVolumeId(String volumeId) {
         return imageOf(volumeId).isPresent();

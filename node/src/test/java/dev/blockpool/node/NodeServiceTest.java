@@ -59,6 +59,11 @@ class NodeServiceTest {
             }
 
             @Override
+            public Path imageFor(String volumeId) {
+                return find(volumeId).map(NodeVolume::image).orElse(dir.resolve(volumeId + ".img"));
+            }
+
+            @Override
             public List<HealthProblem> health(String volumeId) {
                 if (find(volumeId).isEmpty()) {
                     throw CsiException.notFound("volume %s does not exist", volumeId);
