@@ -68,7 +68,36 @@ func dropCaches() {
 	must(os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0o200))
 }
 
-// sectionFio: fio in a published ext4 volume vs the same job on a file in the pool's filesystem.
+// bareLoop is what the kernel alone gives a volume: an image file on the pool's filesystem
+// attached by losetup(8) with direct I/O, formatted ext4 and mounted, without the driver; the
+// returned function unmounts and detaches it (bench/run.sh does too, after a failure).
+func bareLoop(size int64) (string, func()) {
+	image := filepath.Join(poolDir("fio", "bare"), "bare.img")
+	f, err := os.Create(image)
+	must(err)
+	must(f.Truncate(size))
+	must(f.Close())
+	out, err := exec.Command("losetup", "--direct-io=on", "--find", "--show", image).Output()
+	must(err)
+	device := strings.TrimSpace(string(out))
+	detach := func() { _ = exec.Command("losetup", "--detach", device).Run() }
+	if msg, err := exec.Command("mkfs.ext4", "-q", device).CombinedOutput(); err != nil {
+		detach()
+		fatalf("mkfs.ext4 %s: %v\n%s", device, err, msg)
+	}
+	mnt := dir("fio", "bare-mnt")
+	if err := unix.Mount(device, mnt, "ext4", 0, ""); err != nil {
+		detach()
+		fatalf("mount %s: %v", device, err)
+	}
+	return filepath.Join(mnt, "fio.dat"), func() {
+		must(unix.Unmount(mnt, 0))
+		detach()
+	}
+}
+
+// sectionFio: fio in a published ext4 volume vs the same job on a file in the pool's filesystem,
+// and on a loop device the driver did not make (what the kernel's loop driver costs by itself).
 func sectionFio() {
 	pool := poolDir("fio", "pool")
 	p := launch(blockpool, "fio", pool)
@@ -84,10 +113,13 @@ func sectionFio() {
 	cachedFile := []string{image, besidePool}
 	warm := filepath.Join(poolDir("fio", "direct"), "warm.dat")
 
+	onBareLoop, removeBareLoop := bareLoop(2 * gib)
+	defer removeBareLoop()
+
 	var rows, cacheRows [][]string
 	for _, job := range fioJobs {
-		var results [2]fioResult
-		for i, file := range []string{inVolume, besidePool} {
+		var results [3]fioResult
+		for i, file := range []string{inVolume, besidePool, onBareLoop} {
 			write := strings.Contains(job.rw, "write")
 			var before int64
 			if write {
@@ -97,15 +129,16 @@ func sectionFio() {
 				before = cachedKiB()
 			}
 			results[i] = runFio(job, file)
-			if write {
+			if write && i < 2 {
 				where := []string{"in the volume", "on the pool's filesystem"}[i]
 				cacheRows = append(cacheRows, []string{job.name + ", " + where, mib(cachedKiB() - before),
 					mib(residentKiB(cachedFile[i]))})
 			}
 		}
-		v, f := results[0], results[1]
+		v, f, b := results[0], results[1], results[2]
 		rows = append(rows, []string{job.name, fmt.Sprintf("%.0f", v.iops), fmt.Sprintf("%.0f", v.mibps),
-			fmt.Sprintf("%.0f", f.iops), fmt.Sprintf("%.0f", f.mibps), ratio(v.iops, f.iops)})
+			fmt.Sprintf("%.0f", f.iops), fmt.Sprintf("%.0f", f.mibps), ratio(v.iops, f.iops),
+			fmt.Sprintf("%.0f", b.iops), ratio(b.iops, f.iops), ratio(v.iops, b.iops)})
 	}
 	vol.unpublish(target)
 	vol.detach()
@@ -113,8 +146,11 @@ func sectionFio() {
 	var st syscall.Statfs_t
 	must(syscall.Statfs(pool, &st))
 	fmt.Printf("fio %s per job, file of %s, libaio, direct=1, end_fsync=1: in a published 2 GiB ext4 volume vs on a file\n"+
-		"in the pool's own filesystem (statfs type 0x%x, the same disk).\n\n", cfg.fioRuntime, cfg.fioSize, uint64(st.Type))
-	table([]string{"job", "volume IOPS", "volume MiB/s", "pool fs IOPS", "pool fs MiB/s", "volume / pool fs"}, rows)
+		"in the pool's own filesystem (statfs type 0x%x, the same disk). Floor: the same job in ext4 on a 2 GiB image on\n"+
+		"that filesystem, attached by losetup --direct-io=on and mounted without the driver (the bare loop device).\n\n",
+		cfg.fioRuntime, cfg.fioSize, uint64(st.Type))
+	table([]string{"job", "volume IOPS", "volume MiB/s", "pool fs IOPS", "pool fs MiB/s", "volume / pool fs",
+		"bare loop IOPS", "bare loop / pool fs", "volume / bare loop"}, rows)
 	fmt.Println("\nHost page cache over each write job, caches dropped just before: growth of Cached: in /proc/meminfo\n" +
 		"(the whole host, so other processes' reads count too), and the pages of the volume's image (in the\n" +
 		"volume) or of fio's file (on the pool's filesystem) resident in the page cache after the job (mincore(2)).")
