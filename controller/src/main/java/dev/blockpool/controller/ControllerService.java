@@ -258,16 +258,9 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     public void createSnapshot(CreateSnapshotRequest request, StreamObserver<CreateSnapshotResponse> response) {
         String name = RequestFields.id("name", request.getName());
         String sourceId = RequestFields.id("source_volume_id", request.getSourceVolumeId());
-        Snapshot snapshot = changes.make(() -> {
-            // A retry answers with the snapshot taken before, even once its source is deleted.
-            Optional<Snapshot> taken = pool.snapshots().find(Ids.snapshotIdFor(name))
-                    .filter(s -> s.sourceVolumeId().equals(sourceId));
-            if (taken.isPresent()) {
-                return taken.get();
-            }
-            Volume source = pool.volumes().get(sourceId);
-            return pool.snapshots().create(name, source, pool.volumes().imagePath(sourceId));
-        }, Ids.snapshotIdFor(name), sourceId);
+        // A retry answers with the snapshot taken before, even once its source is deleted.
+        Snapshot snapshot = changes.make(() -> pool.snapshots().create(name, sourceId, pool.volumes()),
+                Ids.snapshotIdFor(name), sourceId);
         UnaryReply.send(response,
                 CreateSnapshotResponse.newBuilder().setSnapshot(ProtoMapper.snapshot(snapshot)).build());
     }

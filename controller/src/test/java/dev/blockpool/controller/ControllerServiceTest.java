@@ -724,6 +724,9 @@ class ControllerServiceTest {
         failure(() -> controller.stub().createSnapshot(snapshot("snap-2", "")), Status.Code.INVALID_ARGUMENT);
 
         controller.stub().deleteVolume(delete(source));
+        assertThat(controller.stub().createSnapshot(snapshot("snap-1", source)).getSnapshot())
+                .as("a retry once the source is deleted").isEqualTo(first);
+        failure(() -> controller.stub().createSnapshot(snapshot("snap-3", source)), Status.Code.NOT_FOUND);
         assertThat(controller.stub().getSnapshot(GetSnapshotRequest.newBuilder()
                 .setSnapshotId(first.getSnapshotId()).build()).getSnapshot()).isEqualTo(first);
         Volume restored = controller.stub().createVolume(createRequest("pvc-restored", 4 * MIB)

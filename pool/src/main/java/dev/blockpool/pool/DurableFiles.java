@@ -23,21 +23,48 @@ public final class DurableFiles {
     }
 
     public static void write(Path target, byte[] content) {
+        prepare(target, content).publish();
+    }
+
+    /**
+     * {@code target}'s next content, written to its temporary file and flushed, but not in place
+     * until {@link Prepared#publish()}: a crash before then leaves {@code target} as it was and a
+     * temporary file. What must be durable before the new content may be seen (an image its record
+     * names) is flushed in between.
+     */
+    static Prepared prepare(Path target, byte[] content) {
         Path temp = tempPath(target);
-        try {
-            try (FileChannel channel = FileChannel.open(temp, StandardOpenOption.CREATE,
-                    StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
-                ByteBuffer buffer = ByteBuffer.wrap(content);
-                while (buffer.hasRemaining()) {
-                    channel.write(buffer);
-                }
-                channel.force(true);
+        try (FileChannel channel = FileChannel.open(temp, StandardOpenOption.CREATE,
+                StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
+            ByteBuffer buffer = ByteBuffer.wrap(content);
+            while (buffer.hasRemaining()) {
+                channel.write(buffer);
             }
-            Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            syncDirectory(target.getParent());
+            channel.force(true);
         } catch (IOException e) {
             deleteQuietly(temp);
             throw StorageException.io(e, "cannot write %s", target);
+        }
+        return new Prepared(temp, target);
+    }
+
+    /** A flushed temporary file that becomes {@code target}, or is discarded. */
+    record Prepared(Path temp, Path target) {
+
+        /** Renames the temporary file over the target and flushes the directory, which makes the rename durable. */
+        void publish() {
+            try {
+                Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                syncDirectory(target.getParent());
+            } catch (IOException e) {
+                discard();
+                throw StorageException.io(e, "cannot write %s", target);
+            }
+        }
+
+        /** Removes the temporary file; the target stays as it was. */
+        void discard() {
+            deleteQuietly(temp);
         }
     }
 

@@ -14,10 +14,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Records that each own an image: {@code <id>.img} beside {@code <id>.json} in one directory.
- * The metadata file is the commit point: it is written after the image is complete and removed
- * before the image is, so an image without metadata is always unfinished work that the
- * reconcile (or a retry of the same create) may remove. Every record type with an image goes
- * through here, so none can get that order wrong.
+ * The metadata file is the commit point: it is put in place after the image is complete and
+ * flushed, and removed before the image is, so an image without metadata is always unfinished
+ * work that the reconcile (or a retry of the same create) may remove. Every record type with an
+ * image goes through here, so none can get that order wrong.
  *
  * <p>Callers serialise operations on one ID (the services' per-ID locks); this class does no
  * locking of its own.
@@ -97,13 +97,33 @@ final class ImageRecords<T> {
         space.requireRoomFor(bytes);
         try {
             makeImage.accept(image);
-            DurableFiles.fsync(image); // once, however many steps made it, and before the commit
-            metadata.write(id, record);
+            commit(id, record, image);
             return record;
         } catch (RuntimeException failure) {
             undoCreate(id, failure);
             throw failure;
         }
+    }
+
+    /**
+     * Flushes the new record to its temporary file, then the image (once, however many steps
+     * made it), and only then renames the record into place. The rename is the commit, and it
+     * comes after both flushes have returned, so after a crash at any point the record is either
+     * absent (the image and the temporary file are unfinished work, which a retry or the
+     * reconcile removes) or in place with its image durable, as when the image was flushed
+     * first. Flushing the record first costs the filesystem one commit less: on XFS its fsync
+     * forces the log that holds the copy's extents too, so the image's fsync finds nothing left
+     * to log and only flushes the device's cache.
+     */
+    private void commit(String id, T record, Path image) {
+        DurableFiles.Prepared prepared = metadata.prepare(id, record);
+        try {
+            DurableFiles.fsync(image);
+        } catch (RuntimeException failure) {
+            prepared.discard();
+            throw failure;
+        }
+        prepared.publish();
     }
 
     /**

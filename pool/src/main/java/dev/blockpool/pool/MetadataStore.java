@@ -58,7 +58,12 @@ final class MetadataStore<T> {
     }
 
     void write(String id, T record) {
-        DurableFiles.write(path(id), RecordFormat.encode(path(id), record));
+        prepare(id, record).publish();
+    }
+
+    /** The record written and flushed beside its file, in place once published; see {@link DurableFiles#prepare}. */
+    DurableFiles.Prepared prepare(String id, T record) {
+        return DurableFiles.prepare(path(id), RecordFormat.encode(path(id), record));
     }
 
     boolean delete(String id) {

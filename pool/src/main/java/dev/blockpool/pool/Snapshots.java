@@ -52,6 +52,22 @@ public final class Snapshots {
     }
 
     /**
+     * CreateSnapshot: snapshots the volume {@code sourceVolumeId} of {@code volumes} under
+     * {@code name}, or returns the snapshot of that name when it was taken before from the same
+     * volume, even once that volume is deleted (idempotent on the name). The snapshot's record is
+     * read once: NOT_FOUND when there is neither it nor the volume, CONFLICT when it is another
+     * volume's.
+     */
+    public Snapshot create(String name, String sourceVolumeId, Volumes volumes) {
+        Optional<Snapshot> existing = records.find(Ids.snapshotIdFor(name));
+        if (existing.isPresent() && existing.get().sourceVolumeId().equals(sourceVolumeId)) {
+            return existing.get();
+        }
+        Volume source = volumes.get(sourceVolumeId);
+        return create(name, source, volumes.imagePath(sourceVolumeId), Optional.empty(), existing);
+    }
+
+    /**
      * Snapshots {@code source} under {@code name}, or returns the snapshot of that name when it
      * was taken before from the same volume (CreateSnapshot is idempotent on the name).
      */
@@ -61,8 +77,13 @@ public final class Snapshots {
 
     /** {@link #create(String, Volume, Path)} of a member of the group {@code groupId}. */
     Snapshot create(String name, Volume source, Path sourceImage, Optional<String> groupId) {
+        return create(name, source, sourceImage, groupId, records.find(Ids.snapshotIdFor(name)));
+    }
+
+    /** {@link #create(String, Volume, Path, Optional)} where {@code existing} is the record of the name as read. */
+    private Snapshot create(String name, Volume source, Path sourceImage, Optional<String> groupId,
+                            Optional<Snapshot> existing) {
         String id = Ids.snapshotIdFor(name);
-        Optional<Snapshot> existing = records.find(id);
         if (existing.isPresent()) {
             if (!existing.get().sourceVolumeId().equals(source.id())) {
                 throw StorageException.conflict("snapshot %s already exists for another volume (%s)", name,
