@@ -84,12 +84,16 @@ COPY --from=build /src/driver/target/blockpool-csi.jar /opt/blockpool/lib/blockp
 COPY bin/blockpool-csi bin/java25-home bin/jvm.options bin/blockpool-flexvolume /opt/blockpool/bin/
 ENV JAVA_HOME=/opt/java \
     PATH=/opt/blockpool/bin:/opt/java/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-# The ahead-of-time cache (JEP 483/514/515) the launcher uses: recorded here, by the
-# runtime that will use it, from the driver's training run (AotTraining: unprivileged,
-# no loop device, no mount). It roughly halves the time from start to ready.
-RUN java @/opt/blockpool/bin/jvm.options -XX:AOTCacheOutput=/opt/blockpool/lib/blockpool-csi.aot \
-      -Xlog:aot=error -cp /opt/blockpool/lib/blockpool-csi.jar dev.blockpool.driver.AotTraining \
- && test -s /opt/blockpool/lib/blockpool-csi.aot
+# The ahead-of-time caches (JEP 483/514/515) the launcher uses, one per workload: recorded
+# here, by the runtime that will use them, from AotTraining's runs (unprivileged, no loop
+# device, no mount): the driver's (blockpool-csi.aot), which roughly halves the time from
+# start to ready, and the FlexVolume entry's (blockpool-flexvolume.aot), each holding only
+# its own process's classes.
+RUN for workload in driver:blockpool-csi flexvolume:blockpool-flexvolume; do \
+      java @/opt/blockpool/bin/jvm.options -XX:AOTCacheOutput=/opt/blockpool/lib/${workload#*:}.aot \
+        -Xlog:aot=error -cp /opt/blockpool/lib/blockpool-csi.jar dev.blockpool.driver.AotTraining ${workload%%:*} \
+      && test -s /opt/blockpool/lib/${workload#*:}.aot || exit 1; \
+    done
 
 # Runs as root: the node plugin attaches loop devices and mounts file systems (in a
 # privileged container), the controller writes the pool's image files.

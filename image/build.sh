@@ -309,6 +309,7 @@ check() {
   in_image "blockpool-csi" /opt/blockpool/bin/blockpool-csi --version
   # AOTMode=on makes a cache that does not fit the image's runtime and jar an error, not a slow start.
   in_image "AOT cache" env BLOCKPOOL_JAVA_OPTS=-XX:AOTMode=on /opt/blockpool/bin/blockpool-csi --version
+  in_image "FlexVolume AOT cache" env BLOCKPOOL_JAVA_OPTS=-XX:AOTMode=on /opt/blockpool/bin/blockpool-flexvolume init
   in_image "mkfs.ext4" mkfs.ext4 -V
   in_image "mkfs.xfs" mkfs.xfs -V
   in_image "losetup" losetup --version

@@ -4,8 +4,8 @@ import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -47,18 +47,30 @@ public final class BlockingCalls {
     private final ThreadPoolExecutor executor;
     private volatile String latestStuck = "";
 
-    /** The driver's calls: {@link #THREADS} daemon threads named "syscall-N", made as needed. */
+    /**
+     * How long a thread without a call is kept. A call is handed to the thread that finished one
+     * last, so under a trickle of calls (a stats call now and then) one thread does the work and
+     * the others a burst started end after this long: an idle node keeps none.
+     */
+    static final Duration KEEP_ALIVE = Duration.ofSeconds(10);
+
+    /** The driver's calls: at most {@link #THREADS} at once, on daemon threads named "syscall-N", made as needed. */
     public BlockingCalls() {
         this("syscall", THREADS);
     }
 
     public BlockingCalls(String threadName, int threads) {
+        this(threadName, threads, KEEP_ALIVE);
+    }
+
+    BlockingCalls(String threadName, int threads, Duration keepAlive) {
         this.threads = threads;
         this.running = new Semaphore(threads);
-        this.executor = new ThreadPoolExecutor(threads, threads, 1, TimeUnit.MINUTES, new LinkedBlockingQueue<>(),
-                Thread.ofPlatform().name(threadName + "-", 0).daemon().factory());
-        // Threads a burst of calls started end after a minute without work: an idle node keeps none.
-        executor.allowCoreThreadTimeOut(true);
+        // No queue: a call goes to the idle thread that went idle last, else to a new thread. The
+        // semaphore bounds the calls, so there are about as many threads as calls in flight (a
+        // thread whose call has just returned may not be idle yet), and a stuck call keeps its own.
+        this.executor = new ThreadPoolExecutor(0, Integer.MAX_VALUE, keepAlive.toMillis(), TimeUnit.MILLISECONDS,
+                new SynchronousQueue<>(), Thread.ofPlatform().name(threadName + "-", 0).daemon().factory());
     }
 
     /** Runs {@code work} on one of the threads; {@code what} names the call and its path for the errors. */
@@ -127,6 +139,11 @@ public final class BlockingCalls {
             work.run();
             return null;
         });
+    }
+
+    /** The threads there are now, busy or idle. */
+    int threadCount() {
+        return executor.getPoolSize();
     }
 
     /** Calls past their deadline that have not returned yet. */

@@ -107,4 +107,26 @@ class BlockingCallsTest {
         assertThat(answers).containsExactlyInAnyOrder("late", "next");
         assertThat(calls.stuck()).isZero();
     }
+
+    @Test
+    void theThreadsABurstStartedEndAfterTheKeepAlive() throws InterruptedException {
+        BlockingCalls calls = new BlockingCalls("test", 4, Duration.ofMillis(200));
+        CountDownLatch allStarted = new CountDownLatch(4);
+        for (int i = 0; i < 4; i++) {
+            callers.add(Thread.ofVirtual().start(() -> calls.call(LONG, "statfs(2) of /a", () -> {
+                allStarted.countDown();
+                return hang();
+            })));
+        }
+        allStarted.await();
+        assertThat(calls.threadCount()).isEqualTo(4);
+        deadFilesystem.countDown();
+        for (Thread caller : callers) {
+            caller.join();
+        }
+        while (calls.threadCount() > 0) {
+            Thread.sleep(10); // the class's timeout fails the test should they stay
+        }
+        assertThat(calls.call(LONG, "statfs(2) of /a", () -> "fine")).isEqualTo("fine");
+    }
 }

@@ -6,6 +6,7 @@ import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -16,16 +17,20 @@ import org.slf4j.LoggerFactory;
  * collects all of it, and an idle driver makes too little garbage to start such a collection: a
  * node plugin would keep its peak for good. So when no call has come for {@link #QUIET} and the
  * heap holds more than {@link #SLACK} beyond what it held after the last release, one full
- * collection returns it, which is what G1's {@code G1PeriodicGCInterval} does for G1. Probes
- * every few seconds grow the heap by little, so an idle driver is left alone. Memory the C
- * library keeps after a burst is returned by the JVM's {@code -XX:TrimNativeHeapInterval}
- * ({@code bin/jvm.options}).
+ * collection returns it, which is what G1's {@code G1PeriodicGCInterval} does for G1 (the
+ * collector gives it all back at once: {@code -XX:-ShrinkHeapInSteps} in {@code bin/jvm.options}).
+ * Probes every few seconds grow the heap by little, so an idle driver is left alone. Memory the
+ * C library keeps after a burst is returned by the JVM's {@code -XX:TrimNativeHeapInterval}.
+ *
+ * <p>Once it has looked, the watcher waits for the next call rather than for a timer: a driver
+ * without calls runs nothing on the virtual-thread scheduler, which then ends the carrier threads
+ * that a burst's blocking file I/O added to it (it ends them only after 30 s without any task).
  */
 final class IdleMemoryRelease implements ServerInterceptor, AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(IdleMemoryRelease.class);
     static final Duration QUIET = Duration.ofSeconds(10);
-    static final long SLACK = 16L << 20;
+    static final long SLACK = 4L << 20;
 
     private final LongSupplier nanoClock;
     private final LongSupplier committedHeap;
@@ -33,6 +38,8 @@ final class IdleMemoryRelease implements ServerInterceptor, AutoCloseable {
     private final AtomicLong lastCall;
     private long committedAfterRelease;
     private final Thread watcher;
+    /** The watcher while it waits for a call, for the call to wake it; else null. */
+    private volatile Thread waitingForCall;
 
     private IdleMemoryRelease(LongSupplier nanoClock, LongSupplier committedHeap, Runnable collect, boolean watch) {
         this.nanoClock = nanoClock;
@@ -58,6 +65,10 @@ final class IdleMemoryRelease implements ServerInterceptor, AutoCloseable {
     public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
                                                        ServerCallHandler<Q, R> next) {
         lastCall.set(nanoClock.getAsLong());
+        Thread waiting = waitingForCall;
+        if (waiting != null) {
+            LockSupport.unpark(waiting);
+        }
         return next.startCall(call, headers);
     }
 
@@ -77,11 +88,33 @@ final class IdleMemoryRelease implements ServerInterceptor, AutoCloseable {
     private void watch() {
         try {
             while (!Thread.currentThread().isInterrupted()) {
-                Thread.sleep(QUIET.dividedBy(2));
+                long quietFor = nanoClock.getAsLong() - lastCall.get();
+                if (quietFor < QUIET.toNanos()) {
+                    Thread.sleep(Duration.ofNanos(QUIET.toNanos() - quietFor));
+                    continue;
+                }
                 releaseIfIdle();
+                awaitCall();
             }
         } catch (InterruptedException stopped) {
             // close()
+        }
+    }
+
+    /** Returns once a call has come since this was called (or at once when interrupted). */
+    private void awaitCall() throws InterruptedException {
+        long seen = lastCall.get();
+        waitingForCall = Thread.currentThread();
+        try {
+            // A call between reading lastCall and setting waitingForCall is seen here, not missed.
+            while (lastCall.get() == seen) {
+                LockSupport.park(this);
+                if (Thread.interrupted()) {
+                    throw new InterruptedException();
+                }
+            }
+        } finally {
+            waitingForCall = null;
         }
     }
 

@@ -52,14 +52,21 @@ public final class FlexVolume {
      * which is switched off, and anything else writing to System.out or System.err writes nowhere.
      */
     public static int runAlone(List<String> args) {
-        PrintStream stdout = System.out;
+        return runAlone(args, System.getenv(), System.out);
+    }
+
+    /**
+     * {@link #runAlone(List)} with the answer on {@code out} and the socket from {@code env}: what
+     * the JVM's ahead-of-time cache of this entry point is recorded from (the driver's AotTraining).
+     */
+    public static int runAlone(List<String> args, Map<String, String> env, PrintStream out) {
         LogManager.getLogManager().reset();
         Logger.getLogger("").setLevel(Level.OFF);
         InternalLoggerFactory.setDefaultFactory(JdkLoggerFactory.INSTANCE);
         PrintStream nowhere = new PrintStream(OutputStream.nullOutputStream());
         System.setOut(nowhere);
         System.setErr(nowhere);
-        return run(args, System.getenv(), stdout);
+        return run(args, env, out);
     }
 
     /** Answers the call on {@code out} in one line and returns the exit status; never throws. */
