@@ -1,0 +1,62 @@
+package dev.blockpool.driver;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.blockpool.driver.LogConfigurator.LogFormat;
+import dev.blockpool.driver.LogConfigurator.LogLevel;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** What the command line means, and the mistakes in it that are refused rather than guessed at. */
+class ArgumentsTest {
+
+    private static Arguments parse(Map<String, String> environment, String... args) throws Arguments.Usage {
+        return Arguments.parse(args, environment);
+    }
+
+    @Test
+    void defaultsAreTheDocumentedOnes() throws Exception {
+        Arguments arguments = parse(Map.of());
+        assertThat(arguments.endpoint()).isEmpty();
+        assertThat(arguments.nodeId()).isEmpty();
+        assertThat(arguments.driverName()).isEqualTo("blockpool.csi.dev");
+        assertThat(arguments.poolDir()).isEqualTo(Path.of("/var/lib/blockpool"));
+        assertThat(arguments.mode()).isEqualTo(Mode.ALL);
+        assertThat(arguments.maxVolumesPerNode()).isEqualTo(64);
+        assertThat(arguments.logLevel()).isEqualTo(LogLevel.INFO);
+        assertThat(arguments.logFormat()).isEqualTo(LogFormat.TEXT);
+        assertThat(arguments.shutdownGraceSeconds()).isEqualTo(25);
+    }
+
+    @Test
+    void theEndpointComesFromCsiEndpointUnlessGiven() throws Exception {
+        assertThat(parse(Map.of("CSI_ENDPOINT", "unix:///csi/csi.sock")).endpoint().orElseThrow().socketPath())
+                .isEqualTo(Path.of("/csi/csi.sock"));
+        assertThat(parse(Map.of("CSI_ENDPOINT", "unix:///csi/csi.sock"), "--endpoint=/other.sock").endpoint()
+                .orElseThrow().socketPath()).isEqualTo(Path.of("/other.sock"));
+        assertThatThrownBy(() -> parse(Map.of("CSI_ENDPOINT", "tcp://127.0.0.1:1")))
+                .hasMessageStartingWith("Invalid value for option '--endpoint'");
+    }
+
+    @Test
+    void namedValuesTakeAnyCase() throws Exception {
+        Arguments arguments = parse(Map.of(), "--mode", "Node", "--log-level", "DEBUG", "--log-format", "json");
+        assertThat(arguments.mode()).isEqualTo(Mode.NODE);
+        assertThat(arguments.logLevel()).isEqualTo(LogLevel.DEBUG);
+        assertThat(arguments.logFormat()).isEqualTo(LogFormat.JSON);
+    }
+
+    @Test
+    void mistakesAreRefusedWithTheOptionNamed() {
+        assertThatThrownBy(() -> parse(Map.of(), "--mode", "node", "--mode", "controller"))
+                .hasMessage("option '--mode' should be specified only once");
+        assertThatThrownBy(() -> parse(Map.of(), "--max-volumes-per-node", "many"))
+                .hasMessage("Invalid value for option '--max-volumes-per-node': 'many': not a whole number");
+        assertThatThrownBy(() -> parse(Map.of(), "--pool-dir", "/pool", "/stray"))
+                .hasMessage("Unmatched argument: '/stray'");
+        // An abbreviation is not taken for the option it starts: a typo must not pick one.
+        assertThatThrownBy(() -> parse(Map.of(), "--pool", "/pool")).hasMessage("Unknown option: '--pool'");
+    }
+}
