@@ -82,19 +82,8 @@ public final class LoopSysfs {
      * every file of the device.
      */
     public Optional<Path> backingFileByNumber(DeviceNumber number) {
-        return nameOf(number).flatMap(name -> {
-            Path dir = sysBlock.resolve(name);
-            try {
-                return backingFile(dir).map(BackingFile::path);
-            } catch (NoSuchFileException e) {
-                return Optional.empty(); // detached while we were reading
-            } catch (IOException e) {
-                if (isGone(e)) {
-                    return Optional.empty();
-                }
-                throw StorageException.io(e, "cannot read the loop device %s", dir);
-            }
-        });
+        return nameOf(number).flatMap(name -> whileBound(sysBlock.resolve(name),
+                dir -> backingFile(dir).map(BackingFile::path)));
     }
 
     /** The name of the loop device with this number, read through its link without a look first. */
@@ -156,18 +145,30 @@ public final class LoopSysfs {
             // many unbound devices would pay for each; a device asked for by number is bound.
             return Optional.empty();
         }
-        try {
-            Optional<BackingFile> backing = backingFile(dir);
+        return whileBound(dir, d -> {
+            Optional<BackingFile> backing = backingFile(d);
             if (backing.isEmpty() || image.isPresent() && !image.get().equals(backing.get().path())) {
                 return Optional.empty();
             }
             DeviceNumber read = number.isPresent() ? number.get()
-                    : DeviceNumber.parse(Files.readString(dir.resolve("dev")).strip());
+                    : DeviceNumber.parse(Files.readString(d.resolve("dev")).strip());
             return Optional.of(new LoopDevice(name, devDir.resolve(name), read,
                     backing.get().path(), backing.get().deleted(),
-                    "1".equals(Files.readString(dir.resolve("ro")).strip()),
-                    "1".equals(readIfExists(dir.resolve("loop/autoclear")).orElse("0")),
-                    Long.parseLong(Files.readString(dir.resolve("size")).strip()) * 512));
+                    "1".equals(Files.readString(d.resolve("ro")).strip()),
+                    "1".equals(readIfExists(d.resolve("loop/autoclear")).orElse("0")),
+                    Long.parseLong(Files.readString(d.resolve("size")).strip()) * 512));
+        });
+    }
+
+    /** Reads of one device's files. */
+    private interface DeviceRead<T> {
+        Optional<T> from(Path dir) throws IOException;
+    }
+
+    /** {@code read} of the device at {@code dir}; empty when the device went away while it was read. */
+    private static <T> Optional<T> whileBound(Path dir, DeviceRead<T> read) {
+        try {
+            return read.from(dir);
         } catch (NoSuchFileException e) {
             return Optional.empty(); // detached while we were reading
         } catch (IOException e) {
