@@ -21,7 +21,8 @@ import java.util.List;
 /**
  * The Linux system calls the driver makes itself, through Java's foreign function API (no JNI
  * library to ship): opening a path (also without following any symlink), mount(2), umount2(2),
- * statx(2), fstatfs(2), mknod(2), ioctl(2), getdents64(2). The one place that knows the C
+ * statx(2), fstatfs(2), mknod(2), ioctl(2), getdents64(2), and the reads of the kernel's own
+ * files (sysfs, procfs). The one place that knows the C
  * library's calls and constants; each failure is an {@link ErrnoException} carrying errno and the
  * system's words. A call that can hang on a dead filesystem is made through {@link BlockingCalls}.
  */
@@ -73,12 +74,15 @@ public final class Libc {
     public static final int UMOUNT_NOFOLLOW = 8;
 
     public static final int S_IFMT = 0xF000;
+    public static final int S_IFCHR = 0x2000;
     public static final int S_IFDIR = 0x4000;
     public static final int S_IFBLK = 0x6000;
     public static final int S_IFREG = 0x8000;
+    public static final int S_IFLNK = 0xA000;
 
     private static final int AT_FDCWD = -100;
     private static final int AT_EMPTY_PATH = 0x1000;
+    private static final int AT_SYMLINK_NOFOLLOW = 0x100;
     private static final int STATX_TYPE = 0x1;
     private static final int STATX_SIZE = 0x200;
     private static final long RESOLVE_NO_SYMLINKS = 0x04;
@@ -115,6 +119,10 @@ public final class Libc {
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS), -1);
     private static final MethodHandle FSTATFS = function("fstatfs",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS), -1);
+    private static final MethodHandle READ = function("read",
+            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), -1);
+    private static final MethodHandle READLINK = function("readlink",
+            FunctionDescriptor.of(JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG), -1);
     private static final MethodHandle MKNOD = function("mknod",
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG), -1);
     private static final MethodHandle STRERROR = LINKER.downcallHandle(
@@ -344,10 +352,32 @@ public final class Libc {
     }
 
     public static Stat stat(int fd) {
+        return statx(fd, "", AT_EMPTY_PATH);
+    }
+
+    /** statx(2) of the path itself, a symlink in its last name not followed (as lstat(2)). */
+    public static Stat lstat(String path) {
+        return statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW);
+    }
+
+    /**
+     * The directory at {@code path} (symlinks followed) as the kernel names it, which is how the
+     * mount table lists what is mounted in it: open(2) and the name of the descriptor.
+     */
+    public static String directoryName(String path) {
+        int fd = open(path, O_PATH | O_DIRECTORY, 0);
+        try {
+            return readlink(fdPath(fd));
+        } finally {
+            close(fd);
+        }
+    }
+
+    private static Stat statx(int directory, String path, int flags) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CALL_STATE);
             MemorySegment buffer = arena.allocate(256, 8); // struct statx
-            check((int) STATX.invokeExact(state, fd, arena.allocateFrom(""), AT_EMPTY_PATH, STATX_TYPE | STATX_SIZE,
+            check((int) STATX.invokeExact(state, directory, arena.allocateFrom(path), flags, STATX_TYPE | STATX_SIZE,
                     buffer), state);
             return new Stat(Short.toUnsignedInt(buffer.get(JAVA_SHORT, 28)), buffer.get(JAVA_LONG, 40),
                     buffer.get(JAVA_INT, 128), buffer.get(JAVA_INT, 132));
@@ -355,6 +385,51 @@ public final class Libc {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException("statx could not be called", t);
+        }
+    }
+
+    /**
+     * The whole of a file the kernel writes as it is read (a sysfs attribute, /proc/self/mountinfo):
+     * open(2), read(2) until the end, close(2). Asked on every node call, and the JDK's file
+     * channels cost more than these three calls; {@code sizeHint} is the first buffer's size.
+     */
+    public static byte[] readFile(String path, int sizeHint) {
+        int fd = open(path, O_RDONLY, 0);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            MemorySegment buffer = arena.allocate(Math.max(sizeHint, 64));
+            long length = 0;
+            while (true) {
+                if (length == buffer.byteSize()) {
+                    buffer = arena.allocate(buffer.byteSize() * 2).copyFrom(buffer);
+                }
+                long read = (long) READ.invokeExact(state, fd, buffer.asSlice(length), buffer.byteSize() - length);
+                if (read == 0) {
+                    return buffer.asSlice(0, length).toArray(JAVA_BYTE);
+                }
+                length += check(read, state);
+            }
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("read could not be called", t);
+        } finally {
+            close(fd);
+        }
+    }
+
+    /** readlink(2): where the symlink at {@code path} points, as written in it. */
+    public static String readlink(String path) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            MemorySegment buffer = arena.allocate(4096);
+            long length = check((long) READLINK.invokeExact(state, arena.allocateFrom(path), buffer, buffer.byteSize()),
+                    state);
+            return new String(buffer.asSlice(0, length).toArray(JAVA_BYTE), StandardCharsets.UTF_8);
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("readlink could not be called", t);
         }
     }
 
@@ -473,6 +548,13 @@ public final class Libc {
     }
 
     private static int check(int result, MemorySegment state) {
+        if (result < 0) {
+            throw new ErrnoException(errno(state));
+        }
+        return result;
+    }
+
+    private static long check(long result, MemorySegment state) {
         if (result < 0) {
             throw new ErrnoException(errno(state));
         }

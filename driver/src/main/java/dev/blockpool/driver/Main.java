@@ -123,13 +123,6 @@ public final class Main {
         if (!Files.isDirectory(pool) || !Files.isWritable(pool)) {
             throw new IllegalArgumentException("pool directory " + pool + " is not a writable directory");
         }
-        try {
-            // The pool's images are then named as the kernel names a loop device's backing file,
-            // which LoopSysfs.isBackingFile compares without resolving it again on every node call.
-            pool = pool.toRealPath();
-        } catch (IOException e) {
-            throw new IllegalArgumentException("cannot resolve pool directory " + pool + ": " + e.getMessage());
-        }
         return new DriverConfig(arguments.endpoint().orElseThrow(), node, arguments.driverName(), pool,
                 arguments.mode(), maxVolumesPerNode);
     }

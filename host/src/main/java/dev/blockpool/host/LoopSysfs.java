@@ -8,7 +8,9 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
 
 /**
@@ -26,6 +28,7 @@ public final class LoopSysfs {
     private final Path sysBlock;
     private final Path sysDevBlock;
     private final Path devDir;
+    private final Map<DeviceNumber, Path> directories = new ConcurrentHashMap<>();
 
     /** This host's: /sys/block, and the device nodes in /dev. */
     public static LoopSysfs onThisHost() {
@@ -68,32 +71,43 @@ public final class LoopSysfs {
     }
 
     /**
-     * The bound device with this number: one link and one device read, not a scan. Asked about
-     * the device behind a mount on every node call, so it reads no file it can do without: the
-     * link is read without a look first, and the number is the one asked for.
+     * The bound device with this number: one device read, not a scan. Asked about the device
+     * behind a mount on every node call, so it reads no file it can do without: the number is the
+     * one asked for.
      */
     public Optional<LoopDevice> byNumber(DeviceNumber number) {
-        return nameOf(number).flatMap(name -> read(name, Optional.empty(), Optional.of(number)));
+        return directoryOf(number).flatMap(dir -> read(dir, Optional.empty(), Optional.of(number)));
     }
 
     /**
      * Only the backing file of the bound device with this number, as the kernel prints it (without
-     * " (deleted)"): who a mount belongs to, asked on every node call, from two reads rather than
+     * " (deleted)"): who a mount belongs to, asked on every node call, from one read rather than
      * every file of the device.
      */
     public Optional<Path> backingFileByNumber(DeviceNumber number) {
-        return nameOf(number).flatMap(name -> whileBound(sysBlock.resolve(name),
-                dir -> backingFile(dir).map(BackingFile::path)));
+        return directoryOf(number).flatMap(dir -> whileBound(dir, d -> backingFile(d).map(BackingFile::path)));
     }
 
-    /** The name of the loop device with this number, read through its link without a look first. */
-    private Optional<String> nameOf(DeviceNumber number) {
+    /**
+     * The directory of the loop device with this number, where its link in /sys/dev/block leads.
+     * Kept once read: the loop driver gives device loopN the same number whenever it exists (from
+     * N and the module's max_part), and resolving the link, which sysfs builds anew at each look,
+     * cost more than the read of the file behind it.
+     */
+    private Optional<Path> directoryOf(DeviceNumber number) {
         if (number.major() != LOOP_MAJOR) {
             return Optional.empty();
         }
+        Path known = directories.get(number);
+        if (known != null) {
+            return Optional.of(known);
+        }
+        Path link = sysDevBlock.resolve(number.toString());
         try {
-            return Optional.of(Files.readSymbolicLink(sysDevBlock.resolve(number.toString())).getFileName().toString());
-        } catch (IOException | UnsupportedOperationException e) {
+            Path directory = link.resolveSibling(KernelFiles.link(link)).normalize();
+            directories.put(number, directory);
+            return Optional.of(directory);
+        } catch (IOException e) {
             return Optional.empty(); // no such device (or removed while we were reading)
         }
     }
@@ -138,7 +152,12 @@ public final class LoopSysfs {
 
     /** {@code number}: the device's number when the caller knows it (its dev file is not read then). */
     private Optional<LoopDevice> read(String name, Optional<Path> image, Optional<DeviceNumber> number) {
-        Path dir = sysBlock.resolve(name);
+        return read(sysBlock.resolve(name), image, number);
+    }
+
+    /** The device whose sysfs directory is {@code dir}, named as it is. */
+    private Optional<LoopDevice> read(Path dir, Optional<Path> image, Optional<DeviceNumber> number) {
+        String name = dir.getFileName().toString();
         Path backingFile = dir.resolve("loop/backing_file");
         if (number.isEmpty() && !Files.exists(backingFile)) {
             // Unbound: sysfs has no loop/ directory. Checked without an exception, which a scan of
@@ -151,12 +170,12 @@ public final class LoopSysfs {
                 return Optional.empty();
             }
             DeviceNumber read = number.isPresent() ? number.get()
-                    : DeviceNumber.parse(Files.readString(d.resolve("dev")).strip());
+                    : DeviceNumber.parse(KernelFiles.attribute(d.resolve("dev")));
             return Optional.of(new LoopDevice(name, devDir.resolve(name), read,
                     backing.get().path(), backing.get().deleted(),
-                    "1".equals(Files.readString(d.resolve("ro")).strip()),
+                    "1".equals(KernelFiles.attribute(d.resolve("ro"))),
                     "1".equals(readIfExists(d.resolve("loop/autoclear")).orElse("0")),
-                    Long.parseLong(Files.readString(d.resolve("size")).strip()) * 512));
+                    Long.parseLong(KernelFiles.attribute(d.resolve("size"))) * 512));
         });
     }
 
@@ -193,7 +212,7 @@ public final class LoopSysfs {
 
     private static Optional<String> readIfExists(Path file) throws IOException {
         try {
-            return Optional.of(Files.readString(file).strip());
+            return Optional.of(KernelFiles.attribute(file));
         } catch (NoSuchFileException e) {
             return Optional.empty();
         }
@@ -201,13 +220,13 @@ public final class LoopSysfs {
 
     /**
      * Whether a device whose backing file the kernel prints as {@code backingFile} is bound to
-     * {@code image}. The path as given is compared first: the kernel prints a path without
-     * symlinks, so an equal one names the same file, and the pool's paths are already so (the
-     * driver resolves its pool directory at start); resolving it again would cost a lookup per
-     * directory on every node call. Any other path is compared as {@link #canonical}.
+     * {@code image}, a path of the pool. The kernel prints a path without symlinks, and the pool's
+     * paths are already so ({@code Pool.open} resolves its directory), so the two are compared as
+     * they are: resolving the image again would cost a lookup per directory on every node call,
+     * and a look into the pool, which may be a network filesystem that does not answer.
      */
     public static boolean isBackingFile(Path backingFile, Path image) {
-        return backingFile.equals(image) || backingFile.equals(canonical(image));
+        return backingFile.equals(image);
     }
 
     /** The path as the kernel prints a backing file: absolute, normalized, symlinks resolved when it exists. */

@@ -1,12 +1,7 @@
 package dev.blockpool.host;
 
-import java.io.IOException;
-import java.nio.file.FileSystemException;
-import java.nio.file.Files;
-import java.nio.file.LinkOption;
-import java.nio.file.NoSuchFileException;
+import dev.blockpool.common.Libc;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFileAttributes;
 import java.util.Optional;
 
 /**
@@ -41,30 +36,19 @@ public sealed interface PathState {
     }
 
     static PathState of(Path path) {
+        Libc.Stat stat;
         try {
-            PosixFileAttributes attributes = Files.readAttributes(path, PosixFileAttributes.class,
-                    LinkOption.NOFOLLOW_LINKS);
-            if (attributes.isDirectory()) {
-                return new Directory();
-            }
-            if (attributes.isSymbolicLink()) {
-                return new Symlink();
-            }
-            if (attributes.isRegularFile()) {
-                return new File(Optional.empty(), attributes.size());
-            }
-            int type = (Integer) Files.getAttribute(path, "unix:mode", LinkOption.NOFOLLOW_LINKS) & 0170000;
-            if (type == 0060000 || type == 0020000) { // S_IFBLK, S_IFCHR
-                long rdev = (Long) Files.getAttribute(path, "unix:rdev", LinkOption.NOFOLLOW_LINKS);
-                return new File(Optional.of(DeviceNumber.fromDevT(rdev)), 0);
-            }
-            return new Special();
-        } catch (NoSuchFileException e) {
-            return new Missing();
-        } catch (FileSystemException e) {
-            return new Broken(Optional.ofNullable(e.getReason()).orElse(e.getMessage()));
-        } catch (IOException e) {
-            return new Broken(e.getMessage());
+            stat = Libc.lstat(path.toString());
+        } catch (Libc.ErrnoException e) {
+            return e.errno() == Libc.ENOENT ? new Missing() : new Broken(e.getMessage());
         }
+        return switch (stat.mode() & Libc.S_IFMT) {
+            case Libc.S_IFDIR -> new Directory();
+            case Libc.S_IFLNK -> new Symlink();
+            case Libc.S_IFREG -> new File(Optional.empty(), stat.size());
+            case Libc.S_IFBLK, Libc.S_IFCHR -> new File(Optional.of(new DeviceNumber(stat.rdevMajor(),
+                    stat.rdevMinor())), 0);
+            default -> new Special();
+        };
     }
 }

@@ -2,7 +2,6 @@ package dev.blockpool.host;
 
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.stream.Stream;
@@ -14,6 +13,8 @@ import java.util.stream.Stream;
 public final class ProcMountTable implements MountTable {
 
     private final Path source;
+    /** How large the table was last time, so that a read of it usually takes one buffer. */
+    private volatile int lastSize = 16 * 1024;
 
     public ProcMountTable() {
         this(Path.of("/proc/self/mountinfo"));
@@ -42,7 +43,8 @@ public final class ProcMountTable implements MountTable {
     private List<MountInfo> read(int field, List<String> values) {
         String content;
         try {
-            content = Files.readString(source);
+            content = KernelFiles.read(source, lastSize + 4096);
+            lastSize = content.length();
         } catch (IOException e) {
             throw StorageException.io(e, "cannot read the mount table %s", source);
         }

@@ -29,9 +29,9 @@ public final class VolumeStats {
         if (mount.isEmpty()) {
             return Optional.empty();
         }
-        // One look at the device: a concurrent unstage may detach it between two.
-        Optional<LoopDevice> device = loops.loopOf(mount.get());
-        MountOwner owner = LoopAttachments.ownerOf(mount.get(), image, device);
+        // A filesystem's owner is told by its loop device's backing file alone; the device itself
+        // is read only for a raw block volume's size.
+        MountOwner owner = loops.ownerOf(mount.get(), image);
         // Another filesystem's path is not looked at: it may be a dead NFS or FUSE mount.
         if (owner == MountOwner.OTHER) {
             return Optional.empty();
@@ -40,11 +40,12 @@ public final class VolumeStats {
         if (state instanceof PathState.Missing) {
             return Optional.empty();
         }
-        if (owner == MountOwner.BROKEN || device.isEmpty() || state instanceof PathState.Broken) {
+        if (owner == MountOwner.BROKEN || state instanceof PathState.Broken) {
             return Optional.of(new Usage(Optional.empty(), Optional.empty()));
         }
         if (state instanceof PathState.File) {
-            return Optional.of(new Usage(Optional.empty(), Optional.of(device.get().sizeBytes())));
+            // detached since the owner was read: no size to give, as for a broken mount
+            return Optional.of(new Usage(Optional.empty(), loops.loopOf(mount.get()).map(LoopDevice::sizeBytes)));
         }
         return Optional.of(new Usage(Optional.of(filesystems.stats(path)), Optional.empty()));
     }
