@@ -102,6 +102,7 @@ public final class BlockingCalls {
     }
 
     private <T> Outcome<T> attempt(Duration deadline, String what, Supplier<T> work) {
+        InPlaceCalls.refuseWaiting(what);
         long end = System.nanoTime() + deadline.toNanos();
         acquire(deadline, what);
         Call<T> call = new Call<>(what, work);

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -56,6 +57,22 @@ class BlockingCallsTest {
             throw StorageException.precondition("not a directory");
         })).isInstanceOfSatisfying(StorageException.class,
                 e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.PRECONDITION));
+    }
+
+    @Test
+    void aCallInPlaceOnATransportThreadIsRefusedRatherThanLeftToWait() {
+        BlockingCalls calls = new BlockingCalls("test", 2);
+        AtomicReference<Throwable> refused = new AtomicReference<>();
+        InPlaceCalls.EXECUTOR.execute(() -> {
+            try {
+                calls.call(LONG, "statfs(2) of /pool", () -> "done");
+            } catch (Throwable t) {
+                refused.set(t);
+            }
+        });
+        assertThat(refused.get()).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("statfs(2) of /pool would wait on the gRPC transport thread");
+        assertThat(calls.call(LONG, "statfs(2) of /pool", () -> "done")).isEqualTo("done"); // not in place: runs
     }
 
     @Test

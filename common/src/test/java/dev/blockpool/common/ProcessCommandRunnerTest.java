@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -46,5 +47,19 @@ class ProcessCommandRunnerTest {
         // never inherits a translated locale.
         var result = runner.run("sh", "-c", "echo \"$LC_ALL\"");
         assertThat(result.stdout()).isEqualTo("C\n");
+    }
+
+    @Test
+    void noToolIsRunInPlaceOnATransportThread() {
+        List<Throwable> refused = new ArrayList<>();
+        InPlaceCalls.EXECUTOR.execute(() -> {
+            try {
+                runner.run("true");
+            } catch (Throwable t) {
+                refused.add(t);
+            }
+        });
+        assertThat(refused).singleElement().isInstanceOf(IllegalStateException.class)
+                .extracting(Throwable::getMessage).asString().startsWith("true would wait on the gRPC transport thread");
     }
 }

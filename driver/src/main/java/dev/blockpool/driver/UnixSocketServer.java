@@ -74,13 +74,15 @@ public final class UnixSocketServer {
 
         EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
         EventLoopGroup workers = new MultiThreadIoEventLoopGroup(2, EpollIoHandler.newFactory());
-        // Calls block on host commands (mkfs, cp); virtual threads keep that cheap.
+        // Calls block on host commands (mkfs, cp); virtual threads keep that cheap. A call is
+        // looked up on the transport thread, and then placed (CallPlacement).
         ExecutorService calls = Executors.newVirtualThreadPerTaskExecutor();
         NettyServerBuilder builder = NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()))
                 .channelType(EpollServerDomainSocketChannel.class)
                 .bossEventLoopGroup(boss)
                 .workerEventLoopGroup(workers)
-                .executor(calls);
+                .directExecutor()
+                .callExecutor(new CallPlacement(calls));
         MalformedRequestGuard malformed = new MalformedRequestGuard();
         for (ServerServiceDefinition service : services) {
             builder.addService(malformed.wrap(ServerInterceptors.intercept(service, interceptors)));

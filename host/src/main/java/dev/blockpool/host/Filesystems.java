@@ -24,7 +24,11 @@ public interface Filesystems {
     /** Grows a mounted filesystem to the size of its device. */
     void growMounted(Path device, Path mountPoint, FsType type);
 
-    /** Bytes and inodes of the filesystem mounted at {@code path}; an error past {@link FilesystemAnswer#DEADLINE}. */
+    /**
+     * Bytes and inodes of the filesystem mounted at {@code path}, which must be one of this
+     * driver's volumes: asked on the calling thread, which a volume's own ext4 or xfs answers
+     * from memory (any other filesystem may hang).
+     */
     FsStats stats(Path path);
 
     /** How the filesystem mounted at {@code mountPoint} answers, within {@link FilesystemAnswer#DEADLINE}. */

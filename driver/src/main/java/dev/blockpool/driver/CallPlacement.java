@@ -1,0 +1,51 @@
+package dev.blockpool.driver;
+
+import csi.v1.ControllerGrpc;
+import csi.v1.GroupControllerGrpc;
+import csi.v1.IdentityGrpc;
+import csi.v1.NodeGrpc;
+import dev.blockpool.common.InPlaceCalls;
+import io.grpc.Metadata;
+import io.grpc.MethodDescriptor;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallExecutorSupplier;
+import io.grpc.health.v1.HealthGrpc;
+import java.util.Set;
+import java.util.concurrent.Executor;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+
+/**
+ * Which thread runs a call. Most calls get a virtual thread of their own: they wait on the pool,
+ * on host tools and on system calls that can hang. The calls listed here answer from memory or
+ * from this node's kernel alone (a mount, its loop device in sysfs, statfs of the volume's own
+ * filesystem) and run {@linkplain InPlaceCalls in place} on the transport thread that read them:
+ * handing them to another thread and back took longer than the call itself (NodeGetVolumeStats
+ * 0.40 ms against 0.25 ms, docs/performance.md). What waits refuses to run in place, so a call
+ * listed here that is ever given such work fails in its tests.
+ */
+final class CallPlacement implements ServerCallExecutorSupplier {
+
+    static final Set<String> IN_PLACE = Stream.of(
+                    IdentityGrpc.getGetPluginInfoMethod(),
+                    IdentityGrpc.getGetPluginCapabilitiesMethod(),
+                    ControllerGrpc.getControllerGetCapabilitiesMethod(),
+                    GroupControllerGrpc.getGroupControllerGetCapabilitiesMethod(),
+                    NodeGrpc.getNodeGetCapabilitiesMethod(),
+                    NodeGrpc.getNodeGetInfoMethod(),
+                    NodeGrpc.getNodeGetVolumeStatsMethod(),
+                    HealthGrpc.getCheckMethod())
+            .map(MethodDescriptor::getFullMethodName).collect(Collectors.toUnmodifiableSet());
+
+    private final Executor ownThreads;
+
+    /** {@code ownThreads}: where every other call runs, each on a thread of its own. */
+    CallPlacement(Executor ownThreads) {
+        this.ownThreads = ownThreads;
+    }
+
+    @Override
+    public <ReqT, RespT> Executor getExecutor(ServerCall<ReqT, RespT> call, Metadata headers) {
+        return IN_PLACE.contains(call.getMethodDescriptor().getFullMethodName()) ? InPlaceCalls.EXECUTOR : ownThreads;
+    }
+}
