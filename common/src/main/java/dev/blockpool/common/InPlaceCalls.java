@@ -27,6 +27,19 @@ public final class InPlaceCalls {
     private InPlaceCalls() {
     }
 
+    /**
+     * Runs the rest of a call where it may wait: on a virtual thread of its own when the call
+     * runs in place, else right here. For a call that is answered in place when it can be and
+     * has to look further when not.
+     */
+    public static void elsewhere(Runnable rest) {
+        if (RUNNING.get() != null) {
+            Thread.ofVirtual().name("in-place-fallback").start(rest);
+        } else {
+            rest.run();
+        }
+    }
+
     /** Refuses {@code what} when it would wait on a transport thread. */
     public static void refuseWaiting(String what) {
         if (RUNNING.get() != null) {

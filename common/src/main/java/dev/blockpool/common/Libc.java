@@ -17,6 +17,8 @@ import java.lang.invoke.VarHandle;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
+import java.util.OptionalInt;
 
 /**
  * The Linux system calls the driver makes itself, through Java's foreign function API (no JNI
@@ -83,9 +85,12 @@ public final class Libc {
     private static final int AT_FDCWD = -100;
     private static final int AT_EMPTY_PATH = 0x1000;
     private static final int AT_SYMLINK_NOFOLLOW = 0x100;
+    private static final int AT_STATX_DONT_SYNC = 0x4000;
     private static final int STATX_TYPE = 0x1;
     private static final int STATX_SIZE = 0x200;
+    private static final long STATX_ATTR_MOUNT_ROOT = 0x2000;
     private static final long RESOLVE_NO_SYMLINKS = 0x04;
+    private static final long RESOLVE_CACHED = 0x20;
     /** Room for some 16,000 directory entries of the pool's names per getdents64 call. */
     private static final long DIRENT_BUFFER_BYTES = 1 << 20;
     private static final long DIRENT_PAGE_BUFFER_BYTES = 64 << 10;
@@ -142,8 +147,13 @@ public final class Libc {
         }
     }
 
-    /** The type and size of an open file, and the device a device node stands for, from statx(2). */
-    public record Stat(int mode, long size, int rdevMajor, int rdevMinor) {
+    /**
+     * What statx(2) tells of a file: its type and size, the device a device node stands for, the
+     * device of the filesystem it is on, and whether it is the root of a mount (STATX_ATTR_MOUNT_ROOT;
+     * empty where the kernel does not say, before Linux 5.8).
+     */
+    public record Stat(int mode, long size, int rdevMajor, int rdevMinor, int devMajor, int devMinor,
+                       Optional<Boolean> mountRoot) {
         public boolean isDirectory() {
             return (mode & S_IFMT) == S_IFDIR;
         }
@@ -205,6 +215,26 @@ public final class Libc {
             return check(fallback, state);
         } catch (ErrnoException e) {
             throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("openat2 could not be called", t);
+        }
+    }
+
+    /**
+     * {@link #openPathNoSymlinks} from the kernel's caches alone (openat2's RESOLVE_CACHED): empty,
+     * without waiting, where any name on the way would have to be looked up or revalidated (an
+     * NFS or FUSE filesystem that may not answer), and where the kernel cannot say (before 5.12).
+     * A path something is mounted on is always cached, with every directory above it.
+     */
+    public static OptionalInt openPathCached(String path) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CALL_STATE);
+            MemorySegment how = arena.allocate(JAVA_LONG, 3);
+            how.setAtIndex(JAVA_LONG, 0, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+            how.setAtIndex(JAVA_LONG, 2, RESOLVE_NO_SYMLINKS | RESOLVE_CACHED);
+            long fd = (long) SYSCALL.invokeExact(state, SYS_OPENAT2, (long) AT_FDCWD, arena.allocateFrom(path), how,
+                    how.byteSize());
+            return fd >= 0 ? OptionalInt.of((int) fd) : OptionalInt.empty();
         } catch (Throwable t) {
             throw new IllegalStateException("openat2 could not be called", t);
         }
@@ -355,6 +385,14 @@ public final class Libc {
         return statx(fd, "", AT_EMPTY_PATH);
     }
 
+    /**
+     * {@link #stat} with what the kernel has in memory (AT_STATX_DONT_SYNC): a network or FUSE
+     * filesystem is not asked, so it answers also when its server does not.
+     */
+    public static Stat statCached(int fd) {
+        return statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC);
+    }
+
     /** statx(2) of the path itself, a symlink in its last name not followed (as lstat(2)). */
     public static Stat lstat(String path) {
         return statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW);
@@ -379,8 +417,11 @@ public final class Libc {
             MemorySegment buffer = arena.allocate(256, 8); // struct statx
             check((int) STATX.invokeExact(state, directory, arena.allocateFrom(path), flags, STATX_TYPE | STATX_SIZE,
                     buffer), state);
+            boolean told = (buffer.get(JAVA_LONG, 56) & STATX_ATTR_MOUNT_ROOT) != 0; // stx_attributes_mask
             return new Stat(Short.toUnsignedInt(buffer.get(JAVA_SHORT, 28)), buffer.get(JAVA_LONG, 40),
-                    buffer.get(JAVA_INT, 128), buffer.get(JAVA_INT, 132));
+                    buffer.get(JAVA_INT, 128), buffer.get(JAVA_INT, 132), buffer.get(JAVA_INT, 136),
+                    buffer.get(JAVA_INT, 140),
+                    told ? Optional.of((buffer.get(JAVA_LONG, 8) & STATX_ATTR_MOUNT_ROOT) != 0) : Optional.empty());
         } catch (ErrnoException e) {
             throw e;
         } catch (Throwable t) {

@@ -18,11 +18,11 @@ import java.util.stream.Stream;
 /**
  * Which thread runs a call. Most calls get a virtual thread of their own: they wait on the pool,
  * on host tools and on system calls that can hang. The calls listed here answer from memory or
- * from this node's kernel alone (a mount, its loop device in sysfs, statfs of the volume's own
- * filesystem) and run {@linkplain InPlaceCalls in place} on the transport thread that read them:
- * handing them to another thread and back took longer than the call itself (NodeGetVolumeStats
- * 0.40 ms against 0.25 ms, docs/performance.md). What waits refuses to run in place, so a call
- * listed here that is ever given such work fails in its tests.
+ * from what this node's kernel has in memory, and run {@linkplain InPlaceCalls in place} on the
+ * transport thread that read them: handing them to another thread and back took longer than the
+ * call itself. NodeGetVolumeStats is answered in place when the volume's path, looked up from the
+ * kernel's caches, is its mount; else it goes on on a thread of its own. What waits refuses to run
+ * in place, so a call listed here that is ever given such work fails in its tests.
  */
 final class CallPlacement implements ServerCallExecutorSupplier {
 

@@ -8,8 +8,11 @@ import java.time.Duration;
 
 /**
  * {@link MountCalls} through mount(2) and umount2(2) on descriptors opened without following
- * symlinks, each call with its opens through {@link BlockingCalls}: a path on a dead NFS pool,
- * or a filesystem whose loop device's image is on one, can hang any of them.
+ * symlinks. A filesystem's mount reads it and an unmount may write it back, which hangs when its
+ * loop device's image is on a dead NFS pool: those calls are made with their opens through
+ * {@link BlockingCalls}. A bind mount, and a change of a bind's flags, only copy or change a
+ * mount of what is mounted already and read nothing from its filesystem: they are made on the
+ * calling thread, which spares a publish two hand-offs between threads.
  */
 final class LinuxMountCalls implements MountCalls {
 
@@ -24,6 +27,10 @@ final class LinuxMountCalls implements MountCalls {
 
     @Override
     public void mount(String source, Path target, TargetKind kind, String type, long flags, String data) {
+        if ((flags & Libc.MS_BIND) != 0) {
+            mountNow(source, target, kind, type, flags, data);
+            return;
+        }
         blocking.run(DEADLINE, "mount(2) of " + source + " at " + target,
                 () -> mountNow(source, target, kind, type, flags, data));
     }
@@ -56,7 +63,7 @@ final class LinuxMountCalls implements MountCalls {
 
     @Override
     public void remountBind(Path target, TargetKind kind, long flags) {
-        blocking.run(DEADLINE, "mount(2) to change the flags at " + target, () -> remountNow(target, flags));
+        remountNow(target, flags);
     }
 
     private static void remountNow(Path target, long flags) {

@@ -144,6 +144,16 @@ public final class LoopAttachments {
         return ownerOf(mount, image, loopOf(mount));
     }
 
+    /** The loop device with this number, when it is bound to the image (its backing file alone is read first). */
+    public Optional<LoopDevice> boundDevice(DeviceNumber number, Path image) {
+        return isBoundTo(number, image) ? loops.byNumber(number) : Optional.empty();
+    }
+
+    /** Whether the loop device with this number is bound to the image: one read of its backing file. */
+    public boolean isBoundTo(DeviceNumber number, Path image) {
+        return loops.backingFileOf(number).filter(file -> LoopSysfs.isBackingFile(file, image)).isPresent();
+    }
+
     static MountOwner ownerOf(MountInfo mount, Path image, Optional<LoopDevice> loop) {
         if (loop.isPresent()) {
             return LoopSysfs.isBackingFile(loop.get().backingFile(), image) ? MountOwner.THIS_VOLUME

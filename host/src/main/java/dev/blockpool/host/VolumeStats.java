@@ -1,7 +1,9 @@
 package dev.blockpool.host;
 
+import dev.blockpool.common.Libc;
 import java.nio.file.Path;
 import java.util.Optional;
+import java.util.OptionalInt;
 
 /**
  * NodeGetVolumeStats on the host: usage of a volume where it is mounted or bound. What is wrong
@@ -21,6 +23,40 @@ public final class VolumeStats {
         this.loops = loops;
         this.filesystems = filesystems;
         this.table = table;
+    }
+
+    /**
+     * The usage when the path is, as the kernel has it in memory, a mount of the volume: the path
+     * looked up from the kernel's caches alone, its mount and device told by statx without asking
+     * its filesystem, and only then statfs(2) of the volume's own filesystem (or sysfs for a raw
+     * block volume's size). Never waits, whatever is mounted on or above the path; empty whenever
+     * anything is short of that (a name not cached, a symlink, a broken or foreign mount, nothing
+     * mounted), which {@link #usage} then tells apart.
+     */
+    public Optional<Usage> usageFromCaches(Path image, Path path) {
+        OptionalInt opened = Libc.openPathCached(path.toString());
+        if (opened.isEmpty()) {
+            return Optional.empty();
+        }
+        int fd = opened.getAsInt();
+        try {
+            Libc.Stat stat = Libc.statCached(fd);
+            if (!stat.mountRoot().orElse(false)) {
+                return Optional.empty();
+            }
+            if (stat.isDirectory() && loops.isBoundTo(new DeviceNumber(stat.devMajor(), stat.devMinor()), image)) {
+                return Optional.of(new Usage(Optional.of(FsStats.of(Libc.fstatfs(fd))), Optional.empty()));
+            }
+            if (stat.isBlockDevice()) {
+                return loops.boundDevice(new DeviceNumber(stat.rdevMajor(), stat.rdevMinor()), image)
+                        .map(device -> new Usage(Optional.empty(), Optional.of(device.sizeBytes())));
+            }
+            return Optional.empty();
+        } catch (Libc.ErrnoException e) {
+            return Optional.empty();
+        } finally {
+            Libc.close(fd);
+        }
     }
 
     /** Empty when the volume is not mounted at the path. */

@@ -4,6 +4,7 @@ import csi.v1.Csi;
 import csi.v1.NodeGrpc;
 import dev.blockpool.common.FsType;
 import dev.blockpool.common.HealthProblem;
+import dev.blockpool.common.InPlaceCalls;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.csi.Capability;
 import dev.blockpool.csi.CsiException;
@@ -187,16 +188,28 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                                    StreamObserver<Csi.NodeGetVolumeStatsResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         String volumePath = RequestFields.bounded("volume_path", request.getVolumePath(), RequestFields.MAX_PATH_BYTES);
-        // Answered from the mount table, sysfs and the volume's own filesystem, not from the pool:
-        // kubelet asks every minute for every volume, and a shared pool's record is a network
-        // round trip away (or a pool that does not answer). A path that holds no mount of the
-        // volume's image is NOT_FOUND, whether or not the volume exists.
+        // Answered from the kernel's view of this node, not from the pool: kubelet asks every
+        // minute for every volume, and a shared pool's record is a network round trip away (or a
+        // pool that does not answer). First from the kernel's caches alone, which never waits
+        // (the call runs in place); else from the mount table, where a lookup may wait. A path
+        // that holds no mount of the volume's image is NOT_FOUND, whether or not the volume exists.
         Path path = Path.of(volumePath);
-        VolumeStats.Usage usage = (path.isAbsolute()
-                ? host.stats().usage(volumes.imageFor(volumeId), MountTable.asListed(path))
-                : Optional.<VolumeStats.Usage>empty())
+        Path image = volumes.imageFor(volumeId);
+        Optional<VolumeStats.Usage> cached = path.isAbsolute() ? host.stats().usageFromCaches(image, path)
+                : Optional.empty();
+        if (cached.isPresent()) {
+            UnaryReply.send(response, VolumeStatsMapper.toResponse(cached.get()));
+            return;
+        }
+        InPlaceCalls.elsewhere(() -> UnaryReply.sendFrom(response,
+                NodeGrpc.getNodeGetVolumeStatsMethod().getFullMethodName(),
+                () -> VolumeStatsMapper.toResponse(usageInMountTable(volumeId, image, volumePath))));
+    }
+
+    private VolumeStats.Usage usageInMountTable(String volumeId, Path image, String volumePath) {
+        Path path = Path.of(volumePath);
+        return (path.isAbsolute() ? host.stats().usage(image, MountTable.asListed(path)) : Optional.<VolumeStats.Usage>empty())
                 .orElseThrow(() -> CsiException.notFound("volume %s is not mounted at %s", volumeId, volumePath));
-        UnaryReply.send(response, VolumeStatsMapper.toResponse(usage));
     }
 
     /**

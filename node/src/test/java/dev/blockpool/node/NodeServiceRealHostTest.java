@@ -17,6 +17,7 @@ import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.InProcessCsi;
 import dev.blockpool.host.KubeletPaths;
 import dev.blockpool.host.NodeHost;
+import dev.blockpool.host.VolumeStats;
 import dev.blockpool.host.LoopDevice;
 import dev.blockpool.host.MountInfo;
 import dev.blockpool.pool.AccessType;
@@ -646,5 +647,39 @@ class NodeServiceRealHostTest {
         unstage(volume);
         List<MountInfo> left = RealHost.mountsUnder(dir);
         assertThat(left).isEmpty();
+    }
+
+    /**
+     * What NodeGetVolumeStats answers in place, from the kernel's caches, is what the mount table
+     * gives; anything it cannot be sure of is left to the mount table, never answered wrong.
+     */
+    @Test
+    void statsFromTheKernelsCachesAreWhatTheMountTableGives() throws IOException {
+        VolumeStats host = NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()).stats();
+        Volume filesystem = createVolume("cached-fs", 64 * MiB, "ext4", AccessType.MOUNT);
+        Path image = pool.volumes().imagePath(filesystem.id());
+        stage(filesystem, mountCapability(Mode.SINGLE_NODE_WRITER));
+        Optional<VolumeStats.Usage> cached = host.usageFromCaches(image, staging);
+        assertThat(cached).get().extracting(VolumeStats.Usage::filesystem).isNotEqualTo(Optional.empty());
+        assertThat(cached).isEqualTo(host.usage(image, staging));
+
+        Volume other = createVolume("cached-other", 16 * MiB, "", AccessType.BLOCK);
+        assertThat(host.usageFromCaches(pool.volumes().imagePath(other.id()), staging)).isEmpty();
+        assertThat(host.usageFromCaches(image, staging.getParent())).isEmpty(); // no mount there
+        Path linked = Files.createSymbolicLink(dir.resolve("linked"), staging.getParent())
+                .resolve(staging.getFileName());
+        assertThat(host.usageFromCaches(image, linked)).isEmpty(); // no symlink is followed in place
+        assertThat(bytes(stats(filesystem.id(), linked)).getTotal()).isPositive(); // the mount table finds it
+        unstage(filesystem);
+        assertThat(host.usageFromCaches(image, staging)).isEmpty();
+
+        Path target = target("cached-block");
+        stage(other, blockCapability(Mode.SINGLE_NODE_WRITER));
+        publish(other, target, blockCapability(Mode.SINGLE_NODE_WRITER), false);
+        assertThat(host.usageFromCaches(pool.volumes().imagePath(other.id()), target))
+                .contains(new VolumeStats.Usage(Optional.empty(), Optional.of(16 * MiB)));
+        assertThat(host.usageFromCaches(image, target)).isEmpty();
+        unpublish(other.id(), target);
+        unstage(other);
     }
 }
