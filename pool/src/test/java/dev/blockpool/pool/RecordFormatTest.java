@@ -16,14 +16,17 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Records as they are on disk. The files in {@code records/} were written by the driver of commit
  * 5133a5a (Jackson databind): every driver since must read them, and write the same bytes for the
- * same record, so that an older driver reads what a newer one wrote.
+ * same record, so that an older driver reads what a newer one wrote. Its sets and maps came in
+ * the order of Set.copyOf and Map.copyOf, which changes from JVM to JVM; they are written sorted now.
  */
 class RecordFormatTest {
 
@@ -83,6 +86,113 @@ class RecordFormatTest {
                 .isEqualTo(new String(fixture(file), StandardCharsets.UTF_8));
     }
 
+    static Stream<Object> records() {
+        return Stream.of(EVERY_FIELD, CLONE, WITHOUT_SOURCE,
+                new Volume("pvc-44", "", 0, "", Allocation.SPARSE, Set.of(AccessType.MOUNT, AccessType.BLOCK),
+                        Map.of("", "", "b", "2", "a", "1"), Optional.of(ContentSource.volume("")),
+                        Instant.parse("+10000-01-01T00:00:00Z"), List.of(new Attachment("", false, false),
+                                new Attachment("node-2", true, false), new Attachment("node-3", false, true))),
+                SNAPSHOT, GROUP_MEMBER,
+                new Snapshot("snap-3", "s", "pvc-1", Long.MIN_VALUE, Instant.EPOCH.minusNanos(1)),
+                GROUP,
+                new GroupSnapshot("group-2", "g", List.of(), List.of(), Instant.parse("2026-11-24T10:12:01Z")),
+                NODE, UNORDERED_TOPOLOGY, ESCAPES, new NodeRecord("node-4", 1, Map.of()));
+    }
+
+    @ParameterizedTest
+    @MethodSource("records")
+    void aRecordReadsBackAsWritten(Object record) {
+        byte[] written = RecordFormat.encode(FILE, record);
+        Object read = RecordFormat.decode(FILE, written, record.getClass());
+
+        assertThat(read).isEqualTo(record);
+        assertThat(RecordFormat.encode(FILE, read)).isEqualTo(written);
+    }
+
+    @Test
+    void setsAndMapsAreWrittenSorted() {
+        assertThat(RecordFormat.encode(FILE, EVERY_FIELD)).as("MOUNT before BLOCK, as the enum declares them")
+                .isEqualTo(fixture("volume-every-field.json"));
+        assertThat(new String(RecordFormat.encode(FILE, UNORDERED_TOPOLOGY), StandardCharsets.UTF_8))
+                .isEqualTo(new String(fixture("node-unordered-topology.json"), StandardCharsets.UTF_8)
+                        .replace("""
+                                    "a" : "1",
+                                    "c" : "3",
+                                    "b" : "2"
+                                """, """
+                                    "a" : "1",
+                                    "b" : "2",
+                                    "c" : "3"
+                                """));
+    }
+
+    /** What records of older drivers lack, and a newer driver's fields, which an older one skips. */
+    @Test
+    void absentFieldsReadAsBeforeAndUnknownOnesAreSkipped() {
+        String snapshot = new String(fixture("snapshot.json"), StandardCharsets.UTF_8);
+        assertThat(decode(snapshot.replace(",\n  \"groupSnapshotId\" : null", ""), Snapshot.class))
+                .as("a snapshot from before group snapshots").isEqualTo(SNAPSHOT);
+        String volume = new String(fixture("volume-clone.json"), StandardCharsets.UTF_8);
+        assertThat(decode(volume.replace(",\n    \"multiNode\" : false", ""), Volume.class))
+                .as("an attachment from before multi-node ones").isEqualTo(CLONE);
+        assertThat(decode(volume.replace(",\n    \"multiNode\" : false", ",\n    \"multiNode\" : null"),
+                Volume.class)).isEqualTo(CLONE);
+        String withSource = volume.substring(0, volume.indexOf("  \"source\"")) + "  \"source\" : null,\n"
+                + volume.substring(volume.indexOf("  \"createdAt\""));
+        assertThat(decode(withSource, Volume.class)).isEqualTo(new Volume(CLONE.id(), CLONE.name(),
+                CLONE.capacityBytes(), CLONE.fsType(), CLONE.allocation(), CLONE.accessTypes(), CLONE.parameters(),
+                Optional.empty(), CLONE.createdAt(), CLONE.attachments()));
+
+        String newer = volume.replace("\"id\" : \"pvc-22\"", "\"id\" : \"pvc-22\",\n    \"at\" : [ { \"x\" : [ ] } ]")
+                .replace("\"name\" : \"pvc-one\",", "\"name\" : \"pvc-one\",\n  \"encryption\" : { \"key\" : null },");
+        assertThat(decode(newer, Volume.class)).isEqualTo(CLONE);
+        assertThat(decode(volume.replace("\"formatVersion\" : 1,\n", ""), Volume.class))
+                .as("from before format versions").isEqualTo(CLONE);
+        assertThat(decode(volume.replace("\"name\" : \"pvc-one\",", "\"name\" : \"pvc-one\",\n  \"name\" : \"again\","),
+                Volume.class).name()).as("the last of two").isEqualTo("again");
+    }
+
+    /** Each required field, by the key that names it at its depth in the file. */
+    static Stream<Arguments> requiredFields() {
+        return Stream.of(
+                Arguments.of("volume-clone.json", "  \"id\"", "id"),
+                Arguments.of("volume-clone.json", "  \"name\"", "name"),
+                Arguments.of("volume-clone.json", "  \"capacityBytes\"", "capacityBytes"),
+                Arguments.of("volume-clone.json", "  \"fsType\"", "fsType"),
+                Arguments.of("volume-clone.json", "  \"allocation\"", "allocation"),
+                Arguments.of("volume-clone.json", "  \"accessTypes\"", "accessTypes"),
+                Arguments.of("volume-clone.json", "  \"parameters\"", "parameters"),
+                Arguments.of("volume-clone.json", "    \"kind\"", "source.kind"),
+                Arguments.of("volume-clone.json", "    \"id\"", "source.id"),
+                Arguments.of("volume-clone.json", "  \"createdAt\"", "createdAt"),
+                Arguments.of("volume-clone.json", "  \"attachments\"", "attachments"),
+                Arguments.of("volume-clone.json", "    \"nodeId\"", "attachments[0].nodeId"),
+                Arguments.of("volume-clone.json", "    \"readonly\"", "attachments[0].readonly"),
+                Arguments.of("snapshot.json", "  \"id\"", "id"),
+                Arguments.of("snapshot.json", "  \"name\"", "name"),
+                Arguments.of("snapshot.json", "  \"sourceVolumeId\"", "sourceVolumeId"),
+                Arguments.of("snapshot.json", "  \"sizeBytes\"", "sizeBytes"),
+                Arguments.of("snapshot.json", "  \"createdAt\"", "createdAt"),
+                Arguments.of("group-snapshot.json", "  \"id\"", "id"),
+                Arguments.of("group-snapshot.json", "  \"name\"", "name"),
+                Arguments.of("group-snapshot.json", "  \"sourceVolumeIds\"", "sourceVolumeIds"),
+                Arguments.of("group-snapshot.json", "  \"snapshotIds\"", "snapshotIds"),
+                Arguments.of("group-snapshot.json", "  \"createdAt\"", "createdAt"),
+                Arguments.of("node.json", "  \"nodeId\"", "nodeId"),
+                Arguments.of("node.json", "  \"maxVolumesPerNode\"", "maxVolumesPerNode"),
+                Arguments.of("node.json", "  \"topology\"", "topology"));
+    }
+
+    @ParameterizedTest
+    @MethodSource("requiredFields")
+    void aMissingRequiredFieldIsNamedByItsPath(String file, String key, String field) {
+        String content = new String(fixture(file), StandardCharsets.UTF_8);
+        assertThat(content).contains("\n" + key + " : ");
+
+        assertDamaged(content.replace("\n" + key + " : ", "\n" + key.replaceFirst("\"", "\"was-") + " : "),
+                typeOf(file), "field " + field + " is missing or invalid");
+    }
+
     static Stream<Arguments> invalidValues() {
         return Stream.of(
                 Arguments.of("\"capacityBytes\" : 1048576", "\"capacityBytes\" : true", "capacityBytes"),
@@ -99,13 +209,128 @@ class RecordFormatTest {
                 Arguments.of("\"readonly\" : false", "\"readonly\" : \"no\"", "attachments[0].readonly"));
     }
 
+    /** Values the databind reader took by coercion or as null, which no driver wrote. */
+    static Stream<Arguments> valuesNoDriverWrote() {
+        return Stream.of(
+                Arguments.of("\"id\" : \"pvc-11\"", "\"id\" : 11", "id"),
+                Arguments.of("\"id\" : \"pvc-11\"", "\"id\" : null", "id"),
+                Arguments.of("\"capacityBytes\" : 1048576", "\"capacityBytes\" : \"1048576\"", "capacityBytes"),
+                Arguments.of("\"capacityBytes\" : 1048576", "\"capacityBytes\" : 1048576.0", "capacityBytes"),
+                Arguments.of("\"capacityBytes\" : 1048576", "\"capacityBytes\" : null", "capacityBytes"),
+                Arguments.of("\"SPARSE\"", "0", "allocation"),
+                Arguments.of("[ \"BLOCK\" ]", "[ null ]", "accessTypes[0]"),
+                Arguments.of("[ \"BLOCK\" ]", "null", "accessTypes"),
+                Arguments.of("\"data-0\"", "null", "parameters.csi.storage.k8s.io/pvc/name"),
+                Arguments.of("\"data-0\"", "0", "parameters.csi.storage.k8s.io/pvc/name"),
+                Arguments.of("\"pvc-22\"", "22", "source.id"),
+                Arguments.of("\"2026-11-24T10:12:00.120Z\"", "1764000000", "createdAt"),
+                Arguments.of("\"2026-11-24T10:12:00.120Z\"", "\"\"", "createdAt"),
+                Arguments.of("\"node-1\"", "1", "attachments[0].nodeId"),
+                Arguments.of("\"readonly\" : false", "\"readonly\" : \"false\"", "attachments[0].readonly"),
+                Arguments.of("\"readonly\" : false", "\"readonly\" : 0", "attachments[0].readonly"),
+                Arguments.of("\"multiNode\" : false", "\"multiNode\" : \"false\"", "attachments[0].multiNode"),
+                Arguments.of("[ {", "[ null, {", "attachments[0]"));
+    }
+
     @ParameterizedTest
-    @MethodSource("invalidValues")
+    @MethodSource({"invalidValues", "valuesNoDriverWrote"})
     void anInvalidValueIsNamedByItsPath(String valid, String invalid, String field) {
         String content = new String(fixture("volume-clone.json"), StandardCharsets.UTF_8);
         assertThat(content).contains(valid);
 
         assertDamaged(content.replace(valid, invalid), Volume.class, "field " + field + " is missing or invalid");
+    }
+
+    @Test
+    void anInvalidValueOfAnyRecordIsNamedByItsPath() {
+        String snapshot = new String(fixture("snapshot-group-member.json"), StandardCharsets.UTF_8);
+        assertDamaged(snapshot.replace("\"group-1\"", "1"), Snapshot.class,
+                "field groupSnapshotId is missing or invalid");
+        String group = new String(fixture("group-snapshot.json"), StandardCharsets.UTF_8);
+        assertDamaged(group.replace("\"snap-3\"", "null"), GroupSnapshot.class,
+                "field snapshotIds[1] is missing or invalid");
+        assertDamaged(group.replace("\"pvc-22\"", "{ }"), GroupSnapshot.class,
+                "field sourceVolumeIds[1] is missing or invalid");
+        String node = new String(fixture("node.json"), StandardCharsets.UTF_8);
+        assertDamaged(node.replace(": 8,", ": -9223372036854775809,"), NodeRecord.class,
+                "field maxVolumesPerNode is missing or invalid");
+        assertDamaged(node.replace("\"node-1\"\n", "[ ]\n"), NodeRecord.class,
+                "field topology.topology.blockpool.csi.dev/node is missing or invalid");
+    }
+
+    static Stream<Arguments> notJson() {
+        return Stream.of(
+                Arguments.of("", "it is empty"),
+                Arguments.of(" \n ", "it is empty"),
+                Arguments.of("[ ]", "it holds no JSON object"),
+                Arguments.of("null", "it holds no JSON object"),
+                Arguments.of("{\n  \"id\" : \"pvc-11\" \"name\"", "it is not valid JSON (line 2, column 19)"),
+                Arguments.of("{\n  \"formatVersion\" : 1,\n  \"id\" : \"pvc-", "it is not valid JSON (line 3, column 15)"));
+    }
+
+    @ParameterizedTest
+    @MethodSource("notJson")
+    void aFileThatIsNoRecordSaysHow(String content, String why) {
+        assertDamaged(content, Volume.class, why);
+    }
+
+    static Stream<Arguments> noVersions() {
+        return Stream.of(
+                Arguments.of("\"two\"", "\"two\""),
+                Arguments.of("0", "0"),
+                Arguments.of("-1", "-1"),
+                Arguments.of("2.50", "2.5"),
+                Arguments.of("1e2", "100.0"),
+                Arguments.of("null", "null"),
+                Arguments.of("{ \"major\" : [ 1, \"x\" ] }", "{\"major\":[1,\"x\"]}"));
+    }
+
+    @ParameterizedTest
+    @MethodSource("noVersions")
+    void aFormatVersionThatIsNoVersionIsQuoted(String version, String quoted) {
+        String content = new String(fixture("volume-clone.json"), StandardCharsets.UTF_8)
+                .replace("\"formatVersion\" : 1", "\"formatVersion\" : " + version);
+
+        assertDamaged(content, Volume.class, "its formatVersion " + quoted + " is not a format version");
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"3", "99999999999999999999999"})
+    void aNewerFormatIsRefusedWithItsNumber(String version) {
+        String content = new String(fixture("volume-clone.json"), StandardCharsets.UTF_8)
+                .replace("\"formatVersion\" : 1", "\"formatVersion\" : " + version);
+
+        assertThatThrownBy(() -> decode(content, Volume.class)).isInstanceOfSatisfying(StorageException.class,
+                e -> {
+                    assertThat(e.kind()).isEqualTo(Kind.PRECONDITION);
+                    assertThat(e.getMessage()).isEqualTo("metadata " + FILE + " was written by a newer blockpool "
+                            + "(record format " + version + "; this driver reads formats 1 to 2): upgrade the driver; "
+                            + "the file is left as it is");
+                });
+    }
+
+    @Test
+    void aRecordWithoutAValueIsNotWritten() {
+        Volume unnamed = new Volume(CLONE.id(), null, CLONE.capacityBytes(), CLONE.fsType(), CLONE.allocation(),
+                CLONE.accessTypes(), CLONE.parameters(), CLONE.source(), CLONE.createdAt(), CLONE.attachments());
+        Volume attachedToNoNode = CLONE.withAttachments(List.of(CLONE.attachments().getFirst(),
+                new Attachment(null, false, false)));
+
+        assertThatThrownBy(() -> RecordFormat.encode(FILE, unnamed)).isInstanceOfSatisfying(StorageException.class,
+                e -> assertThat(e.getMessage())
+                        .isEqualTo("cannot encode the metadata for " + FILE + ": field name has no value"));
+        assertThatThrownBy(() -> RecordFormat.encode(FILE, attachedToNoNode))
+                .isInstanceOfSatisfying(StorageException.class, e -> assertThat(e.getMessage())
+                        .isEqualTo("cannot encode the metadata for " + FILE + ": field attachments[1].nodeId has no value"));
+    }
+
+    private static <T> T decode(String content, Class<T> type) {
+        return RecordFormat.decode(FILE, content.getBytes(StandardCharsets.UTF_8), type);
+    }
+
+    private static Class<?> typeOf(String file) {
+        return file.startsWith("volume") ? Volume.class : file.startsWith("snapshot") ? Snapshot.class
+                : file.startsWith("group") ? GroupSnapshot.class : NodeRecord.class;
     }
 
     static void assertDamaged(String content, Class<?> type, String why) {
