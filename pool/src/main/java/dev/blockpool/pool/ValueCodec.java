@@ -27,49 +27,25 @@ interface ValueCodec<V> {
 
     V read(JsonParser in) throws IOException;
 
-    ValueCodec<String> STRING = new ValueCodec<>() {
-        @Override
-        public void write(JsonGenerator out, String value) throws IOException {
-            out.writeString(value);
-        }
+    ValueCodec<String> STRING = of(JsonGenerator::writeString, in -> {
+        require(in, JsonToken.VALUE_STRING);
+        return in.getText();
+    });
 
-        @Override
-        public String read(JsonParser in) throws IOException {
-            require(in, JsonToken.VALUE_STRING);
-            return in.getText();
+    ValueCodec<Long> LONG = of((out, value) -> out.writeNumber(value.longValue()), in -> {
+        require(in, JsonToken.VALUE_NUMBER_INT);
+        if (in.getNumberType() == JsonParser.NumberType.BIG_INTEGER) {
+            throw new InvalidField();
         }
-    };
+        return in.getLongValue();
+    });
 
-    ValueCodec<Long> LONG = new ValueCodec<>() {
-        @Override
-        public void write(JsonGenerator out, Long value) throws IOException {
-            out.writeNumber(value.longValue());
+    ValueCodec<Boolean> BOOLEAN = of(JsonGenerator::writeBoolean, in -> {
+        if (!in.currentToken().isBoolean()) {
+            throw new InvalidField();
         }
-
-        @Override
-        public Long read(JsonParser in) throws IOException {
-            require(in, JsonToken.VALUE_NUMBER_INT);
-            if (in.getNumberType() == JsonParser.NumberType.BIG_INTEGER) {
-                throw new InvalidField();
-            }
-            return in.getLongValue();
-        }
-    };
-
-    ValueCodec<Boolean> BOOLEAN = new ValueCodec<>() {
-        @Override
-        public void write(JsonGenerator out, Boolean value) throws IOException {
-            out.writeBoolean(value);
-        }
-
-        @Override
-        public Boolean read(JsonParser in) throws IOException {
-            if (!in.currentToken().isBoolean()) {
-                throw new InvalidField();
-            }
-            return in.getBooleanValue();
-        }
-    };
+        return in.getBooleanValue();
+    });
 
     /** ISO-8601 in UTC with as many fraction digits as it needs, as Jackson's JavaTimeModule wrote it. */
     ValueCodec<Instant> INSTANT = STRING.converted(Instant::toString, Instant::parse);
@@ -80,34 +56,28 @@ interface ValueCodec<V> {
     }
 
     static <E> ValueCodec<List<E>> listOf(ValueCodec<E> element) {
-        return new ValueCodec<>() {
-            @Override
-            public void write(JsonGenerator out, List<E> list) throws IOException {
-                out.writeStartArray();
-                for (int index = 0; index < list.size(); index++) {
-                    try {
-                        element.write(out, list.get(index));
-                    } catch (InvalidField e) {
-                        throw e.at(index);
-                    }
+        return of((out, list) -> {
+            out.writeStartArray();
+            for (int index = 0; index < list.size(); index++) {
+                try {
+                    element.write(out, list.get(index));
+                } catch (InvalidField e) {
+                    throw e.at(index);
                 }
-                out.writeEndArray();
             }
-
-            @Override
-            public List<E> read(JsonParser in) throws IOException {
-                require(in, JsonToken.START_ARRAY);
-                List<E> list = new ArrayList<>();
-                while (in.nextToken() != JsonToken.END_ARRAY) {
-                    try {
-                        list.add(element.read(in));
-                    } catch (InvalidField e) {
-                        throw e.at(list.size());
-                    }
+            out.writeEndArray();
+        }, in -> {
+            require(in, JsonToken.START_ARRAY);
+            List<E> list = new ArrayList<>();
+            while (in.nextToken() != JsonToken.END_ARRAY) {
+                try {
+                    list.add(element.read(in));
+                } catch (InvalidField e) {
+                    throw e.at(list.size());
                 }
-                return list;
             }
-        };
+            return list;
+        });
     }
 
     /**
@@ -120,56 +90,42 @@ interface ValueCodec<V> {
 
     /** An object with a value of {@code value}'s kind per key, written in the keys' order, as {@link #setOf}. */
     static <V> ValueCodec<Map<String, V>> mapOf(ValueCodec<V> value) {
-        return new ValueCodec<>() {
-            @Override
-            public void write(JsonGenerator out, Map<String, V> map) throws IOException {
-                out.writeStartObject();
-                for (Map.Entry<String, V> entry : new TreeMap<>(map).entrySet()) {
-                    out.writeFieldName(entry.getKey());
-                    try {
-                        value.write(out, entry.getValue());
-                    } catch (InvalidField e) {
-                        throw e.in(entry.getKey());
-                    }
+        return of((out, map) -> {
+            out.writeStartObject();
+            for (Map.Entry<String, V> entry : new TreeMap<>(map).entrySet()) {
+                out.writeFieldName(entry.getKey());
+                try {
+                    value.write(out, entry.getValue());
+                } catch (InvalidField e) {
+                    throw e.in(entry.getKey());
                 }
-                out.writeEndObject();
             }
-
-            @Override
-            public Map<String, V> read(JsonParser in) throws IOException {
-                require(in, JsonToken.START_OBJECT);
-                Map<String, V> map = new LinkedHashMap<>();
-                while (in.nextToken() == JsonToken.FIELD_NAME) {
-                    String key = in.currentName();
-                    in.nextToken();
-                    try {
-                        map.put(key, value.read(in));
-                    } catch (InvalidField e) {
-                        throw e.in(key);
-                    }
+            out.writeEndObject();
+        }, in -> {
+            require(in, JsonToken.START_OBJECT);
+            Map<String, V> map = new LinkedHashMap<>();
+            while (in.nextToken() == JsonToken.FIELD_NAME) {
+                String key = in.currentName();
+                in.nextToken();
+                try {
+                    map.put(key, value.read(in));
+                } catch (InvalidField e) {
+                    throw e.in(key);
                 }
-                return map;
             }
-        };
+            return map;
+        });
     }
 
     /** The value, or null when empty; a null is read by the field that holds it (as empty). */
     static <V> ValueCodec<Optional<V>> optional(ValueCodec<V> present) {
-        return new ValueCodec<>() {
-            @Override
-            public void write(JsonGenerator out, Optional<V> value) throws IOException {
-                if (value.isPresent()) {
-                    present.write(out, value.get());
-                } else {
-                    out.writeNull();
-                }
+        return of((out, value) -> {
+            if (value.isPresent()) {
+                present.write(out, value.get());
+            } else {
+                out.writeNull();
             }
-
-            @Override
-            public Optional<V> read(JsonParser in) throws IOException {
-                return Optional.of(present.read(in));
-            }
-        };
+        }, in -> Optional.of(present.read(in)));
     }
 
     /**
@@ -177,23 +133,39 @@ interface ValueCodec<V> {
      * read; a value the conversion refuses is invalid.
      */
     default <U> ValueCodec<U> converted(Function<U, V> toJson, Function<V, U> fromJson) {
-        ValueCodec<V> json = this;
+        return of((out, value) -> write(out, toJson.apply(value)), in -> {
+            V value = read(in);
+            try {
+                return fromJson.apply(value);
+            } catch (IllegalArgumentException | DateTimeException e) { // what Enum.valueOf and Instant.parse throw
+                throw new InvalidField();
+            }
+        });
+    }
+
+    /** The codec that writes with {@code write} and reads with {@code read}. */
+    static <V> ValueCodec<V> of(Write<V> write, Read<V> read) {
         return new ValueCodec<>() {
             @Override
-            public void write(JsonGenerator out, U value) throws IOException {
-                json.write(out, toJson.apply(value));
+            public void write(JsonGenerator out, V value) throws IOException {
+                write.write(out, value);
             }
 
             @Override
-            public U read(JsonParser in) throws IOException {
-                V value = json.read(in);
-                try {
-                    return fromJson.apply(value);
-                } catch (IllegalArgumentException | DateTimeException e) { // what Enum.valueOf and Instant.parse throw
-                    throw new InvalidField();
-                }
+            public V read(JsonParser in) throws IOException {
+                return read.read(in);
             }
         };
+    }
+
+    @FunctionalInterface
+    interface Write<V> {
+        void write(JsonGenerator out, V value) throws IOException;
+    }
+
+    @FunctionalInterface
+    interface Read<V> {
+        V read(JsonParser in) throws IOException;
     }
 
     /** Refuses a value that does not start with {@code token}. */

@@ -35,7 +35,8 @@ class RecordCodecTest {
 
     @Test
     void aRecordThatRefusesItsValuesIsInvalidAsAWhole() throws IOException {
-        InvalidField invalid = catchThrowableOfType(InvalidField.class, () -> read(SPAN, "{ \"from\" : 2, \"to\" : 1 }"));
+        InvalidField invalid = catchThrowableOfType(InvalidField.class,
+                () -> read(SPAN, "{ \"from\" : 2, \"to\" : 1 }"));
 
         assertThat(invalid.path()).isEmpty();
         assertThat(invalid.getCause()).hasMessage("a span ends after it starts");

@@ -76,14 +76,13 @@ class RecordFormatTest {
     @ParameterizedTest
     @MethodSource("everyFile")
     void aRecordWrittenBeforeReadsAsItWas(String file, Object record) {
-        assertThat(RecordFormat.decode(FILE, fixture(file), record.getClass())).isEqualTo(record);
+        assertThat(decode(fixture(file), record.getClass())).isEqualTo(record);
     }
 
     @ParameterizedTest
     @MethodSource("writtenInOneOrder")
     void aRecordIsWrittenAsBefore(String file, Object record) {
-        assertThat(new String(RecordFormat.encode(FILE, record), StandardCharsets.UTF_8))
-                .isEqualTo(new String(fixture(file), StandardCharsets.UTF_8));
+        assertThat(encode(record)).isEqualTo(fixture(file));
     }
 
     static Stream<Object> records() {
@@ -102,20 +101,18 @@ class RecordFormatTest {
     @ParameterizedTest
     @MethodSource("records")
     void aRecordReadsBackAsWritten(Object record) {
-        byte[] written = RecordFormat.encode(FILE, record);
-        Object read = RecordFormat.decode(FILE, written, record.getClass());
+        String written = encode(record);
+        Object read = decode(written, record.getClass());
 
         assertThat(read).isEqualTo(record);
-        assertThat(RecordFormat.encode(FILE, read)).isEqualTo(written);
+        assertThat(encode(read)).isEqualTo(written);
     }
 
     @Test
     void setsAndMapsAreWrittenSorted() {
-        assertThat(RecordFormat.encode(FILE, EVERY_FIELD)).as("MOUNT before BLOCK, as the enum declares them")
+        assertThat(encode(EVERY_FIELD)).as("MOUNT before BLOCK, as the enum declares them")
                 .isEqualTo(fixture("volume-every-field.json"));
-        assertThat(new String(RecordFormat.encode(FILE, UNORDERED_TOPOLOGY), StandardCharsets.UTF_8))
-                .isEqualTo(new String(fixture("node-unordered-topology.json"), StandardCharsets.UTF_8)
-                        .replace("""
+        assertThat(encode(UNORDERED_TOPOLOGY)).isEqualTo(fixture("node-unordered-topology.json").replace("""
                                     "a" : "1",
                                     "c" : "3",
                                     "b" : "2"
@@ -126,30 +123,35 @@ class RecordFormatTest {
                                 """));
     }
 
-    /** What records of older drivers lack, and a newer driver's fields, which an older one skips. */
+    /** What records of older drivers lack, or hold as null, reads as before. */
     @Test
-    void absentFieldsReadAsBeforeAndUnknownOnesAreSkipped() {
-        String snapshot = new String(fixture("snapshot.json"), StandardCharsets.UTF_8);
+    void fieldsOlderRecordsLackReadAsBefore() {
+        String snapshot = fixture("snapshot.json");
         assertThat(decode(snapshot.replace(",\n  \"groupSnapshotId\" : null", ""), Snapshot.class))
                 .as("a snapshot from before group snapshots").isEqualTo(SNAPSHOT);
-        String volume = new String(fixture("volume-clone.json"), StandardCharsets.UTF_8);
+        String volume = fixture("volume-clone.json");
         assertThat(decode(volume.replace(",\n    \"multiNode\" : false", ""), Volume.class))
                 .as("an attachment from before multi-node ones").isEqualTo(CLONE);
-        assertThat(decode(volume.replace(",\n    \"multiNode\" : false", ",\n    \"multiNode\" : null"),
-                Volume.class)).isEqualTo(CLONE);
-        String withSource = volume.substring(0, volume.indexOf("  \"source\"")) + "  \"source\" : null,\n"
-                + volume.substring(volume.indexOf("  \"createdAt\""));
-        assertThat(decode(withSource, Volume.class)).isEqualTo(new Volume(CLONE.id(), CLONE.name(),
-                CLONE.capacityBytes(), CLONE.fsType(), CLONE.allocation(), CLONE.accessTypes(), CLONE.parameters(),
-                Optional.empty(), CLONE.createdAt(), CLONE.attachments()));
-
-        String newer = volume.replace("\"id\" : \"pvc-22\"", "\"id\" : \"pvc-22\",\n    \"at\" : [ { \"x\" : [ ] } ]")
-                .replace("\"name\" : \"pvc-one\",", "\"name\" : \"pvc-one\",\n  \"encryption\" : { \"key\" : null },");
-        assertThat(decode(newer, Volume.class)).isEqualTo(CLONE);
+        assertThat(decode(volume.replace("\"multiNode\" : false", "\"multiNode\" : null"), Volume.class))
+                .isEqualTo(CLONE);
         assertThat(decode(volume.replace("\"formatVersion\" : 1,\n", ""), Volume.class))
                 .as("from before format versions").isEqualTo(CLONE);
-        assertThat(decode(volume.replace("\"name\" : \"pvc-one\",", "\"name\" : \"pvc-one\",\n  \"name\" : \"again\","),
-                Volume.class).name()).as("the last of two").isEqualTo("again");
+        String withoutSource = volume.substring(0, volume.indexOf("  \"source\""))
+                + "  \"source\" : null,\n" + volume.substring(volume.indexOf("  \"createdAt\""));
+        assertThat(decode(withoutSource, Volume.class).source()).isEmpty();
+    }
+
+    /** A newer driver's fields, which an older one may ignore; a field given twice counts with its last value. */
+    @Test
+    void fieldsTheRecordDoesNotHaveAreSkipped() {
+        String volume = fixture("volume-clone.json");
+        String newer = volume
+                .replace("\"name\" : \"pvc-one\",", "\"name\" : \"pvc-one\",\n  \"encryption\" : { \"key\" : null },")
+                .replace("\"id\" : \"pvc-22\"", "\"id\" : \"pvc-22\",\n    \"at\" : [ { \"x\" : [ ] }, 1 ]");
+        String twice = volume.replace("\"name\" : \"pvc-one\",", "\"name\" : \"pvc-one\",\n  \"name\" : \"again\",");
+
+        assertThat(decode(newer, Volume.class)).isEqualTo(CLONE);
+        assertThat(decode(twice, Volume.class).name()).isEqualTo("again");
     }
 
     /** Each required field, by the key that names it at its depth in the file. */
@@ -186,7 +188,7 @@ class RecordFormatTest {
     @ParameterizedTest
     @MethodSource("requiredFields")
     void aMissingRequiredFieldIsNamedByItsPath(String file, String key, String field) {
-        String content = new String(fixture(file), StandardCharsets.UTF_8);
+        String content = fixture(file);
         assertThat(content).contains("\n" + key + " : ");
 
         assertDamaged(content.replace("\n" + key + " : ", "\n" + key.replaceFirst("\"", "\"was-") + " : "),
@@ -235,7 +237,7 @@ class RecordFormatTest {
     @ParameterizedTest
     @MethodSource({"invalidValues", "valuesNoDriverWrote"})
     void anInvalidValueIsNamedByItsPath(String valid, String invalid, String field) {
-        String content = new String(fixture("volume-clone.json"), StandardCharsets.UTF_8);
+        String content = fixture("volume-clone.json");
         assertThat(content).contains(valid);
 
         assertDamaged(content.replace(valid, invalid), Volume.class, "field " + field + " is missing or invalid");
@@ -243,15 +245,15 @@ class RecordFormatTest {
 
     @Test
     void anInvalidValueOfAnyRecordIsNamedByItsPath() {
-        String snapshot = new String(fixture("snapshot-group-member.json"), StandardCharsets.UTF_8);
+        String snapshot = fixture("snapshot-group-member.json");
         assertDamaged(snapshot.replace("\"group-1\"", "1"), Snapshot.class,
                 "field groupSnapshotId is missing or invalid");
-        String group = new String(fixture("group-snapshot.json"), StandardCharsets.UTF_8);
+        String group = fixture("group-snapshot.json");
         assertDamaged(group.replace("\"snap-3\"", "null"), GroupSnapshot.class,
                 "field snapshotIds[1] is missing or invalid");
         assertDamaged(group.replace("\"pvc-22\"", "{ }"), GroupSnapshot.class,
                 "field sourceVolumeIds[1] is missing or invalid");
-        String node = new String(fixture("node.json"), StandardCharsets.UTF_8);
+        String node = fixture("node.json");
         assertDamaged(node.replace(": 8,", ": -9223372036854775809,"), NodeRecord.class,
                 "field maxVolumesPerNode is missing or invalid");
         assertDamaged(node.replace("\"node-1\"\n", "[ ]\n"), NodeRecord.class,
@@ -265,7 +267,8 @@ class RecordFormatTest {
                 Arguments.of("[ ]", "it holds no JSON object"),
                 Arguments.of("null", "it holds no JSON object"),
                 Arguments.of("{\n  \"id\" : \"pvc-11\" \"name\"", "it is not valid JSON (line 2, column 19)"),
-                Arguments.of("{\n  \"formatVersion\" : 1,\n  \"id\" : \"pvc-", "it is not valid JSON (line 3, column 15)"));
+                Arguments.of("{\n  \"formatVersion\" : 1,\n  \"id\" : \"pvc-",
+                        "it is not valid JSON (line 3, column 15)"));
     }
 
     @ParameterizedTest
@@ -288,20 +291,15 @@ class RecordFormatTest {
     @ParameterizedTest
     @MethodSource("noVersions")
     void aFormatVersionThatIsNoVersionIsQuoted(String version, String quoted) {
-        String content = new String(fixture("volume-clone.json"), StandardCharsets.UTF_8)
-                .replace("\"formatVersion\" : 1", "\"formatVersion\" : " + version);
-
-        assertDamaged(content, Volume.class, "its formatVersion " + quoted + " is not a format version");
+        assertDamaged(volumeOfFormat(version), Volume.class,
+                "its formatVersion " + quoted + " is not a format version");
     }
 
     @ParameterizedTest
     @ValueSource(strings = {"3", "99999999999999999999999"})
     void aNewerFormatIsRefusedWithItsNumber(String version) {
-        String content = new String(fixture("volume-clone.json"), StandardCharsets.UTF_8)
-                .replace("\"formatVersion\" : 1", "\"formatVersion\" : " + version);
-
-        assertThatThrownBy(() -> decode(content, Volume.class)).isInstanceOfSatisfying(StorageException.class,
-                e -> {
+        assertThatThrownBy(() -> decode(volumeOfFormat(version), Volume.class))
+                .isInstanceOfSatisfying(StorageException.class, e -> {
                     assertThat(e.kind()).isEqualTo(Kind.PRECONDITION);
                     assertThat(e.getMessage()).isEqualTo("metadata " + FILE + " was written by a newer blockpool "
                             + "(record format " + version + "; this driver reads formats 1 to 2): upgrade the driver; "
@@ -316,12 +314,10 @@ class RecordFormatTest {
         Volume attachedToNoNode = CLONE.withAttachments(List.of(CLONE.attachments().getFirst(),
                 new Attachment(null, false, false)));
 
-        assertThatThrownBy(() -> RecordFormat.encode(FILE, unnamed)).isInstanceOfSatisfying(StorageException.class,
-                e -> assertThat(e.getMessage())
-                        .isEqualTo("cannot encode the metadata for " + FILE + ": field name has no value"));
-        assertThatThrownBy(() -> RecordFormat.encode(FILE, attachedToNoNode))
-                .isInstanceOfSatisfying(StorageException.class, e -> assertThat(e.getMessage())
-                        .isEqualTo("cannot encode the metadata for " + FILE + ": field attachments[1].nodeId has no value"));
+        assertThatThrownBy(() -> encode(unnamed)).hasMessage("cannot encode the metadata for %s: %s", FILE,
+                "field name has no value");
+        assertThatThrownBy(() -> encode(attachedToNoNode)).hasMessage("cannot encode the metadata for %s: %s", FILE,
+                "field attachments[1].nodeId has no value");
     }
 
     private static <T> T decode(String content, Class<T> type) {
@@ -334,7 +330,7 @@ class RecordFormatTest {
     }
 
     static void assertDamaged(String content, Class<?> type, String why) {
-        assertThatThrownBy(() -> RecordFormat.decode(FILE, content.getBytes(StandardCharsets.UTF_8), type))
+        assertThatThrownBy(() -> decode(content, type))
                 .isInstanceOfSatisfying(StorageException.class, e -> {
                     assertThat(e.kind()).isEqualTo(Kind.INTERNAL);
                     assertThat(e.getMessage()).isEqualTo("metadata " + FILE + " cannot be read: " + why
@@ -342,9 +338,18 @@ class RecordFormatTest {
                 });
     }
 
-    static byte[] fixture(String file) {
+    /** The volume of volume-clone.json with {@code version}, in JSON, as its format version. */
+    private static String volumeOfFormat(String version) {
+        return fixture("volume-clone.json").replace("\"formatVersion\" : 1", "\"formatVersion\" : " + version);
+    }
+
+    private static String encode(Object record) {
+        return new String(RecordFormat.encode(FILE, record), StandardCharsets.UTF_8);
+    }
+
+    static String fixture(String file) {
         try (InputStream in = RecordFormatTest.class.getResourceAsStream("/records/" + file)) {
-            return in.readAllBytes();
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
