@@ -1,24 +1,18 @@
 package dev.blockpool.pool;
 
+import com.fasterxml.jackson.core.JsonEncoding;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
-import com.fasterxml.jackson.databind.DeserializationFeature;
-import com.fasterxml.jackson.databind.JsonMappingException;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.ObjectReader;
-import com.fasterxml.jackson.databind.SerializationFeature;
-import com.fasterxml.jackson.databind.json.JsonMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.fasterxml.jackson.datatype.jdk8.Jdk8Module;
-import com.fasterxml.jackson.datatype.jsr310.JavaTimeModule;
 import dev.blockpool.common.StorageException;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.StringWriter;
 import java.math.BigInteger;
 import java.nio.file.Path;
-import java.util.stream.Collectors;
 
 /**
  * How a record looks on disk: a JSON object with a top-level {@code formatVersion} beside the
@@ -42,32 +36,31 @@ final class RecordFormat {
     /** The format of records written before the field existed. */
     private static final int UNVERSIONED = 1;
 
-    private static final ObjectMapper JSON = JsonMapper.builder()
-            .addModule(new Jdk8Module())
-            .addModule(new JavaTimeModule())
-            .disable(SerializationFeature.WRITE_DATES_AS_TIMESTAMPS)
-            .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
-            .enable(SerializationFeature.INDENT_OUTPUT)
-            .build();
-    /** One reader per record type, built once: building one per read would cost more than the read. */
-    private static final ClassValue<ObjectReader> READERS = new ClassValue<>() {
-        @Override
-        protected ObjectReader computeValue(Class<?> type) {
-            return JSON.readerFor(type);
-        }
-    };
+    private static final JsonFactory JSON = new JsonFactory();
 
     private RecordFormat() {
     }
 
-    static byte[] encode(Path path, Object record) {
-        try {
-            ObjectNode versioned = JSON.createObjectNode().put(VERSION_FIELD, versionOf(record));
-            versioned.setAll((ObjectNode) JSON.valueToTree(record));
-            return JSON.writeValueAsBytes(versioned);
-        } catch (JsonProcessingException | IllegalArgumentException e) {
+    /**
+     * The record as a JSON object: its {@code formatVersion} first, then its fields, indented by
+     * Jackson's default pretty printer, in UTF-8.
+     */
+    static <T> byte[] encode(Path path, T record) {
+        @SuppressWarnings("unchecked") // a record's class is the type it is stored as
+        RecordCodec<T> codec = RecordCodecs.of((Class<T>) record.getClass());
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (JsonGenerator out = JSON.createGenerator(bytes, JsonEncoding.UTF8).useDefaultPrettyPrinter()) {
+            out.writeStartObject();
+            out.writeNumberField(VERSION_FIELD, versionOf(record));
+            codec.writeFields(out, record);
+            out.writeEndObject();
+        } catch (InvalidField e) {
+            throw StorageException.internal("cannot encode the metadata for %s: field %s has no value", path,
+                    e.path());
+        } catch (IOException e) {
             throw StorageException.internal(e, "cannot encode the metadata for %s", path);
         }
+        return bytes.toByteArray();
     }
 
     /** The oldest format that holds the record as an older driver must understand it. */
@@ -78,39 +71,14 @@ final class RecordFormat {
 
     /** The record in {@code content}, read from {@code path} (named in every error). */
     static <T> T decode(Path path, byte[] content, Class<T> type) {
-        requireReadableVersion(path, version(path, content));
-        try {
-            // the version field is no field of the record's: FAIL_ON_UNKNOWN_PROPERTIES is off
-            return READERS.get(type).readValue(content);
-        } catch (JsonProcessingException | IllegalArgumentException e) {
-            throw damaged(path, describe(e), e);
-        } catch (IOException e) {
-            throw StorageException.io(e, "cannot read metadata %s", path);
-        }
-    }
-
-    /**
-     * The top-level {@code formatVersion}, or null when there is none; streams over the top level
-     * only, and stops at the field, which the driver writes first.
-     */
-    private static JsonNode version(Path path, byte[] content) {
-        try (JsonParser parser = JSON.createParser(content)) {
-            JsonToken first = parser.nextToken();
-            if (first == null) {
-                throw damaged(path, "it is empty", null);
-            }
-            if (first != JsonToken.START_OBJECT) {
-                throw damaged(path, "it holds no JSON object", null);
-            }
-            while (parser.nextToken() == JsonToken.FIELD_NAME) {
-                String field = parser.currentName();
-                parser.nextToken();
-                if (field.equals(VERSION_FIELD)) {
-                    return parser.readValueAsTree();
-                }
-                parser.skipChildren();
-            }
-            return null;
+        requireReadableVersion(path, content);
+        try (JsonParser in = JSON.createParser(content)) {
+            in.nextToken();
+            return RecordCodecs.of(type).read(in);
+        } catch (InvalidField e) {
+            String why = e.path().isEmpty() ? "its fields do not make a valid record"
+                    : "field " + e.path() + " is missing or invalid";
+            throw damaged(path, why, e.getCause());
         } catch (JsonProcessingException e) {
             throw damaged(path, describe(e), e);
         } catch (IOException e) {
@@ -118,21 +86,59 @@ final class RecordFormat {
         }
     }
 
-    private static void requireReadableVersion(Path path, JsonNode version) {
-        if (version == null) {
-            return; // written before records carried a version: UNVERSIONED, which every driver reads
+    /**
+     * Refuses a record whose top-level {@code formatVersion} is newer than this driver's, or is no
+     * version; one without the field was written before records carried a version: UNVERSIONED,
+     * which every driver reads. Streams over the top level only, and stops at the field, which the
+     * driver writes first.
+     */
+    private static void requireReadableVersion(Path path, byte[] content) {
+        try (JsonParser in = JSON.createParser(content)) {
+            JsonToken first = in.nextToken();
+            if (first == null) {
+                throw damaged(path, "it is empty", null);
+            }
+            if (first != JsonToken.START_OBJECT) {
+                throw damaged(path, "it holds no JSON object", null);
+            }
+            while (in.nextToken() == JsonToken.FIELD_NAME) {
+                String field = in.currentName();
+                in.nextToken();
+                if (field.equals(VERSION_FIELD)) {
+                    requireReadable(path, in);
+                    return;
+                }
+                in.skipChildren();
+            }
+        } catch (JsonProcessingException e) {
+            throw damaged(path, describe(e), e);
+        } catch (IOException e) {
+            throw StorageException.io(e, "cannot read metadata %s", path);
         }
-        if (!version.isIntegralNumber() || version.bigIntegerValue().compareTo(BigInteger.ONE) < 0) {
-            throw damaged(path, "its " + VERSION_FIELD + " " + version + " is not a format version", null);
+    }
+
+    private static void requireReadable(Path path, JsonParser version) throws IOException {
+        if (version.currentToken() != JsonToken.VALUE_NUMBER_INT
+                || version.getBigIntegerValue().compareTo(BigInteger.ONE) < 0) {
+            throw damaged(path, "its " + VERSION_FIELD + " " + asJson(version) + " is not a format version", null);
         }
-        if (version.bigIntegerValue().compareTo(BigInteger.valueOf(VERSION)) > 0) {
+        if (version.getBigIntegerValue().compareTo(BigInteger.valueOf(VERSION)) > 0) {
             // PRECONDITION, not INTERNAL: nothing is damaged and nothing failed; the pool needs a
             // driver at least as new as the one that wrote the record, which only an operator can
             // install, and until then every call on it must be refused rather than guessed at.
             throw StorageException.precondition("metadata %s was written by a newer blockpool (record format %s; "
                     + "this driver reads formats %d to %d): upgrade the driver; the file is left as it is",
-                    path, version, UNVERSIONED, VERSION);
+                    path, version.getBigIntegerValue(), UNVERSIONED, VERSION);
         }
+    }
+
+    /** The value the parser is at, as compact JSON: what a message quotes of a value that is not what it should be. */
+    private static String asJson(JsonParser value) throws IOException {
+        StringWriter json = new StringWriter();
+        try (JsonGenerator out = JSON.createGenerator(json)) {
+            out.copyCurrentStructure(value);
+        }
+        return json.toString();
     }
 
     private static StorageException damaged(Path path, String why, Throwable cause) {
@@ -140,23 +146,10 @@ final class RecordFormat {
                 path, why);
     }
 
-    /** Where the JSON breaks or which field is wrong, in words rather than Jackson's class names. */
-    private static String describe(Exception e) {
-        if (e instanceof JsonMappingException mapping) {
-            return mapping.getPath().isEmpty() ? "its fields do not make a valid record"
-                    : "field " + fieldPath(mapping) + " is missing or invalid";
-        }
-        if (e instanceof JsonProcessingException parse && parse.getLocation() != null) {
-            JsonLocation at = parse.getLocation();
-            return "it is not valid JSON (line %d, column %d)".formatted(at.getLineNr(), at.getColumnNr());
-        }
-        return e instanceof IllegalArgumentException ? "its fields do not make a valid record" : "it is not valid JSON";
-    }
-
-    private static String fieldPath(JsonMappingException e) {
-        String path = e.getPath().stream()
-                .map(r -> r.getFieldName() != null ? "." + r.getFieldName() : "[" + r.getIndex() + "]")
-                .collect(Collectors.joining());
-        return path.startsWith(".") ? path.substring(1) : path;
+    /** Where the JSON breaks, in words rather than Jackson's class names. */
+    private static String describe(JsonProcessingException e) {
+        JsonLocation at = e.getLocation();
+        return at == null ? "it is not valid JSON"
+                : "it is not valid JSON (line %d, column %d)".formatted(at.getLineNr(), at.getColumnNr());
     }
 }

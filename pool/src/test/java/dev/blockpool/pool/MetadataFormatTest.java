@@ -3,9 +3,9 @@ package dev.blockpool.pool;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonToken;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.common.StorageException;
@@ -30,8 +30,6 @@ class MetadataFormatTest {
 
     @TempDir
     Path root;
-
-    private final ObjectMapper json = new ObjectMapper();
 
     private Pool open() {
         return Pool.open(root, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ZERO);
@@ -152,9 +150,7 @@ class MetadataFormatTest {
         Path nodeFile = root.resolve("nodes/node-2.json");
         Map<Path, byte[]> before = new HashMap<>();
         for (Path file : List.of(volumeFile, snapshotFile, nodeFile)) {
-            ObjectNode newer = (ObjectNode) json.readTree(file.toFile());
-            newer.put("formatVersion", RecordFormat.VERSION + 1).put("encryption", "aes-xts");
-            Files.write(file, json.writeValueAsBytes(newer));
+            rewriteHead(file, "\"formatVersion\" : " + (RecordFormat.VERSION + 1) + ", \"encryption\" : \"aes-xts\"");
             age(file);
             before.put(file, Files.readAllBytes(file));
         }
@@ -195,8 +191,7 @@ class MetadataFormatTest {
         Pool pool = open();
         Volume volume = pool.volumes().create(spec("odd"));
         Path file = root.resolve("volumes/" + volume.id() + ".json");
-        ObjectNode odd = (ObjectNode) json.readTree(file.toFile());
-        Files.write(file, json.writeValueAsBytes(odd.put("formatVersion", "two")));
+        rewriteHead(file, "\"formatVersion\" : \"two\"");
 
         assertThatThrownBy(() -> pool.volumes().get(volume.id())).isInstanceOfSatisfying(StorageException.class,
                 e -> {
@@ -212,9 +207,27 @@ class MetadataFormatTest {
         });
     }
 
-    private Integer formatVersion(Path file) throws IOException {
-        JsonNode version = json.readTree(file.toFile()).get("formatVersion");
-        return version == null ? null : version.intValue();
+    private static Integer formatVersion(Path file) throws IOException {
+        try (JsonParser in = new JsonFactory().createParser(file.toFile())) {
+            in.nextToken();
+            while (in.nextToken() == JsonToken.FIELD_NAME) {
+                String field = in.currentName();
+                in.nextToken();
+                if (field.equals("formatVersion")) {
+                    return in.getIntValue();
+                }
+                in.skipChildren();
+            }
+            return null;
+        }
+    }
+
+    /** The driver's file with {@code head}, fields in JSON, in place of its format version. */
+    private static void rewriteHead(Path file, String head) throws IOException {
+        String written = Files.readString(file);
+        String version = "{\n  \"formatVersion\" : 1,";
+        assertThat(written).startsWith(version);
+        Files.writeString(file, "{ " + head + "," + written.substring(version.length()));
     }
 
     private Path write(String file, String content) throws IOException {
