@@ -168,16 +168,19 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Path target = kubeletPath("target_path", request.getTargetPath());
         UnaryReply.send(response, locked(volumeId, () -> {
-            Optional<NodeVolume> volume = volumes.find(volumeId);
-            Optional<Path> image = volume.map(NodeVolume::image).or(() -> volumes.imageOf(volumeId));
+            // A volume of the pool is unpublished without reading its record: its image follows
+            // from its ID, and a pool that does not answer then does not hold up a pod's teardown.
+            // Only an inline volume's handle is looked up.
+            Optional<NodeVolume> inline = volumes.isVolumeId(volumeId) ? Optional.empty() : volumes.find(volumeId);
+            Optional<Path> image = volumes.imageOf(volumeId).or(() -> inline.map(NodeVolume::image));
             if (image.isPresent()) {
                 host.publishing().unpublish(image.get(), target);
             } else if (!(PathState.of(target) instanceof PathState.Missing)) {
                 throw CsiException.notFound("volume %s does not exist; %s is left as it is", volumeId, target);
             }
             // An inline volume goes with its last publish (a retry may have published it twice).
-            if (volume.isPresent() && volume.get().ephemeral() && host.loops().releaseAllIfUnused(volume.get().image())) {
-                volumes.delete(volume.get());
+            if (inline.isPresent() && inline.get().ephemeral() && host.loops().releaseAllIfUnused(inline.get().image())) {
+                volumes.delete(inline.get());
             }
             return Csi.NodeUnpublishVolumeResponse.getDefaultInstance();
         }));

@@ -682,4 +682,25 @@ class NodeServiceRealHostTest {
         unpublish(other.id(), target);
         unstage(other);
     }
+
+    /** A pod's teardown needs nothing of the pool but the volume's ID: not its record, which may be unreadable. */
+    @Test
+    void aVolumeIsUnpublishedAndUnstagedWhateverItsRecordSays() throws IOException {
+        Volume volume = createVolume("unreadable", 64 * MiB, "ext4", AccessType.MOUNT);
+        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Path target = target("unreadable");
+        stage(volume, capability);
+        publish(volume, target, capability, false);
+        Path record = pool.root().resolve("volumes/" + volume.id() + ".json");
+        String written = Files.readString(record);
+        Files.writeString(record, "{ not json");
+        try {
+            unpublish(volume.id(), target);
+            unstage(volume);
+            assertThat(RealHost.mountsUnder(dir)).isEmpty();
+            assertThat(target).doesNotExist();
+        } finally {
+            Files.writeString(record, written);
+        }
+    }
 }
