@@ -65,9 +65,22 @@ public final class HostMounter implements Mounter {
 
     @Override
     public List<MountInfo> unmount(MountInfo mount, boolean corrupted) {
+        return unmount(mount, corrupted, false);
+    }
+
+    @Override
+    public List<MountInfo> unmountTop(List<MountInfo> stack, boolean corrupted) {
+        return unmount(stack.getLast(), corrupted, stack.size() == 1);
+    }
+
+    /** {@code alone}: the only mount at its mount point when the caller read the table. */
+    private List<MountInfo> unmount(MountInfo mount, boolean corrupted, boolean alone) {
         Path target = mount.mountPoint();
         log.info("unmounting {} ({})", target, mount.source());
         int errno = calls.unmount(target, false);
+        if (errno == 0 && alone) {
+            return List.of(); // umount2 took the topmost mount there, which was the only one
+        }
         List<MountInfo> left = table.allAt(target);
         if (errno != 0 && corrupted && isStill(mount, left)) {
             errno = calls.unmount(target, true);

@@ -23,4 +23,13 @@ public interface Mounter {
      * resort for a mount whose device has vanished (nothing can be flushed to it any more).
      */
     List<MountInfo> unmount(MountInfo mount, boolean corrupted);
+
+    /**
+     * {@link #unmount} of the topmost of {@code stack}, every mount at one mount point as the
+     * caller just read the table. When that mount is the only one and umount2 takes it, nothing is
+     * left there: the table need not be read again to say so.
+     */
+    default List<MountInfo> unmountTop(List<MountInfo> stack, boolean corrupted) {
+        return unmount(stack.getLast(), corrupted);
+    }
 }

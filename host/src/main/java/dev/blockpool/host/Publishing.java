@@ -106,7 +106,7 @@ public final class Publishing {
             if (owner == MountOwner.THIS_VOLUME && LoopAttachments.isDeviceNodeBind(mount)) {
                 loops.loopOf(mount).ifPresent(unbound::add);
             }
-            stack = mounter.unmount(mount,
+            stack = mounter.unmountTop(stack,
                     owner == MountOwner.BROKEN || PathState.of(target) instanceof PathState.Broken);
         }
         MountPoints.removeUnmounted(target);

@@ -108,4 +108,18 @@ class HostMounterTest {
         }), table);
         assertThat(mounter.unmount(top, false)).containsExactly(below);
     }
+
+    @Test
+    void theOnlyMountAtAPathTakenByUmountLeavesNothingWithoutAnotherReadOfTheTable() {
+        MountTable unread = () -> {
+            throw new AssertionError("the table is not read again");
+        };
+        assertThat(new HostMounter(kernel(() -> 0), unread).unmountTop(List.copyOf(mounts), false)).isEmpty();
+        assertThat(calls).containsExactly("umount " + TARGET);
+        // umount2 failed, or another mount lay below: the table tells what is left
+        assertInternal(() -> new HostMounter(kernel(() -> 0), table).unmountTop(List.of(mounts.getFirst(),
+                mounts.getFirst()), false), "still mounted");
+        assertInternal(() -> new HostMounter(kernel(() -> Libc.EBUSY), table).unmountTop(List.copyOf(mounts), false),
+                "target is busy");
+    }
 }
