@@ -200,11 +200,7 @@ public final class Libc {
         int flags = O_PATH | O_CLOEXEC | O_NOFOLLOW | (directory ? O_DIRECTORY : 0);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CALL_STATE);
-            MemorySegment how = arena.allocate(JAVA_LONG, 3);
-            how.setAtIndex(JAVA_LONG, 0, flags);
-            how.setAtIndex(JAVA_LONG, 2, RESOLVE_NO_SYMLINKS);
-            long fd = (long) SYSCALL.invokeExact(state, SYS_OPENAT2, (long) AT_FDCWD, arena.allocateFrom(path), how,
-                    how.byteSize());
+            long fd = openat2(arena, state, path, flags, RESOLVE_NO_SYMLINKS);
             if (fd >= 0) {
                 return (int) fd;
             }
@@ -228,16 +224,22 @@ public final class Libc {
      */
     public static OptionalInt openPathCached(String path) {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            MemorySegment how = arena.allocate(JAVA_LONG, 3);
-            how.setAtIndex(JAVA_LONG, 0, O_PATH | O_CLOEXEC | O_NOFOLLOW);
-            how.setAtIndex(JAVA_LONG, 2, RESOLVE_NO_SYMLINKS | RESOLVE_CACHED);
-            long fd = (long) SYSCALL.invokeExact(state, SYS_OPENAT2, (long) AT_FDCWD, arena.allocateFrom(path), how,
-                    how.byteSize());
+            long fd = openat2(arena, arena.allocate(CALL_STATE), path, O_PATH | O_CLOEXEC | O_NOFOLLOW,
+                    RESOLVE_NO_SYMLINKS | RESOLVE_CACHED);
             return fd >= 0 ? OptionalInt.of((int) fd) : OptionalInt.empty();
         } catch (Throwable t) {
             throw new IllegalStateException("openat2 could not be called", t);
         }
+    }
+
+    /** openat2(2) through syscall(2), which the C library may not wrap: a descriptor, or -1 and errno in {@code state}. */
+    private static long openat2(Arena arena, MemorySegment state, String path, long flags, long resolve)
+            throws Throwable {
+        MemorySegment how = arena.allocate(JAVA_LONG, 3); // struct open_how: flags, mode, resolve
+        how.setAtIndex(JAVA_LONG, 0, flags);
+        how.setAtIndex(JAVA_LONG, 2, resolve);
+        return (long) SYSCALL.invokeExact(state, SYS_OPENAT2, (long) AT_FDCWD, arena.allocateFrom(path), how,
+                how.byteSize());
     }
 
     /** open(2) of {@code path} with {@code flags} (O_CLOEXEC added) and {@code mode} for a created file. */
