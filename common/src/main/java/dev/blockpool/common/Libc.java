@@ -219,14 +219,24 @@ public final class Libc {
     /**
      * {@link #openPathNoSymlinks} from the kernel's caches alone (openat2's RESOLVE_CACHED): empty,
      * without waiting, where any name on the way would have to be looked up or revalidated (an
-     * NFS or FUSE filesystem that may not answer), and where the kernel cannot say (before 5.12).
-     * A path something is mounted on is always cached, with every directory above it.
+     * NFS or FUSE filesystem that may not answer), and where the kernel cannot say (before 5.12);
+     * an {@link ErrnoException} where the caches tell (ENOENT: the kernel knows the name is not
+     * there). A path something is mounted on is always cached, with every directory above it.
      */
     public static OptionalInt openPathCached(String path) {
         try (Arena arena = Arena.ofConfined()) {
-            long fd = openat2(arena, arena.allocate(CALL_STATE), path, O_PATH | O_CLOEXEC | O_NOFOLLOW,
-                    RESOLVE_NO_SYMLINKS | RESOLVE_CACHED);
-            return fd >= 0 ? OptionalInt.of((int) fd) : OptionalInt.empty();
+            MemorySegment state = arena.allocate(CALL_STATE);
+            long fd = openat2(arena, state, path, O_PATH | O_CLOEXEC | O_NOFOLLOW, RESOLVE_NO_SYMLINKS | RESOLVE_CACHED);
+            if (fd >= 0) {
+                return OptionalInt.of((int) fd);
+            }
+            int errno = errno(state);
+            if (errno == EWOULDBLOCK || errno == EINVAL || errno == ENOSYS) {
+                return OptionalInt.empty();
+            }
+            throw new ErrnoException(errno);
+        } catch (ErrnoException e) {
+            throw e;
         } catch (Throwable t) {
             throw new IllegalStateException("openat2 could not be called", t);
         }

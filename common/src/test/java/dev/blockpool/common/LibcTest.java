@@ -87,4 +87,32 @@ class LibcTest {
         assertThatThrownBy(() -> Libc.directoryName(Files.createFile(dir.resolve("file")).toString()))
                 .isInstanceOfSatisfying(Libc.ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Libc.ENOTDIR));
     }
+
+    @Test
+    void aPathIsOpenedFromTheCachesOrSaysWhyNot() throws IOException {
+        Path real = Files.createDirectories(dir.resolve("real/dir"));
+        java.util.OptionalInt opened = Libc.openPathCached(real.toString());
+        assertThat(opened).isPresent(); // just made: in the caches
+        try {
+            Libc.Stat stat = Libc.statCached(opened.getAsInt());
+            assertThat(stat.isDirectory()).isTrue();
+            assertThat(stat.mountRoot()).contains(false);
+        } finally {
+            Libc.close(opened.getAsInt());
+        }
+        Path missing = real.resolve("missing");
+        assertThat(Files.exists(missing)).isFalse(); // looked up once: the caches know it is not there
+        assertThatThrownBy(() -> Libc.openPathCached(missing.toString()))
+                .isInstanceOfSatisfying(Libc.ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Libc.ENOENT));
+        Path link = Files.createSymbolicLink(dir.resolve("link"), real);
+        assertThatThrownBy(() -> Libc.openPathCached(link.resolve("x").toString()))
+                .isInstanceOfSatisfying(Libc.ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Libc.ELOOP));
+        java.util.OptionalInt root = Libc.openPathCached("/");
+        assertThat(root).isPresent();
+        try {
+            assertThat(Libc.statCached(root.getAsInt()).mountRoot()).contains(true);
+        } finally {
+            Libc.close(root.getAsInt());
+        }
+    }
 }

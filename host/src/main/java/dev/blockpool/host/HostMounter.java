@@ -44,7 +44,8 @@ public final class HostMounter implements Mounter {
     public void bind(Path source, Path target, boolean readOnly, List<String> options) {
         MountCalls.TargetKind kind = Files.isDirectory(source, LinkOption.NOFOLLOW_LINKS)
                 ? MountCalls.TargetKind.DIRECTORY : MountCalls.TargetKind.FILE;
-        log.info("binding {} at {}{}", source, target, readOnly ? " read-only" : "");
+        // Routine for every publish, which the call's own log line records: debug, as mount-utils does.
+        log.debug("binding {} at {}{}", source, target, readOnly ? " read-only" : "");
         calls.mount(source.toString(), target, kind, null, Libc.MS_BIND, null);
         long flags = MountFlags.of(options).flags() | (readOnly ? Libc.MS_RDONLY : 0);
         if (flags == 0) {
@@ -76,7 +77,7 @@ public final class HostMounter implements Mounter {
     /** {@code alone}: the only mount at its mount point when the caller read the table. */
     private List<MountInfo> unmount(MountInfo mount, boolean corrupted, boolean alone) {
         Path target = mount.mountPoint();
-        log.info("unmounting {} ({})", target, mount.source());
+        log.debug("unmounting {} ({})", target, mount.source());
         int errno = calls.unmount(target, false);
         if (errno == 0 && alone) {
             return List.of(); // umount2 took the topmost mount there, which was the only one

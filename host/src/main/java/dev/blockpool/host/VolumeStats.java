@@ -34,7 +34,12 @@ public final class VolumeStats {
      * mounted), which {@link #usage} then tells apart.
      */
     public Optional<Usage> usageFromCaches(Path image, Path path) {
-        OptionalInt opened = Libc.openPathCached(path.toString());
+        OptionalInt opened;
+        try {
+            opened = Libc.openPathCached(path.toString());
+        } catch (Libc.ErrnoException e) {
+            return Optional.empty();
+        }
         if (opened.isEmpty()) {
             return Optional.empty();
         }
