@@ -23,8 +23,7 @@ import java.util.OptionalInt;
 /**
  * The Linux system calls the driver makes itself, through Java's foreign function API (no JNI
  * library to ship): opening a path (also without following any symlink), mount(2), umount2(2),
- * statx(2), fstatfs(2), mknod(2), ioctl(2), getdents64(2), and the reads of the kernel's own
- * files (sysfs, procfs). The one place that knows the C
+ * statx(2), fstatfs(2), mknod(2), ioctl(2), getdents64(2). The one place that knows the C
  * library's calls and constants; each failure is an {@link ErrnoException} carrying errno and the
  * system's words. A call that can hang on a dead filesystem is made through {@link BlockingCalls}.
  */
@@ -124,10 +123,6 @@ public final class Libc {
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS), -1);
     private static final MethodHandle FSTATFS = function("fstatfs",
             FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS), -1);
-    private static final MethodHandle READ = function("read",
-            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), -1);
-    private static final MethodHandle READLINK = function("readlink",
-            FunctionDescriptor.of(JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG), -1);
     private static final MethodHandle MKNOD = function("mknod",
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG), -1);
     private static final MethodHandle STRERROR = LINKER.downcallHandle(
@@ -410,19 +405,6 @@ public final class Libc {
         return statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW);
     }
 
-    /**
-     * The directory at {@code path} (symlinks followed) as the kernel names it, which is how the
-     * mount table lists what is mounted in it: open(2) and the name of the descriptor.
-     */
-    public static String directoryName(String path) {
-        int fd = open(path, O_PATH | O_DIRECTORY, 0);
-        try {
-            return readlink(fdPath(fd));
-        } finally {
-            close(fd);
-        }
-    }
-
     private static Stat statx(int directory, String path, int flags) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CALL_STATE);
@@ -438,51 +420,6 @@ public final class Libc {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException("statx could not be called", t);
-        }
-    }
-
-    /**
-     * The whole of a file the kernel writes as it is read (a sysfs attribute, /proc/self/mountinfo):
-     * open(2), read(2) until the end, close(2). Asked on every node call, and the JDK's file
-     * channels cost more than these three calls; {@code sizeHint} is the first buffer's size.
-     */
-    public static byte[] readFile(String path, int sizeHint) {
-        int fd = open(path, O_RDONLY, 0);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            MemorySegment buffer = arena.allocate(Math.max(sizeHint, 64));
-            long length = 0;
-            while (true) {
-                if (length == buffer.byteSize()) {
-                    buffer = arena.allocate(buffer.byteSize() * 2).copyFrom(buffer);
-                }
-                long read = (long) READ.invokeExact(state, fd, buffer.asSlice(length), buffer.byteSize() - length);
-                if (read == 0) {
-                    return buffer.asSlice(0, length).toArray(JAVA_BYTE);
-                }
-                length += check(read, state);
-            }
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("read could not be called", t);
-        } finally {
-            close(fd);
-        }
-    }
-
-    /** readlink(2): where the symlink at {@code path} points, as written in it. */
-    public static String readlink(String path) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            MemorySegment buffer = arena.allocate(4096);
-            long length = check((long) READLINK.invokeExact(state, arena.allocateFrom(path), buffer, buffer.byteSize()),
-                    state);
-            return new String(buffer.asSlice(0, length).toArray(JAVA_BYTE), StandardCharsets.UTF_8);
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("readlink could not be called", t);
         }
     }
 

@@ -104,10 +104,10 @@ public final class LoopSysfs {
         }
         Path link = sysDevBlock.resolve(number.toString());
         try {
-            Path directory = link.resolveSibling(KernelFiles.link(link)).normalize();
+            Path directory = link.resolveSibling(Files.readSymbolicLink(link)).normalize();
             directories.put(number, directory);
             return Optional.of(directory);
-        } catch (IOException e) {
+        } catch (IOException | UnsupportedOperationException e) {
             return Optional.empty(); // no such device (or removed while we were reading)
         }
     }
@@ -170,12 +170,12 @@ public final class LoopSysfs {
                 return Optional.empty();
             }
             DeviceNumber read = number.isPresent() ? number.get()
-                    : DeviceNumber.parse(KernelFiles.attribute(d.resolve("dev")));
+                    : DeviceNumber.parse(Files.readString(d.resolve("dev")).strip());
             return Optional.of(new LoopDevice(name, devDir.resolve(name), read,
                     backing.get().path(), backing.get().deleted(),
-                    "1".equals(KernelFiles.attribute(d.resolve("ro"))),
+                    "1".equals(Files.readString(d.resolve("ro")).strip()),
                     "1".equals(readIfExists(d.resolve("loop/autoclear")).orElse("0")),
-                    Long.parseLong(KernelFiles.attribute(d.resolve("size"))) * 512));
+                    Long.parseLong(Files.readString(d.resolve("size")).strip()) * 512));
         });
     }
 
@@ -212,7 +212,7 @@ public final class LoopSysfs {
 
     private static Optional<String> readIfExists(Path file) throws IOException {
         try {
-            return Optional.of(KernelFiles.attribute(file));
+            return Optional.of(Files.readString(file).strip());
         } catch (NoSuchFileException e) {
             return Optional.empty();
         }

@@ -1,6 +1,6 @@
 package dev.blockpool.host;
 
-import dev.blockpool.common.Libc;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
@@ -44,8 +44,8 @@ public interface MountTable {
         Path last = path.getFileName();
         if (parent != null && last != null && !last.toString().equals(".") && !last.toString().equals("..")) {
             try {
-                return Path.of(Libc.directoryName(parent.toString())).resolve(last);
-            } catch (Libc.ErrnoException e) {
+                return parent.toRealPath().resolve(last);
+            } catch (IOException | SecurityException e) {
                 // the parent does not exist (yet): nothing can be mounted at the path
             }
         }
