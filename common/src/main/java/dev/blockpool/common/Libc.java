@@ -544,13 +544,6 @@ public final class Libc {
         return result;
     }
 
-    private static long check(long result, MemorySegment state) {
-        if (result < 0) {
-            throw new ErrnoException(errno(state));
-        }
-        return result;
-    }
-
     /** A downcall that captures errno; {@code firstVariadic} is the index of the first variadic argument, or -1. */
     private static MethodHandle function(String name, FunctionDescriptor descriptor, int firstVariadic) {
         MemorySegment address = LINKER.defaultLookup().find(name)
