@@ -144,9 +144,9 @@ public final class LoopAttachments {
         return ownerOf(mount, image, loopOf(mount));
     }
 
-    /** The loop device with this number, when it is bound to the image (its backing file alone is read first). */
+    /** The loop device with this number, when it is bound to the image: one read of the device. */
     public Optional<LoopDevice> boundDevice(DeviceNumber number, Path image) {
-        return isBoundTo(number, image) ? loops.byNumber(number) : Optional.empty();
+        return loops.byNumber(number).filter(device -> LoopSysfs.isBackingFile(device.backingFile(), image));
     }
 
     /** Whether the loop device with this number is bound to the image: one read of its backing file. */
