@@ -23,7 +23,7 @@ import (
 type config struct {
 	work, driver, mock, sanity, xfs, fio string
 	starts, burstClients                 int
-	burst, idle                          time.Duration
+	burst, idle, settle                  time.Duration
 	nodeIters, stageIters, snapshots     int
 	flexIters                            int
 	listVolumes, listSnapshots           int
@@ -59,6 +59,7 @@ func main() {
 	flag.DurationVar(&cfg.burst, "burst", 60*time.Second, "burst duration (memory)")
 	flag.DurationVar(&cfg.idle, "idle", 60*time.Second, "idle sampling after the burst (memory)")
 	flag.IntVar(&cfg.burstClients, "burst-clients", 64, "concurrent clients of the burst (memory)")
+	flag.DurationVar(&cfg.settle, "settle", time.Second, "how long the driver runs after ready before its first node call (node)")
 	flag.IntVar(&cfg.nodeIters, "node-iters", 1000, "publish/unpublish and stats iterations (node)")
 	flag.IntVar(&cfg.stageIters, "stage-iters", 20, "fresh volumes staged and published (node)")
 	flag.IntVar(&cfg.flexIters, "flex-iters", 20, "runs of each FlexVolume call (flexvolume)")

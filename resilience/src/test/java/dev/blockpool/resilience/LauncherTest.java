@@ -66,6 +66,23 @@ class LauncherTest {
     }
 
     @Test
+    void theDriverCompilesWhatItsCachesTrainingCompiledAtOnceAndFlexVolumeDoesNot() throws Exception {
+        // The JVM lists experimental options only when they are unlocked; the listing goes to stderr.
+        String listing = "-XX:+UnlockExperimentalVMOptions -XX:+PrintFlagsFinal";
+        assertThat(eagerCompilation(run(listing, driver(), "--version"))).isTrue();
+        assertThat(eagerCompilation(run(listing, flexVolume(), "init"))).isFalse();
+        // The operator's way back to compiling on the JIT's own counts.
+        assertThat(eagerCompilation(run("-XX:-AOTCompileEagerly " + listing, driver(), "--version"))).isFalse();
+    }
+
+    private static boolean eagerCompilation(Run run) {
+        assertThat(run.exit()).isZero();
+        String line = run.stderr().lines().filter(l -> l.contains(" AOTCompileEagerly ")).findFirst()
+                .orElseThrow(() -> new AssertionError("the JVM listed no AOTCompileEagerly:\n" + run.stderr()));
+        return line.matches(".*=\\s*true\\s.*");
+    }
+
+    @Test
     void aHeapTooSmallForTheCachesObjectsStartsWithoutTheCacheAndSaysWhy() throws Exception {
         Run driver = run("-Xms2m -Xmx4m", driver(), "--version");
         assertThat(driver.exit()).isZero();
