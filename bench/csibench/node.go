@@ -27,8 +27,8 @@ func sectionNode() {
 	p := launch(blockpool, "node", poolDir("node", "pool"))
 	defer p.stop()
 	// A node plugin gets its first volume call only after node-driver-registrar has registered
-	// it with kubelet; the JIT compiles its start's share of work in that time (-settle 0 times
-	// the calls at once after ready).
+	// it with kubelet; in that time the JIT compiles what the AOT cache's training compiled
+	// (-settle 0 times the calls at once after ready).
 	time.Sleep(cfg.settle)
 	vol := p.attach("node", gib, ext4Cap())
 	vol.stage(dir("node", "staging", "main"))
