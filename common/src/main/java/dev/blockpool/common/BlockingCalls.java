@@ -44,6 +44,7 @@ public final class BlockingCalls {
     private final Semaphore running;
     /** Calls past their deadline that have not returned yet. */
     private final AtomicInteger stuck = new AtomicInteger();
+
     private final ThreadPoolExecutor executor;
     private volatile String latestStuck = "";
 
@@ -69,16 +70,21 @@ public final class BlockingCalls {
         // No queue: a call goes to the idle thread that went idle last, else to a new thread. The
         // semaphore bounds the calls, so there are about as many threads as calls in flight (a
         // thread whose call has just returned may not be idle yet), and a stuck call keeps its own.
-        this.executor = new ThreadPoolExecutor(0, Integer.MAX_VALUE, keepAlive.toMillis(), TimeUnit.MILLISECONDS,
-                new SynchronousQueue<>(), Thread.ofPlatform().name(threadName + "-", 0).daemon().factory());
+        this.executor = new ThreadPoolExecutor(
+                0,
+                Integer.MAX_VALUE,
+                keepAlive.toMillis(),
+                TimeUnit.MILLISECONDS,
+                new SynchronousQueue<>(),
+                Thread.ofPlatform().name(threadName + "-", 0).daemon().factory());
     }
 
     /** Runs {@code work} on one of the threads; {@code what} names the call and its path for the errors. */
     public <T> T call(Duration deadline, String what, Supplier<T> work) {
         Outcome<T> outcome = attempt(deadline, what, work);
         if (!outcome.finished()) {
-            throw StorageException.internal("%s did not finish within %s and is left waiting in the kernel", what,
-                    describe(deadline));
+            throw StorageException.internal(
+                    "%s did not finish within %s and is left waiting in the kernel", what, describe(deadline));
         }
         return outcome.value();
     }
@@ -94,12 +100,12 @@ public final class BlockingCalls {
 
     /** A deadline in words: "5 s", "5 min". */
     public static String describe(Duration deadline) {
-        return deadline.toSecondsPart() == 0 && deadline.toMinutes() > 0 ? deadline.toMinutes() + " min"
+        return deadline.toSecondsPart() == 0 && deadline.toMinutes() > 0
+                ? deadline.toMinutes() + " min"
                 : deadline.toMillis() % 1000 == 0 ? deadline.toSeconds() + " s" : deadline.toMillis() + " ms";
     }
 
-    private record Outcome<T>(boolean finished, T value) {
-    }
+    private record Outcome<T>(boolean finished, T value) {}
 
     private <T> Outcome<T> attempt(Duration deadline, String what, Supplier<T> work) {
         InPlaceCalls.refuseWaiting(what);
@@ -130,7 +136,8 @@ public final class BlockingCalls {
             if (e.getCause() instanceof Error error) {
                 throw error;
             }
-            throw StorageException.internal(e.getCause(), "%s failed: %s", what, e.getCause().getMessage());
+            throw StorageException.internal(
+                    e.getCause(), "%s failed: %s", what, e.getCause().getMessage());
         }
     }
 
@@ -166,12 +173,15 @@ public final class BlockingCalls {
             throw StorageException.internal("interrupted while waiting to run %s", what);
         }
         if (stuck.get() >= threads) {
-            throw StorageException.internal("%s is refused: all %d threads for system calls that can hang are stuck "
-                    + "in calls the kernel never returned from (the latest: %s); a filesystem of this node, likely "
-                    + "the pool's, does not answer", what, threads, latestStuck);
+            throw StorageException.internal(
+                    "%s is refused: all %d threads for system calls that can hang are stuck "
+                            + "in calls the kernel never returned from (the latest: %s); a filesystem of this node, likely "
+                            + "the pool's, does not answer",
+                    what, threads, latestStuck);
         }
-        throw StorageException.internal("%s could not start within %s: all %d threads for system calls that can "
-                + "hang were busy", what, describe(deadline), threads);
+        throw StorageException.internal(
+                "%s could not start within %s: all %d threads for system calls that can " + "hang were busy",
+                what, describe(deadline), threads);
     }
 
     /** One call: its result, and whether its caller gave up on it. */
@@ -196,7 +206,9 @@ public final class BlockingCalls {
             } finally {
                 if (!settled.compareAndSet(false, true)) {
                     stuck.decrementAndGet();
-                    log.warn("{} returned after all, {} ms after it started", what,
+                    log.warn(
+                            "{} returned after all, {} ms after it started",
+                            what,
                             TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
                 }
                 running.release();
@@ -210,7 +222,10 @@ public final class BlockingCalls {
             }
             latestStuck = what;
             int now = stuck.incrementAndGet();
-            log.warn("{} has not returned; {} of {} threads for system calls that can hang are stuck", what, now,
+            log.warn(
+                    "{} has not returned; {} of {} threads for system calls that can hang are stuck",
+                    what,
+                    now,
                     threads);
             return true;
         }

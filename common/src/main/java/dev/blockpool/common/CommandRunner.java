@@ -20,8 +20,8 @@ public interface CommandRunner {
         /** One line for an error message: the command, its exit code and what it said. */
         public String describe() {
             String said = stderr.isBlank() ? stdout.strip() : stderr.strip();
-            return "`%s` exited with %d%s".formatted(String.join(" ", command), exitCode,
-                    said.isEmpty() ? "" : ": " + said);
+            return "`%s` exited with %d%s"
+                    .formatted(String.join(" ", command), exitCode, said.isEmpty() ? "" : ": " + said);
         }
     }
 

@@ -24,8 +24,8 @@ public record Endpoint(Path socketPath) {
                 path = path.substring(2);
             }
         } else if (value.matches("^[A-Za-z][A-Za-z0-9+.-]*:.*")) {
-            throw new IllegalArgumentException("endpoint " + value
-                    + " is not a Unix socket: use unix:///path/to/csi.sock or a plain path");
+            throw new IllegalArgumentException(
+                    "endpoint " + value + " is not a Unix socket: use unix:///path/to/csi.sock or a plain path");
         }
         if (path.isEmpty() || path.endsWith("/")) {
             throw new IllegalArgumentException("endpoint " + value + " names no socket file");

@@ -19,8 +19,7 @@ public sealed interface FilesystemAnswer {
     Duration DEADLINE = Duration.ofSeconds(5);
 
     /** It answered; what statfs says of it. */
-    record Answered(Libc.StatFs statfs) implements FilesystemAnswer {
-    }
+    record Answered(Libc.StatFs statfs) implements FilesystemAnswer {}
 
     /** It answered with an error: {@code errno} and the system's words for it. */
     record Failed(int errno, String error) implements FilesystemAnswer {
@@ -39,17 +38,18 @@ public sealed interface FilesystemAnswer {
     /** Asks the filesystem of {@code directory} (not followed if it is a symlink itself). */
     static FilesystemAnswer of(BlockingCalls calls, Path directory) {
         return calls.answerWithin(DEADLINE, "a health check of " + directory, () -> {
-            try {
-                int fd = Libc.open(directory.toString(), Libc.O_PATH | Libc.O_DIRECTORY | Libc.O_NOFOLLOW, 0);
-                try {
-                    Libc.stat(fd);
-                    return (FilesystemAnswer) new Answered(Libc.fstatfs(fd));
-                } finally {
-                    Libc.close(fd);
-                }
-            } catch (Libc.ErrnoException e) {
-                return new Failed(e.errno(), e.getMessage());
-            }
-        }).orElseGet(Silent::new);
+                    try {
+                        int fd = Libc.open(directory.toString(), Libc.O_PATH | Libc.O_DIRECTORY | Libc.O_NOFOLLOW, 0);
+                        try {
+                            Libc.stat(fd);
+                            return (FilesystemAnswer) new Answered(Libc.fstatfs(fd));
+                        } finally {
+                            Libc.close(fd);
+                        }
+                    } catch (Libc.ErrnoException e) {
+                        return new Failed(e.errno(), e.getMessage());
+                    }
+                })
+                .orElseGet(Silent::new);
     }
 }

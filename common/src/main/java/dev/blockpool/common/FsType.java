@@ -6,7 +6,8 @@ import java.util.Optional;
 /** The filesystems the driver formats, checks, mounts and grows. */
 public enum FsType {
     /** The smallest device each mkfs accepts: xfsprogs refuses filesystems under 300 MiB. */
-    EXT4("ext4", 1L << 20), XFS("xfs", 300L << 20);
+    EXT4("ext4", 1L << 20),
+    XFS("xfs", 300L << 20);
 
     private final String name;
     private final long minimumBytes;
@@ -36,8 +37,9 @@ public enum FsType {
 
     /** INVALID when the name is not one of {@link #supported()}. */
     public static FsType parse(String name) {
-        return find(name).orElseThrow(() -> StorageException.invalid(
-                "fs type %s is not supported: use %s", Quoting.quote(name), supported()));
+        return find(name)
+                .orElseThrow(() -> StorageException.invalid(
+                        "fs type %s is not supported: use %s", Quoting.quote(name), supported()));
     }
 
     /** The supported names, for messages: "ext4 or xfs". */

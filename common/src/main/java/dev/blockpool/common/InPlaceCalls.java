@@ -24,8 +24,7 @@ public final class InPlaceCalls {
         }
     };
 
-    private InPlaceCalls() {
-    }
+    private InPlaceCalls() {}
 
     /**
      * Runs the rest of a call where it may wait: on a virtual thread of its own when the call

@@ -92,6 +92,7 @@ public final class Libc {
     private static final long RESOLVE_CACHED = 0x20;
     /** Room for some 16,000 directory entries of the pool's names per getdents64 call. */
     private static final long DIRENT_BUFFER_BYTES = 1 << 20;
+
     private static final long DIRENT_PAGE_BUFFER_BYTES = 64 << 10;
     private static final int SEEK_SET = 0;
     /** openat2's number is the same on every architecture (the unified syscall table). */
@@ -101,30 +102,31 @@ public final class Libc {
     private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
 
-    private static final MethodHandle SYSCALL = function("syscall",
-            FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG), 1);
-    private static final MethodHandle OPENAT = function("openat",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), 3);
-    private static final MethodHandle IOCTL_POINTER = function("ioctl",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS), 2);
-    private static final MethodHandle IOCTL_VALUE = function("ioctl",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG), 2);
+    private static final MethodHandle SYSCALL =
+            function("syscall", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG), 1);
+    private static final MethodHandle OPENAT =
+            function("openat", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), 3);
+    private static final MethodHandle IOCTL_POINTER =
+            function("ioctl", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS), 2);
+    private static final MethodHandle IOCTL_VALUE =
+            function("ioctl", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG), 2);
     private static final MethodHandle CLOSE = function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT), -1);
-    private static final MethodHandle FLOCK = function("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT), -1);
-    private static final MethodHandle LSEEK = function("lseek",
-            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT), -1);
-    private static final MethodHandle GETDENTS64 = function("getdents64",
-            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), -1);
-    private static final MethodHandle MOUNT = function("mount",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS), -1);
-    private static final MethodHandle UMOUNT2 = function("umount2",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), -1);
-    private static final MethodHandle STATX = function("statx",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS), -1);
-    private static final MethodHandle FSTATFS = function("fstatfs",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS), -1);
-    private static final MethodHandle MKNOD = function("mknod",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG), -1);
+    private static final MethodHandle FLOCK =
+            function("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT), -1);
+    private static final MethodHandle LSEEK =
+            function("lseek", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT), -1);
+    private static final MethodHandle GETDENTS64 =
+            function("getdents64", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), -1);
+    private static final MethodHandle MOUNT =
+            function("mount", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS), -1);
+    private static final MethodHandle UMOUNT2 =
+            function("umount2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), -1);
+    private static final MethodHandle STATX =
+            function("statx", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS), -1);
+    private static final MethodHandle FSTATFS =
+            function("fstatfs", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS), -1);
+    private static final MethodHandle MKNOD =
+            function("mknod", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG), -1);
     private static final MethodHandle STRERROR = LINKER.downcallHandle(
             LINKER.defaultLookup().find("strerror").orElseThrow(), FunctionDescriptor.of(ADDRESS, JAVA_INT));
 
@@ -147,8 +149,14 @@ public final class Libc {
      * device of the filesystem it is on, and whether it is the root of a mount (STATX_ATTR_MOUNT_ROOT;
      * empty where the kernel does not say, before Linux 5.8).
      */
-    public record Stat(int mode, long size, int rdevMajor, int rdevMinor, int devMajor, int devMinor,
-                       Optional<Boolean> mountRoot) {
+    public record Stat(
+            int mode,
+            long size,
+            int rdevMajor,
+            int rdevMinor,
+            int devMajor,
+            int devMinor,
+            Optional<Boolean> mountRoot) {
         public boolean isDirectory() {
             return (mode & S_IFMT) == S_IFDIR;
         }
@@ -167,8 +175,14 @@ public final class Libc {
      * and {@code stat -f %S} count in): blocks, free ones, those free to unprivileged users, inodes,
      * and the mount flags (f_flags).
      */
-    public record StatFs(long fragmentSize, long blocks, long freeBlocks, long availableBlocks, long inodes,
-                         long freeInodes, long flags) {
+    public record StatFs(
+            long fragmentSize,
+            long blocks,
+            long freeBlocks,
+            long availableBlocks,
+            long inodes,
+            long freeInodes,
+            long flags) {
 
         /** ST_RDONLY: mounted read-only, as the kernel sees it now (after an errors=remount-ro too). */
         public boolean readOnly() {
@@ -183,8 +197,7 @@ public final class Libc {
 
     static final long ST_RDONLY = 1;
 
-    private Libc() {
-    }
+    private Libc() {}
 
     /**
      * Opens {@code path} as an O_PATH descriptor without following a symlink anywhere in it
@@ -221,7 +234,8 @@ public final class Libc {
     public static OptionalInt openPathCached(String path) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CALL_STATE);
-            long fd = openat2(arena, state, path, O_PATH | O_CLOEXEC | O_NOFOLLOW, RESOLVE_NO_SYMLINKS | RESOLVE_CACHED);
+            long fd =
+                    openat2(arena, state, path, O_PATH | O_CLOEXEC | O_NOFOLLOW, RESOLVE_NO_SYMLINKS | RESOLVE_CACHED);
             if (fd >= 0) {
                 return OptionalInt.of((int) fd);
             }
@@ -243,15 +257,16 @@ public final class Libc {
         MemorySegment how = arena.allocate(JAVA_LONG, 3); // struct open_how: flags, mode, resolve
         how.setAtIndex(JAVA_LONG, 0, flags);
         how.setAtIndex(JAVA_LONG, 2, resolve);
-        return (long) SYSCALL.invokeExact(state, SYS_OPENAT2, (long) AT_FDCWD, arena.allocateFrom(path), how,
-                how.byteSize());
+        return (long)
+                SYSCALL.invokeExact(state, SYS_OPENAT2, (long) AT_FDCWD, arena.allocateFrom(path), how, how.byteSize());
     }
 
     /** open(2) of {@code path} with {@code flags} (O_CLOEXEC added) and {@code mode} for a created file. */
     public static int open(String path, int flags, int mode) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CALL_STATE);
-            return check((int) OPENAT.invokeExact(state, AT_FDCWD, arena.allocateFrom(path), flags | O_CLOEXEC, mode),
+            return check(
+                    (int) OPENAT.invokeExact(state, AT_FDCWD, arena.allocateFrom(path), flags | O_CLOEXEC, mode),
                     state);
         } catch (ErrnoException e) {
             throw e;
@@ -309,15 +324,13 @@ public final class Libc {
     }
 
     /** A name read from a directory, and the position at which reading resumes after it (its d_off). */
-    public record DirectoryEntry(String name, long resumeAt) {
-    }
+    public record DirectoryEntry(String name, long resumeAt) {}
 
     /**
      * What {@link #directoryEntries} read: the names wanted, in the directory's own order, and
      * whether the directory ended before {@code count} of them were found.
      */
-    public record DirectoryRead(List<DirectoryEntry> entries, boolean end) {
-    }
+    public record DirectoryRead(List<DirectoryEntry> entries, boolean end) {}
 
     /**
      * At most {@code count} names ending with {@code suffix}, in the directory's own order,
@@ -333,8 +346,10 @@ public final class Libc {
         List<DirectoryEntry> entries = new ArrayList<>();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CALL_STATE);
-            int fd = check((int) OPENAT.invokeExact(state, AT_FDCWD, arena.allocateFrom(path),
-                    O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0), state);
+            int fd = check(
+                    (int) OPENAT.invokeExact(
+                            state, AT_FDCWD, arena.allocateFrom(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0),
+                    state);
             try {
                 if (from != 0 && (long) LSEEK.invokeExact(state, fd, from, SEEK_SET) < 0) {
                     throw new ErrnoException(errno(state));
@@ -354,8 +369,8 @@ public final class Libc {
                             length++;
                         }
                         if (endsWith(buffer, name, length, wanted)) {
-                            entries.add(new DirectoryEntry(buffer.getString(name, StandardCharsets.UTF_8),
-                                    buffer.get(JAVA_LONG, entry + 8)));
+                            entries.add(new DirectoryEntry(
+                                    buffer.getString(name, StandardCharsets.UTF_8), buffer.get(JAVA_LONG, entry + 8)));
                             if (entries.size() == count) {
                                 return new DirectoryRead(entries, false);
                             }
@@ -409,11 +424,17 @@ public final class Libc {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CALL_STATE);
             MemorySegment buffer = arena.allocate(256, 8); // struct statx
-            check((int) STATX.invokeExact(state, directory, arena.allocateFrom(path), flags, STATX_TYPE | STATX_SIZE,
-                    buffer), state);
+            check(
+                    (int) STATX.invokeExact(
+                            state, directory, arena.allocateFrom(path), flags, STATX_TYPE | STATX_SIZE, buffer),
+                    state);
             boolean told = (buffer.get(JAVA_LONG, 56) & STATX_ATTR_MOUNT_ROOT) != 0; // stx_attributes_mask
-            return new Stat(Short.toUnsignedInt(buffer.get(JAVA_SHORT, 28)), buffer.get(JAVA_LONG, 40),
-                    buffer.get(JAVA_INT, 128), buffer.get(JAVA_INT, 132), buffer.get(JAVA_INT, 136),
+            return new Stat(
+                    Short.toUnsignedInt(buffer.get(JAVA_SHORT, 28)),
+                    buffer.get(JAVA_LONG, 40),
+                    buffer.get(JAVA_INT, 128),
+                    buffer.get(JAVA_INT, 132),
+                    buffer.get(JAVA_INT, 136),
                     buffer.get(JAVA_INT, 140),
                     told ? Optional.of((buffer.get(JAVA_LONG, 8) & STATX_ATTR_MOUNT_ROOT) != 0) : Optional.empty());
         } catch (ErrnoException e) {
@@ -432,9 +453,14 @@ public final class Libc {
             MemorySegment buffer = arena.allocate(128, 8);
             check((int) FSTATFS.invokeExact(state, fd, buffer), state);
             long fragment = buffer.get(JAVA_LONG, 72);
-            return new StatFs(fragment != 0 ? fragment : buffer.get(JAVA_LONG, 8), buffer.get(JAVA_LONG, 16),
-                    buffer.get(JAVA_LONG, 24), buffer.get(JAVA_LONG, 32), buffer.get(JAVA_LONG, 40),
-                    buffer.get(JAVA_LONG, 48), buffer.get(JAVA_LONG, 80));
+            return new StatFs(
+                    fragment != 0 ? fragment : buffer.get(JAVA_LONG, 8),
+                    buffer.get(JAVA_LONG, 16),
+                    buffer.get(JAVA_LONG, 24),
+                    buffer.get(JAVA_LONG, 32),
+                    buffer.get(JAVA_LONG, 40),
+                    buffer.get(JAVA_LONG, 48),
+                    buffer.get(JAVA_LONG, 80));
         } catch (ErrnoException e) {
             throw e;
         } catch (Throwable t) {
@@ -445,7 +471,9 @@ public final class Libc {
     /** mknod(2) of a block device node {@code major:minor} at {@code path}, with permission bits {@code mode}. */
     public static void mknodBlock(String path, int mode, int major, int minor) {
         // glibc's makedev(): the 64-bit dev_t keeps the old 8+8 bits low and the rest above.
-        long dev = ((major & 0xfffff000L) << 32) | ((major & 0xfffL) << 8) | ((minor & 0xffffff00L) << 12)
+        long dev = ((major & 0xfffff000L) << 32)
+                | ((major & 0xfffL) << 8)
+                | ((minor & 0xffffff00L) << 12)
                 | (minor & 0xffL);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CALL_STATE);
@@ -461,8 +489,15 @@ public final class Libc {
     public static void mount(String source, String target, String type, long flags, String data) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = arena.allocate(CALL_STATE);
-            check((int) MOUNT.invokeExact(state, string(arena, source), arena.allocateFrom(target),
-                    string(arena, type), flags, string(arena, data)), state);
+            check(
+                    (int) MOUNT.invokeExact(
+                            state,
+                            string(arena, source),
+                            arena.allocateFrom(target),
+                            string(arena, type),
+                            flags,
+                            string(arena, data)),
+                    state);
         } catch (ErrnoException e) {
             throw e;
         } catch (Throwable t) {
@@ -546,10 +581,12 @@ public final class Libc {
 
     /** A downcall that captures errno; {@code firstVariadic} is the index of the first variadic argument, or -1. */
     private static MethodHandle function(String name, FunctionDescriptor descriptor, int firstVariadic) {
-        MemorySegment address = LINKER.defaultLookup().find(name)
+        MemorySegment address = LINKER.defaultLookup()
+                .find(name)
                 .orElseThrow(() -> new IllegalStateException("the C library has no " + name));
         Linker.Option errno = Linker.Option.captureCallState("errno");
-        return firstVariadic < 0 ? LINKER.downcallHandle(address, descriptor, errno)
+        return firstVariadic < 0
+                ? LINKER.downcallHandle(address, descriptor, errno)
                 : LINKER.downcallHandle(address, descriptor, errno, Linker.Option.firstVariadicArg(firstVariadic));
     }
 }

@@ -14,18 +14,37 @@ import java.util.stream.Stream;
  */
 public final class MountOptions {
 
-    private static final Set<String> COMMON = Set.of("ro", "rw", "defaults", "noatime", "nodiratime", "relatime",
-            "strictatime", "lazytime", "nodev", "nosuid", "noexec", "sync", "async", "dirsync", "discard",
+    private static final Set<String> COMMON = Set.of(
+            "ro",
+            "rw",
+            "defaults",
+            "noatime",
+            "nodiratime",
+            "relatime",
+            "strictatime",
+            "lazytime",
+            "nodev",
+            "nosuid",
+            "noexec",
+            "sync",
+            "async",
+            "dirsync",
+            "discard",
             "nodiscard");
-    private static final Set<String> EXT4 = Set.of("errors=remount-ro", "errors=continue",
-            "data=ordered", "data=journal", "data=writeback", "nodelalloc", "delalloc");
+    private static final Set<String> EXT4 = Set.of(
+            "errors=remount-ro",
+            "errors=continue",
+            "data=ordered",
+            "data=journal",
+            "data=writeback",
+            "nodelalloc",
+            "delalloc");
     private static final Set<String> XFS = Set.of("nouuid", "inode64", "inode32", "largeio", "nolargeio");
     /** The per-mount flags a bind remount can set; the others belong to the filesystem, set at stage. */
-    private static final Set<String> BIND = Set.of("nodev", "nosuid", "noexec", "noatime", "nodiratime", "relatime",
-            "strictatime");
+    private static final Set<String> BIND =
+            Set.of("nodev", "nosuid", "noexec", "noatime", "nodiratime", "relatime", "strictatime");
 
-    private MountOptions() {
-    }
+    private MountOptions() {}
 
     /**
      * Splits comma-joined flags, drops empty ones and "defaults", and refuses any flag that no
@@ -41,8 +60,9 @@ public final class MountOptions {
                     continue;
                 }
                 if (!COMMON.contains(o) && !EXT4.contains(o) && !XFS.contains(o)) {
-                    throw StorageException.invalid("mount flag \"%s\" is not allowed; allowed: %s", o,
-                            sorted(Stream.of(COMMON, EXT4, XFS).flatMap(Set::stream)));
+                    throw StorageException.invalid(
+                            "mount flag \"%s\" is not allowed; allowed: %s",
+                            o, sorted(Stream.of(COMMON, EXT4, XFS).flatMap(Set::stream)));
                 }
                 if (!out.contains(o) && !o.equals("defaults")) {
                     out.add(o);
@@ -60,8 +80,9 @@ public final class MountOptions {
         Set<String> specific = type == FsType.EXT4 ? EXT4 : XFS;
         for (String o : options) {
             if (!COMMON.contains(o) && !specific.contains(o)) {
-                throw StorageException.invalid("mount flag \"%s\" is not allowed for %s; allowed: %s", o, type,
-                        sorted(Stream.concat(COMMON.stream(), specific.stream())));
+                throw StorageException.invalid(
+                        "mount flag \"%s\" is not allowed for %s; allowed: %s",
+                        o, type, sorted(Stream.concat(COMMON.stream(), specific.stream())));
             }
         }
     }

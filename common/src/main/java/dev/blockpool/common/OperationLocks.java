@@ -38,9 +38,11 @@ public final class OperationLocks {
     }
 
     public void withLock(Runnable work, String... ids) {
-        withLock(() -> {
-            work.run();
-            return null;
-        }, ids);
+        withLock(
+                () -> {
+                    work.run();
+                    return null;
+                },
+                ids);
     }
 }

@@ -39,8 +39,8 @@ public final class ProcessCommandRunner implements CommandRunner {
             if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
                 process.destroyForcibly();
                 process.waitFor();
-                throw StorageException.internal("`%s` did not finish within %s and was killed",
-                        String.join(" ", command), timeout);
+                throw StorageException.internal(
+                        "`%s` did not finish within %s and was killed", String.join(" ", command), timeout);
             }
             return new Result(List.copyOf(command), process.exitValue(), stdout.get(), stderr.get());
         } catch (InterruptedException e) {
@@ -53,12 +53,14 @@ public final class ProcessCommandRunner implements CommandRunner {
     }
 
     private static CompletableFuture<String> readAsync(InputStream stream) {
-        return CompletableFuture.supplyAsync(() -> {
-            try (stream) {
-                return new String(stream.readAllBytes(), StandardCharsets.UTF_8);
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }, Thread::startVirtualThread);
+        return CompletableFuture.supplyAsync(
+                () -> {
+                    try (stream) {
+                        return new String(stream.readAllBytes(), StandardCharsets.UTF_8);
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                },
+                Thread::startVirtualThread);
     }
 }

@@ -5,8 +5,7 @@ public final class Quoting {
 
     private static final int MAX_SHOWN = 80;
 
-    private Quoting() {
-    }
+    private Quoting() {}
 
     public static String quote(String value) {
         StringBuilder out = new StringBuilder("\"");
@@ -17,6 +16,7 @@ public final class Quoting {
                 out.appendCodePoint(c);
             }
         });
-        return out.append(value.codePointCount(0, value.length()) > MAX_SHOWN ? "...\"" : "\"").toString();
+        return out.append(value.codePointCount(0, value.length()) > MAX_SHOWN ? "...\"" : "\"")
+                .toString();
     }
 }

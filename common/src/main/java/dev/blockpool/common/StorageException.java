@@ -104,8 +104,8 @@ public final class StorageException extends RuntimeException {
     /** A failed system call where it arose, as {@link #io(IOException, String, Object...)} words it. */
     public static StorageException io(Libc.ErrnoException cause, String format, Object... args) {
         boolean noSpace = cause.errno() == Libc.ENOSPC || cause.errno() == Libc.EDQUOT;
-        return new StorageException(noSpace ? Kind.EXHAUSTED : Kind.INTERNAL,
-                format.formatted(args) + ": " + cause.getMessage(), cause);
+        return new StorageException(
+                noSpace ? Kind.EXHAUSTED : Kind.INTERNAL, format.formatted(args) + ": " + cause.getMessage(), cause);
     }
 
     /** Whether a system error text (errno's message, or a tool's stderr) says the disk is full. */

@@ -22,6 +22,7 @@ class BlockingCallsTest {
 
     /** Stands in for a filesystem that does not answer until the test lets it. */
     private final CountDownLatch deadFilesystem = new CountDownLatch(1);
+
     private final List<Thread> callers = new ArrayList<>();
 
     @AfterEach
@@ -52,11 +53,15 @@ class BlockingCallsTest {
     void aCallAnswersWithItsResultOrItsOwnFailure() {
         BlockingCalls calls = new BlockingCalls("test", 2);
         assertThat(calls.call(LONG, "statfs(2) of /a", () -> "done")).isEqualTo("done");
-        assertThat(calls.call(LONG, "statfs(2) of /a", () -> Thread.currentThread().isVirtual())).isFalse();
+        assertThat(calls.call(
+                        LONG, "statfs(2) of /a", () -> Thread.currentThread().isVirtual()))
+                .isFalse();
         assertThatThrownBy(() -> calls.call(LONG, "mount(2) at /b", () -> {
-            throw StorageException.precondition("not a directory");
-        })).isInstanceOfSatisfying(StorageException.class,
-                e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.PRECONDITION));
+                    throw StorageException.precondition("not a directory");
+                }))
+                .isInstanceOfSatisfying(
+                        StorageException.class,
+                        e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.PRECONDITION));
     }
 
     @Test
@@ -70,7 +75,8 @@ class BlockingCallsTest {
                 refused.set(t);
             }
         });
-        assertThat(refused.get()).isInstanceOf(IllegalStateException.class)
+        assertThat(refused.get())
+                .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("statfs(2) of /pool would wait on the gRPC transport thread");
         assertThat(calls.call(LONG, "statfs(2) of /pool", () -> "done")).isEqualTo("done"); // not in place: runs
     }
@@ -78,7 +84,8 @@ class BlockingCallsTest {
     @Test
     void aHungCallIsAnsweredAtItsDeadlineAndTheOthersGoOn() {
         BlockingCalls calls = new BlockingCalls("test", 2);
-        assertInternal(() -> calls.call(SHORT, "statfs(2) of /pool/dead", this::hang),
+        assertInternal(
+                () -> calls.call(SHORT, "statfs(2) of /pool/dead", this::hang),
                 "statfs(2) of /pool/dead did not finish within " + BlockingCalls.describe(SHORT));
         assertThat(calls.stuck()).isEqualTo(1);
         // The other thread still serves, as often as asked.
@@ -95,8 +102,12 @@ class BlockingCallsTest {
         assertThat(calls.stuck()).isEqualTo(2);
 
         // A deadline of an hour: only an immediate refusal lets this test go on.
-        assertInternal(() -> calls.call(LONG, "mount(2) at /target", () -> "never run"),
-                "mount(2) at /target is refused", "all 2 threads", "stuck", "statfs(2) of /pool/b");
+        assertInternal(
+                () -> calls.call(LONG, "mount(2) at /target", () -> "never run"),
+                "mount(2) at /target is refused",
+                "all 2 threads",
+                "stuck",
+                "statfs(2) of /pool/b");
 
         deadFilesystem.countDown();
         while (calls.stuck() > 0) {
@@ -110,10 +121,11 @@ class BlockingCallsTest {
         BlockingCalls calls = new BlockingCalls("test", 1);
         CountDownLatch slowStarted = new CountDownLatch(1);
         List<String> answers = new java.util.concurrent.CopyOnWriteArrayList<>();
-        Thread slow = Thread.ofVirtual().start(() -> answers.add(calls.call(LONG, "slow", () -> {
-            slowStarted.countDown();
-            return hang();
-        })));
+        Thread slow = Thread.ofVirtual()
+                .start(() -> answers.add(calls.call(LONG, "slow", () -> {
+                    slowStarted.countDown();
+                    return hang();
+                })));
         callers.add(slow);
         slowStarted.await();
         Thread waiting = Thread.ofVirtual().start(() -> answers.add(calls.call(LONG, "next", () -> "next")));
@@ -130,10 +142,11 @@ class BlockingCallsTest {
         BlockingCalls calls = new BlockingCalls("test", 4, Duration.ofMillis(200));
         CountDownLatch allStarted = new CountDownLatch(4);
         for (int i = 0; i < 4; i++) {
-            callers.add(Thread.ofVirtual().start(() -> calls.call(LONG, "statfs(2) of /a", () -> {
-                allStarted.countDown();
-                return hang();
-            })));
+            callers.add(Thread.ofVirtual()
+                    .start(() -> calls.call(LONG, "statfs(2) of /a", () -> {
+                        allStarted.countDown();
+                        return hang();
+                    })));
         }
         allStarted.await();
         assertThat(calls.threadCount()).isEqualTo(4);

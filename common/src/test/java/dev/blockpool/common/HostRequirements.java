@@ -11,8 +11,7 @@ import java.nio.file.Path;
  */
 public final class HostRequirements {
 
-    private HostRequirements() {
-    }
+    private HostRequirements() {}
 
     public static boolean isRoot() {
         try {
@@ -24,13 +23,16 @@ public final class HostRequirements {
 
     public static void assumeRootWithLoopDevices() {
         assumeTrue(isRoot(), "skipped: needs root to attach loop devices and mount filesystems");
-        assumeTrue(Files.exists(Path.of("/dev/loop-control")),
+        assumeTrue(
+                Files.exists(Path.of("/dev/loop-control")),
                 "skipped: no /dev/loop-control on this host (loop module not loaded?)");
     }
 
     public static void assumeCommand(String name) {
-        boolean found = Files.isExecutable(Path.of("/usr/sbin", name)) || Files.isExecutable(Path.of("/sbin", name))
-                || Files.isExecutable(Path.of("/usr/bin", name)) || Files.isExecutable(Path.of("/bin", name));
+        boolean found = Files.isExecutable(Path.of("/usr/sbin", name))
+                || Files.isExecutable(Path.of("/sbin", name))
+                || Files.isExecutable(Path.of("/usr/bin", name))
+                || Files.isExecutable(Path.of("/bin", name));
         assumeTrue(found, "skipped: `" + name + "` is not installed");
     }
 
@@ -41,8 +43,11 @@ public final class HostRequirements {
     public static boolean hasCapability(int capability) {
         try {
             String line = Files.readAllLines(Path.of("/proc/self/status")).stream()
-                    .filter(l -> l.startsWith("CapEff:")).findFirst().orElse("CapEff: 0");
-            long effective = Long.parseUnsignedLong(line.substring("CapEff:".length()).strip(), 16);
+                    .filter(l -> l.startsWith("CapEff:"))
+                    .findFirst()
+                    .orElse("CapEff: 0");
+            long effective =
+                    Long.parseUnsignedLong(line.substring("CapEff:".length()).strip(), 16);
             return (effective & (1L << capability)) != 0;
         } catch (java.io.IOException e) {
             return false;

@@ -48,8 +48,8 @@ class LibcTest {
         assertThat(first.end()).isFalse();
         Files.delete(dir.resolve(first.entries().getLast().name())); // the name the read stopped at goes
 
-        Libc.DirectoryRead rest = Libc.directoryEntries(dir.toString(), ".json", first.entries().getLast().resumeAt(),
-                Integer.MAX_VALUE);
+        Libc.DirectoryRead rest = Libc.directoryEntries(
+                dir.toString(), ".json", first.entries().getLast().resumeAt(), Integer.MAX_VALUE);
         assertThat(rest.end()).isTrue();
         List<String> listed = new ArrayList<>(names(first));
         listed.addAll(names(rest));
@@ -63,7 +63,8 @@ class LibcTest {
     @Test
     void aMissingDirectoryIsItsErrno() {
         assertThatThrownBy(() -> Libc.directoryEntries(dir.resolve("gone").toString(), ".json", 0, 1))
-                .isInstanceOfSatisfying(Libc.ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(2));
+                .isInstanceOfSatisfying(
+                        Libc.ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(2));
     }
 
     @Test
@@ -73,7 +74,8 @@ class LibcTest {
         assertThat(Libc.lstat(link.toString()).mode() & Libc.S_IFMT).isEqualTo(Libc.S_IFLNK);
         assertThat(Libc.lstat(real.toString()).isDirectory()).isTrue();
         assertThatThrownBy(() -> Libc.lstat(dir.resolve("gone").toString()))
-                .isInstanceOfSatisfying(Libc.ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Libc.ENOENT));
+                .isInstanceOfSatisfying(
+                        Libc.ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Libc.ENOENT));
     }
 
     @Test
@@ -91,10 +93,12 @@ class LibcTest {
         Path missing = real.resolve("missing");
         assertThat(Files.exists(missing)).isFalse(); // looked up once: the caches know it is not there
         assertThatThrownBy(() -> Libc.openPathCached(missing.toString()))
-                .isInstanceOfSatisfying(Libc.ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Libc.ENOENT));
+                .isInstanceOfSatisfying(
+                        Libc.ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Libc.ENOENT));
         Path link = Files.createSymbolicLink(dir.resolve("link"), real);
         assertThatThrownBy(() -> Libc.openPathCached(link.resolve("x").toString()))
-                .isInstanceOfSatisfying(Libc.ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Libc.ELOOP));
+                .isInstanceOfSatisfying(
+                        Libc.ErrnoException.class, e -> assertThat(e.errno()).isEqualTo(Libc.ELOOP));
         java.util.OptionalInt root = Libc.openPathCached("/");
         assertThat(root).isPresent();
         try {

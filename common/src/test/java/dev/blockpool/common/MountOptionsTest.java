@@ -10,8 +10,9 @@ import org.junit.jupiter.api.Test;
 class MountOptionsTest {
 
     private static void invalid(Runnable call) {
-        assertThatThrownBy(call::run).isInstanceOfSatisfying(StorageException.class,
-                e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.INVALID));
+        assertThatThrownBy(call::run)
+                .isInstanceOfSatisfying(
+                        StorageException.class, e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.INVALID));
     }
 
     @Test
@@ -44,8 +45,17 @@ class MountOptionsTest {
 
     @Test
     void aBindTakesOnlyPerMountFlags() {
-        assertThat(MountOptions.forBind(List.of("noatime", "data=journal", "nodev", "sync", "discard", "nosuid",
-                "noexec", "relatime", "ro", "nouuid"))).containsExactly("noatime", "nodev", "nosuid", "noexec",
-                "relatime");
+        assertThat(MountOptions.forBind(List.of(
+                        "noatime",
+                        "data=journal",
+                        "nodev",
+                        "sync",
+                        "discard",
+                        "nosuid",
+                        "noexec",
+                        "relatime",
+                        "ro",
+                        "nouuid")))
+                .containsExactly("noatime", "nodev", "nosuid", "noexec", "relatime");
     }
 }

@@ -17,15 +17,17 @@ class OperationLocksTest {
         CountDownLatch inside = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
         try (var pool = Executors.newVirtualThreadPerTaskExecutor()) {
-            Future<String> first = pool.submit(() -> locks.withLock(() -> {
-                inside.countDown();
-                await(release);
-                return "first";
-            }, "vol-1"));
+            Future<String> first = pool.submit(() -> locks.withLock(
+                    () -> {
+                        inside.countDown();
+                        await(release);
+                        return "first";
+                    },
+                    "vol-1"));
             inside.await();
             assertThatThrownBy(() -> locks.withLock(() -> "second", "vol-1"))
-                    .isInstanceOfSatisfying(StorageException.class,
-                            e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.BUSY));
+                    .isInstanceOfSatisfying(
+                            StorageException.class, e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.BUSY));
             assertThat(locks.withLock(() -> "other", "vol-2")).isEqualTo("other");
             release.countDown();
             assertThat(first.get()).isEqualTo("first");
@@ -35,11 +37,13 @@ class OperationLocksTest {
 
     @Test
     void failedAcquisitionReleasesWhatWasTaken() {
-        locks.withLock(() -> {
-            assertThatThrownBy(() -> locks.withLock(() -> "x", "vol-2", "vol-1"))
-                    .isInstanceOf(StorageException.class);
-            return null;
-        }, "vol-1");
+        locks.withLock(
+                () -> {
+                    assertThatThrownBy(() -> locks.withLock(() -> "x", "vol-2", "vol-1"))
+                            .isInstanceOf(StorageException.class);
+                    return null;
+                },
+                "vol-1");
         assertThat(locks.withLock(() -> "free", "vol-2")).isEqualTo("free");
     }
 

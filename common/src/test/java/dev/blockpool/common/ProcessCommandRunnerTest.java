@@ -59,7 +59,11 @@ class ProcessCommandRunnerTest {
                 refused.add(t);
             }
         });
-        assertThat(refused).singleElement().isInstanceOf(IllegalStateException.class)
-                .extracting(Throwable::getMessage).asString().startsWith("true would wait on the gRPC transport thread");
+        assertThat(refused)
+                .singleElement()
+                .isInstanceOf(IllegalStateException.class)
+                .extracting(Throwable::getMessage)
+                .asString()
+                .startsWith("true would wait on the gRPC transport thread");
     }
 }

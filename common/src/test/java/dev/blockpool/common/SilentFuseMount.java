@@ -27,9 +27,15 @@ public final class SilentFuseMount implements AutoCloseable {
     public static SilentFuseMount on(Path mountPoint) throws IOException, InterruptedException {
         // The shell opens /dev/fuse as fd 3, mounts with it (no helper: -i), then becomes a
         // process that holds it and never reads: the kernel's requests, INIT first, go unanswered.
-        Process daemon = new ProcessBuilder("bash", "-c", "exec 3<>/dev/fuse && mount -i -t fuse -o "
-                + "fd=3,rootmode=40000,user_id=0,group_id=0 silent \"$1\" && echo mounted && exec sleep infinity",
-                "silent-fuse", mountPoint.toString()).redirectErrorStream(true).start();
+        Process daemon = new ProcessBuilder(
+                        "bash",
+                        "-c",
+                        "exec 3<>/dev/fuse && mount -i -t fuse -o "
+                                + "fd=3,rootmode=40000,user_id=0,group_id=0 silent \"$1\" && echo mounted && exec sleep infinity",
+                        "silent-fuse",
+                        mountPoint.toString())
+                .redirectErrorStream(true)
+                .start();
         SilentFuseMount mount = new SilentFuseMount(mountPoint, daemon);
         String first = new String(daemon.getInputStream().readNBytes("mounted\n".length()));
         if (!first.equals("mounted\n")) {
@@ -42,7 +48,8 @@ public final class SilentFuseMount implements AutoCloseable {
 
     /** Whether this host can mount one (root, /dev/fuse). */
     public static boolean available() {
-        return Files.exists(Path.of("/dev/fuse")) && "0".equals(RUNNER.run("id", "-u").stdout().strip());
+        return Files.exists(Path.of("/dev/fuse"))
+                && "0".equals(RUNNER.run("id", "-u").stdout().strip());
     }
 
     @Override

@@ -15,14 +15,14 @@ import java.util.TreeSet;
 /** The controller's questions about a request's volume capabilities, parsed by {@link Capability}. */
 final class Capabilities {
 
-    private Capabilities() {
-    }
+    private Capabilities() {}
 
     /** Why {@code capability} does not fit this existing volume, or empty when it does. */
     static Optional<String> unsupported(VolumeCapability capability, Volume volume) {
         return Capability.problem(capability).or(() -> {
             Optional<FsType> asked = Capability.parseServed(capability).fsType();
-            return asked.isEmpty() || asked.get().fsName().equals(volume.fsType()) ? Optional.empty()
+            return asked.isEmpty() || asked.get().fsName().equals(volume.fsType())
+                    ? Optional.empty()
                     : Optional.of("volume " + volume.id() + " has fs type " + volume.fsType() + ", not " + asked.get());
         });
     }

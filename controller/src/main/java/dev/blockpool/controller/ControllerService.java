@@ -38,7 +38,6 @@ import csi.v1.Csi.ListVolumesRequest;
 import csi.v1.Csi.ListVolumesResponse;
 import csi.v1.Csi.ValidateVolumeCapabilitiesRequest;
 import csi.v1.Csi.ValidateVolumeCapabilitiesResponse;
-import csi.v1.Csi.VolumeCapability;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.Quoting;
 import dev.blockpool.csi.Capability;
@@ -70,11 +69,23 @@ import java.util.Set;
  */
 public final class ControllerService extends ControllerGrpc.ControllerImplBase {
 
-    static final Set<Type> CAPABILITIES = Set.of(Type.CREATE_DELETE_VOLUME, Type.PUBLISH_UNPUBLISH_VOLUME,
-            Type.LIST_VOLUMES, Type.LIST_VOLUMES_PUBLISHED_NODES, Type.GET_CAPACITY, Type.CREATE_DELETE_SNAPSHOT,
-            Type.LIST_SNAPSHOTS, Type.GET_SNAPSHOT, Type.CLONE_VOLUME, Type.PUBLISH_READONLY, Type.EXPAND_VOLUME,
-            Type.GET_VOLUME, Type.SINGLE_NODE_MULTI_WRITER, Type.GET_VOLUME_HEALTH,
-            Type.LIST_VOLUME_HEALTH, Type.MODIFY_VOLUME);
+    static final Set<Type> CAPABILITIES = Set.of(
+            Type.CREATE_DELETE_VOLUME,
+            Type.PUBLISH_UNPUBLISH_VOLUME,
+            Type.LIST_VOLUMES,
+            Type.LIST_VOLUMES_PUBLISHED_NODES,
+            Type.GET_CAPACITY,
+            Type.CREATE_DELETE_SNAPSHOT,
+            Type.LIST_SNAPSHOTS,
+            Type.GET_SNAPSHOT,
+            Type.CLONE_VOLUME,
+            Type.PUBLISH_READONLY,
+            Type.EXPAND_VOLUME,
+            Type.GET_VOLUME,
+            Type.SINGLE_NODE_MULTI_WRITER,
+            Type.GET_VOLUME_HEALTH,
+            Type.LIST_VOLUME_HEALTH,
+            Type.MODIFY_VOLUME);
 
     private final Pool pool;
     private final PoolChanges changes;
@@ -88,21 +99,33 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     public void createVolume(CreateVolumeRequest request, StreamObserver<CreateVolumeResponse> response) {
         String name = RequestFields.id("name", request.getName());
         List<Capability> capabilities = Capabilities.require(request.getVolumeCapabilitiesList());
-        VolumeParameters parameters = VolumeParameters.parse(request.getParametersMap(),
-                request.getMutableParamsMap(), Capabilities.fsType(capabilities));
+        VolumeParameters parameters = VolumeParameters.parse(
+                request.getParametersMap(), request.getMutableParamsMap(), Capabilities.fsType(capabilities));
         Optional<ContentSource> source = ProtoMapper.contentSource(request);
         Set<AccessType> accessTypes = Capabilities.accessTypes(capabilities);
         // A filesystem volume is at least what mkfs accepts; a block volume is never formatted.
-        long minimum = accessTypes.contains(AccessType.MOUNT) ? parameters.fsType().minimumBytes() : 0;
+        long minimum =
+                accessTypes.contains(AccessType.MOUNT) ? parameters.fsType().minimumBytes() : 0;
         // Without a capacity range a restore or clone is as large as its source.
         long size = source.isPresent() && !request.hasCapacityRange()
-                ? pool.volumes().sourceSize(source.get()) : Sizes.choose(request.getCapacityRange(), minimum);
-        VolumeSpec spec = new VolumeSpec(name, size, parameters.fsType().fsName(),
-                parameters.allocation(), accessTypes, request.getParametersMap(), source,
+                ? pool.volumes().sourceSize(source.get())
+                : Sizes.choose(request.getCapacityRange(), minimum);
+        VolumeSpec spec = new VolumeSpec(
+                name,
+                size,
+                parameters.fsType().fsName(),
+                parameters.allocation(),
+                accessTypes,
+                request.getParametersMap(),
+                source,
                 request.getCapacityRange().getLimitBytes());
         String sourceId = source.map(ContentSource::id).orElse("");
         Volume volume = changes.make(() -> pool.volumes().create(spec), Ids.volumeIdFor(name), sourceId);
-        UnaryReply.send(response, CreateVolumeResponse.newBuilder().setVolume(ProtoMapper.volume(volume)).build());
+        UnaryReply.send(
+                response,
+                CreateVolumeResponse.newBuilder()
+                        .setVolume(ProtoMapper.volume(volume))
+                        .build());
     }
 
     @Override
@@ -113,21 +136,25 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     }
 
     @Override
-    public void controllerPublishVolume(ControllerPublishVolumeRequest request,
-                                        StreamObserver<ControllerPublishVolumeResponse> response) {
+    public void controllerPublishVolume(
+            ControllerPublishVolumeRequest request, StreamObserver<ControllerPublishVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         String nodeId = RequestFields.id("node_id", request.getNodeId());
         Capability capability = Capability.required(request.hasVolumeCapability(), request.getVolumeCapability())
                 .served();
-        changes.make(() -> pool.attachments().attach(volumeId, nodeId, request.getReadonly(),
-                capability.singleNode()), volumeId);
-        UnaryReply.send(response, ControllerPublishVolumeResponse.newBuilder()
-                .putPublishContext(CsiKeys.READONLY, Boolean.toString(request.getReadonly())).build());
+        changes.make(
+                () -> pool.attachments().attach(volumeId, nodeId, request.getReadonly(), capability.singleNode()),
+                volumeId);
+        UnaryReply.send(
+                response,
+                ControllerPublishVolumeResponse.newBuilder()
+                        .putPublishContext(CsiKeys.READONLY, Boolean.toString(request.getReadonly()))
+                        .build());
     }
 
     @Override
-    public void controllerUnpublishVolume(ControllerUnpublishVolumeRequest request,
-                                          StreamObserver<ControllerUnpublishVolumeResponse> response) {
+    public void controllerUnpublishVolume(
+            ControllerUnpublishVolumeRequest request, StreamObserver<ControllerUnpublishVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Optional<String> nodeId = optional(request.getNodeId());
         changes.make(() -> pool.attachments().detach(volumeId, nodeId), volumeId);
@@ -135,8 +162,8 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     }
 
     @Override
-    public void validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest request,
-                                           StreamObserver<ValidateVolumeCapabilitiesResponse> response) {
+    public void validateVolumeCapabilities(
+            ValidateVolumeCapabilitiesRequest request, StreamObserver<ValidateVolumeCapabilitiesResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         if (request.getVolumeCapabilitiesCount() == 0) {
             throw CsiException.invalidArgument("volume_capabilities are required");
@@ -144,11 +171,17 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         Volume volume = pool.volumes().get(volumeId);
         Map<String, String> context = ProtoMapper.volume(volume).getVolumeContextMap();
         Optional<String> unsupported = request.getVolumeCapabilitiesList().stream()
-                .map(capability -> Capabilities.unsupported(capability, volume)).flatMap(Optional::stream).findFirst()
-                .or(() -> request.getParametersCount() > 0 && !request.getParametersMap().equals(volume.parameters())
-                        ? Optional.of("parameters differ from those the volume was created with") : Optional.empty())
-                .or(() -> !context.entrySet().containsAll(request.getVolumeContextMap().entrySet())
-                        ? Optional.of("volume_context differs from the one CreateVolume returned") : Optional.empty());
+                .map(capability -> Capabilities.unsupported(capability, volume))
+                .flatMap(Optional::stream)
+                .findFirst()
+                .or(() -> request.getParametersCount() > 0
+                                && !request.getParametersMap().equals(volume.parameters())
+                        ? Optional.of("parameters differ from those the volume was created with")
+                        : Optional.empty())
+                .or(() -> !context.entrySet()
+                                .containsAll(request.getVolumeContextMap().entrySet())
+                        ? Optional.of("volume_context differs from the one CreateVolume returned")
+                        : Optional.empty());
         // Confirm only what was checked.
         var result = ValidateVolumeCapabilitiesResponse.newBuilder();
         if (unsupported.isPresent()) {
@@ -174,26 +207,33 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     }
 
     @Override
-    public void controllerGetVolume(ControllerGetVolumeRequest request,
-                                    StreamObserver<ControllerGetVolumeResponse> response) {
+    public void controllerGetVolume(
+            ControllerGetVolumeRequest request, StreamObserver<ControllerGetVolumeResponse> response) {
         Volume volume = pool.volumes().get(RequestFields.id("volume_id", request.getVolumeId()));
-        UnaryReply.send(response, ControllerGetVolumeResponse.newBuilder()
-                .setVolume(ProtoMapper.volume(volume)).setStatus(ProtoMapper.getStatus(volume)).build());
+        UnaryReply.send(
+                response,
+                ControllerGetVolumeResponse.newBuilder()
+                        .setVolume(ProtoMapper.volume(volume))
+                        .setStatus(ProtoMapper.getStatus(volume))
+                        .build());
     }
 
     @Override
-    public void controllerGetVolumeHealth(ControllerGetVolumeHealthRequest request,
-                                          StreamObserver<ControllerGetVolumeHealthResponse> response) {
+    public void controllerGetVolumeHealth(
+            ControllerGetVolumeHealthRequest request, StreamObserver<ControllerGetVolumeHealthResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         PoolHealth.VolumeHealth health = pool.health().volume(volumeId);
-        UnaryReply.send(response, ControllerGetVolumeHealthResponse.newBuilder()
-                .setVolumeHealth(HealthMessages.volume(volumeId, health.problems())).build());
+        UnaryReply.send(
+                response,
+                ControllerGetVolumeHealthResponse.newBuilder()
+                        .setVolumeHealth(HealthMessages.volume(volumeId, health.problems()))
+                        .build());
     }
 
     /** Only the volumes with a problem, a page of the pool at a time as ListVolumes reads it. */
     @Override
-    public void controllerListVolumeHealth(ControllerListVolumeHealthRequest request,
-                                           StreamObserver<ControllerListVolumeHealthResponse> response) {
+    public void controllerListVolumeHealth(
+            ControllerListVolumeHealthRequest request, StreamObserver<ControllerListVolumeHealthResponse> response) {
         int maxEntries = Pages.maxEntries(request.getMaxEntries());
         Page<PoolHealth.VolumeHealth> page = pool.health().page(Pages.from(request.getStartingToken()), maxEntries);
         var result = ControllerListVolumeHealthResponse.newBuilder().setNextToken(Pages.nextToken(page));
@@ -205,15 +245,17 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     public void getCapacity(GetCapacityRequest request, StreamObserver<GetCapacityResponse> response) {
         request.getVolumeCapabilitiesList().forEach(Capability::parseServed);
         long available = pool.space().availableBytes();
-        UnaryReply.send(response, GetCapacityResponse.newBuilder()
-                .setAvailableCapacity(available)
-                .setMaximumVolumeSize(Int64Value.of(available))
-                .build());
+        UnaryReply.send(
+                response,
+                GetCapacityResponse.newBuilder()
+                        .setAvailableCapacity(available)
+                        .setMaximumVolumeSize(Int64Value.of(available))
+                        .build());
     }
 
     @Override
-    public void controllerExpandVolume(ControllerExpandVolumeRequest request,
-                                       StreamObserver<ControllerExpandVolumeResponse> response) {
+    public void controllerExpandVolume(
+            ControllerExpandVolumeRequest request, StreamObserver<ControllerExpandVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         if (request.getCapacityRange().getRequiredBytes() <= 0) {
             throw CsiException.invalidArgument("capacity_range.required_bytes is required: the size to grow to");
@@ -224,8 +266,12 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         long size = Sizes.choose(request.getCapacityRange());
         Volume volume = changes.make(() -> pool.volumes().expand(volumeId, size), volumeId);
         // The node must refresh the loop device and, for a filesystem, grow it.
-        UnaryReply.send(response, ControllerExpandVolumeResponse.newBuilder()
-                .setCapacityBytes(volume.capacityBytes()).setNodeExpansionRequired(true).build());
+        UnaryReply.send(
+                response,
+                ControllerExpandVolumeResponse.newBuilder()
+                        .setCapacityBytes(volume.capacityBytes())
+                        .setNodeExpansionRequired(true)
+                        .build());
     }
 
     /**
@@ -234,23 +280,27 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
      * the filesystem inside knows) and makes later growth sparse.
      */
     @Override
-    public void controllerModifyVolume(ControllerModifyVolumeRequest request,
-                                       StreamObserver<ControllerModifyVolumeResponse> response) {
+    public void controllerModifyVolume(
+            ControllerModifyVolumeRequest request, StreamObserver<ControllerModifyVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Optional<Allocation> allocation = VolumeParameters.mutable(request.getMutableParamsMap());
-        changes.make(() -> {
-            Volume volume = pool.volumes().get(volumeId);
-            allocation.ifPresent(a -> pool.volumes().changeAllocation(volume, a));
-        }, volumeId);
+        changes.make(
+                () -> {
+                    Volume volume = pool.volumes().get(volumeId);
+                    allocation.ifPresent(a -> pool.volumes().changeAllocation(volume, a));
+                },
+                volumeId);
         UnaryReply.send(response, ControllerModifyVolumeResponse.getDefaultInstance());
     }
 
     @Override
-    public void controllerGetCapabilities(ControllerGetCapabilitiesRequest request,
-                                          StreamObserver<ControllerGetCapabilitiesResponse> response) {
+    public void controllerGetCapabilities(
+            ControllerGetCapabilitiesRequest request, StreamObserver<ControllerGetCapabilitiesResponse> response) {
         var result = ControllerGetCapabilitiesResponse.newBuilder();
-        CAPABILITIES.stream().sorted().forEach(type -> result.addCapabilities(ControllerServiceCapability.newBuilder()
-                .setRpc(ControllerServiceCapability.RPC.newBuilder().setType(type))));
+        CAPABILITIES.stream()
+                .sorted()
+                .forEach(type -> result.addCapabilities(ControllerServiceCapability.newBuilder()
+                        .setRpc(ControllerServiceCapability.RPC.newBuilder().setType(type))));
         UnaryReply.send(response, result.build());
     }
 
@@ -259,10 +309,13 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         String name = RequestFields.id("name", request.getName());
         String sourceId = RequestFields.id("source_volume_id", request.getSourceVolumeId());
         // A retry answers with the snapshot taken before, even once its source is deleted.
-        Snapshot snapshot = changes.make(() -> pool.snapshots().create(name, sourceId, pool.volumes()),
-                Ids.snapshotIdFor(name), sourceId);
-        UnaryReply.send(response,
-                CreateSnapshotResponse.newBuilder().setSnapshot(ProtoMapper.snapshot(snapshot)).build());
+        Snapshot snapshot = changes.make(
+                () -> pool.snapshots().create(name, sourceId, pool.volumes()), Ids.snapshotIdFor(name), sourceId);
+        UnaryReply.send(
+                response,
+                CreateSnapshotResponse.newBuilder()
+                        .setSnapshot(ProtoMapper.snapshot(snapshot))
+                        .build());
     }
 
     @Override
@@ -275,8 +328,12 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void listSnapshots(ListSnapshotsRequest request, StreamObserver<ListSnapshotsResponse> response) {
         int maxEntries = Pages.maxEntries(request.getMaxEntries());
-        Page<Snapshot> page = pool.snapshots().page(Pages.from(request.getStartingToken()), maxEntries,
-                optional(request.getSnapshotId()), optional(request.getSourceVolumeId()));
+        Page<Snapshot> page = pool.snapshots()
+                .page(
+                        Pages.from(request.getStartingToken()),
+                        maxEntries,
+                        optional(request.getSnapshotId()),
+                        optional(request.getSourceVolumeId()));
         var result = ListSnapshotsResponse.newBuilder().setNextToken(Pages.nextToken(page));
         page.entries().forEach(s -> result.addEntriesBuilder().setSnapshot(ProtoMapper.snapshot(s)));
         UnaryReply.send(response, result.build());
@@ -285,14 +342,18 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void getSnapshot(GetSnapshotRequest request, StreamObserver<GetSnapshotResponse> response) {
         String snapshotId = RequestFields.id("snapshot_id", request.getSnapshotId());
-        Snapshot snapshot = pool.snapshots().find(snapshotId).orElseThrow(() ->
-                CsiException.notFound("snapshot %s does not exist", Quoting.quote(snapshotId)));
-        UnaryReply.send(response, GetSnapshotResponse.newBuilder().setSnapshot(ProtoMapper.snapshot(snapshot)).build());
+        Snapshot snapshot = pool.snapshots()
+                .find(snapshotId)
+                .orElseThrow(() -> CsiException.notFound("snapshot %s does not exist", Quoting.quote(snapshotId)));
+        UnaryReply.send(
+                response,
+                GetSnapshotResponse.newBuilder()
+                        .setSnapshot(ProtoMapper.snapshot(snapshot))
+                        .build());
     }
 
     /** An optional string field: empty when not set. */
     private static Optional<String> optional(String field) {
         return Optional.of(field).filter(value -> !value.isEmpty());
     }
-
 }

@@ -41,21 +41,29 @@ public final class GroupControllerService extends GroupControllerGrpc.GroupContr
     }
 
     @Override
-    public void groupControllerGetCapabilities(GroupControllerGetCapabilitiesRequest request,
-                                               StreamObserver<GroupControllerGetCapabilitiesResponse> response) {
-        UnaryReply.send(response, GroupControllerGetCapabilitiesResponse.newBuilder()
-                .addCapabilities(GroupControllerServiceCapability.newBuilder().setRpc(
-                        GroupControllerServiceCapability.RPC.newBuilder().setType(
-                                GroupControllerServiceCapability.RPC.Type.CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT)))
-                .build());
+    public void groupControllerGetCapabilities(
+            GroupControllerGetCapabilitiesRequest request,
+            StreamObserver<GroupControllerGetCapabilitiesResponse> response) {
+        UnaryReply.send(
+                response,
+                GroupControllerGetCapabilitiesResponse.newBuilder()
+                        .addCapabilities(GroupControllerServiceCapability.newBuilder()
+                                .setRpc(GroupControllerServiceCapability.RPC
+                                        .newBuilder()
+                                        .setType(
+                                                GroupControllerServiceCapability.RPC
+                                                        .Type
+                                                        .CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT)))
+                        .build());
     }
 
     @Override
-    public void createVolumeGroupSnapshot(CreateVolumeGroupSnapshotRequest request,
-                                          StreamObserver<CreateVolumeGroupSnapshotResponse> response) {
+    public void createVolumeGroupSnapshot(
+            CreateVolumeGroupSnapshotRequest request, StreamObserver<CreateVolumeGroupSnapshotResponse> response) {
         String name = RequestFields.id("name", request.getName());
         List<String> volumeIds = request.getSourceVolumeIdsList().stream()
-                .map(id -> RequestFields.id("source_volume_ids", id)).toList();
+                .map(id -> RequestFields.id("source_volume_ids", id))
+                .toList();
         if (volumeIds.isEmpty()) {
             throw CsiException.invalidArgument("source_volume_ids are required: the volumes to snapshot together");
         }
@@ -67,12 +75,16 @@ public final class GroupControllerService extends GroupControllerGrpc.GroupContr
         ids.addAll(volumeIds);
         volumeIds.forEach(volumeId -> ids.add(GroupSnapshots.memberIdFor(name, volumeId)));
         GroupSnapshot group = changes.make(() -> pool.groups().create(name, volumeIds), ids.toArray(String[]::new));
-        UnaryReply.send(response, CreateVolumeGroupSnapshotResponse.newBuilder().setGroupSnapshot(message(group)).build());
+        UnaryReply.send(
+                response,
+                CreateVolumeGroupSnapshotResponse.newBuilder()
+                        .setGroupSnapshot(message(group))
+                        .build());
     }
 
     @Override
-    public void deleteVolumeGroupSnapshot(DeleteVolumeGroupSnapshotRequest request,
-                                          StreamObserver<DeleteVolumeGroupSnapshotResponse> response) {
+    public void deleteVolumeGroupSnapshot(
+            DeleteVolumeGroupSnapshotRequest request, StreamObserver<DeleteVolumeGroupSnapshotResponse> response) {
         String groupId = RequestFields.id("group_snapshot_id", request.getGroupSnapshotId());
         List<String> expected = request.getSnapshotIdsList();
         List<String> ids = new ArrayList<>(List.of(groupId));
@@ -82,16 +94,22 @@ public final class GroupControllerService extends GroupControllerGrpc.GroupContr
     }
 
     @Override
-    public void getVolumeGroupSnapshot(GetVolumeGroupSnapshotRequest request,
-                                       StreamObserver<GetVolumeGroupSnapshotResponse> response) {
+    public void getVolumeGroupSnapshot(
+            GetVolumeGroupSnapshotRequest request, StreamObserver<GetVolumeGroupSnapshotResponse> response) {
         String groupId = RequestFields.id("group_snapshot_id", request.getGroupSnapshotId());
         GroupSnapshot group = pool.groups().get(groupId, request.getSnapshotIdsList());
-        UnaryReply.send(response, GetVolumeGroupSnapshotResponse.newBuilder().setGroupSnapshot(message(group)).build());
+        UnaryReply.send(
+                response,
+                GetVolumeGroupSnapshotResponse.newBuilder()
+                        .setGroupSnapshot(message(group))
+                        .build());
     }
 
     private VolumeGroupSnapshot message(GroupSnapshot group) {
-        var result = VolumeGroupSnapshot.newBuilder().setGroupSnapshotId(group.id())
-                .setCreationTime(ProtoMapper.timestamp(group.createdAt())).setReadyToUse(true);
+        var result = VolumeGroupSnapshot.newBuilder()
+                .setGroupSnapshotId(group.id())
+                .setCreationTime(ProtoMapper.timestamp(group.createdAt()))
+                .setReadyToUse(true);
         pool.groups().members(group).forEach(member -> result.addSnapshots(ProtoMapper.snapshot(member)));
         return result.build();
     }

@@ -15,8 +15,7 @@ final class Pages {
 
     private static final String PREFIX = "at:";
 
-    private Pages() {
-    }
+    private Pages() {}
 
     /** The page size asked for; 0 means all. */
     static int maxEntries(int maxEntries) {
@@ -42,13 +41,17 @@ final class Pages {
         } catch (IllegalArgumentException e) { // NumberFormatException included
             // not base64, or not a position: reported below
         }
-        throw CsiException.aborted("starting_token %s was not issued by this driver; list again from the start",
+        throw CsiException.aborted(
+                "starting_token %s was not issued by this driver; list again from the start",
                 startingToken.length() > 40 ? startingToken.substring(0, 40) + "..." : startingToken);
     }
 
     /** The next_token of {@code page}: empty on the last page. */
     static String nextToken(Page<?> page) {
-        return page.resumeAt().isEmpty() ? "" : Base64.getUrlEncoder().withoutPadding()
-                .encodeToString((PREFIX + page.resumeAt().getAsLong()).getBytes(StandardCharsets.UTF_8));
+        return page.resumeAt().isEmpty()
+                ? ""
+                : Base64.getUrlEncoder()
+                        .withoutPadding()
+                        .encodeToString((PREFIX + page.resumeAt().getAsLong()).getBytes(StandardCharsets.UTF_8));
     }
 }

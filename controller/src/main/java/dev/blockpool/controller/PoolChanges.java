@@ -26,9 +26,11 @@ final class PoolChanges {
     }
 
     void make(Runnable work, String... ids) {
-        make(() -> {
-            work.run();
-            return null;
-        }, ids);
+        make(
+                () -> {
+                    work.run();
+                    return null;
+                },
+                ids);
     }
 }

@@ -1,5 +1,6 @@
 package dev.blockpool.controller;
 
+import com.google.protobuf.Timestamp;
 import csi.v1.Csi;
 import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.VolumeContentSource;
@@ -10,7 +11,6 @@ import dev.blockpool.pool.Attachments;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Snapshot;
 import dev.blockpool.pool.Volume;
-import com.google.protobuf.Timestamp;
 import java.time.Instant;
 import java.util.Optional;
 
@@ -23,11 +23,16 @@ final class ProtoMapper {
         }
         VolumeContentSource source = request.getVolumeContentSource();
         return switch (source.getTypeCase()) {
-            case SNAPSHOT -> Optional.of(ContentSource.snapshot(
-                    RequestFields.id("volume_content_source.snapshot.snapshot_id", source.getSnapshot().getSnapshotId())));
-            case VOLUME -> Optional.of(ContentSource.volume(
-                    RequestFields.id("volume_content_source.volume.volume_id", source.getVolume().getVolumeId())));
-            case TYPE_NOT_SET -> throw CsiException.invalidArgument("volume_content_source names neither a snapshot nor a volume");
+            case SNAPSHOT ->
+                Optional.of(ContentSource.snapshot(RequestFields.id(
+                        "volume_content_source.snapshot.snapshot_id",
+                        source.getSnapshot().getSnapshotId())));
+            case VOLUME ->
+                Optional.of(ContentSource.volume(RequestFields.id(
+                        "volume_content_source.volume.volume_id",
+                        source.getVolume().getVolumeId())));
+            case TYPE_NOT_SET ->
+                throw CsiException.invalidArgument("volume_content_source names neither a snapshot nor a volume");
         };
     }
 
@@ -46,12 +51,14 @@ final class ProtoMapper {
 
     static Csi.ListVolumesResponse.VolumeStatus listStatus(Volume volume) {
         return Csi.ListVolumesResponse.VolumeStatus.newBuilder()
-                .addAllPublishedNodeIds(Attachments.nodeIds(volume)).build();
+                .addAllPublishedNodeIds(Attachments.nodeIds(volume))
+                .build();
     }
 
     static Csi.ControllerGetVolumeResponse.VolumeStatus getStatus(Volume volume) {
         return Csi.ControllerGetVolumeResponse.VolumeStatus.newBuilder()
-                .addAllPublishedNodeIds(Attachments.nodeIds(volume)).build();
+                .addAllPublishedNodeIds(Attachments.nodeIds(volume))
+                .build();
     }
 
     static Csi.Snapshot snapshot(Snapshot snapshot) {
@@ -66,7 +73,10 @@ final class ProtoMapper {
     }
 
     static Timestamp timestamp(Instant instant) {
-        return Timestamp.newBuilder().setSeconds(instant.getEpochSecond()).setNanos(instant.getNano()).build();
+        return Timestamp.newBuilder()
+                .setSeconds(instant.getEpochSecond())
+                .setNanos(instant.getNano())
+                .build();
     }
 
     private static VolumeContentSource contentSource(ContentSource source) {

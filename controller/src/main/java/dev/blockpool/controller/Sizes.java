@@ -11,12 +11,12 @@ final class Sizes {
     static final long DEFAULT_BYTES = GIB;
     /** Loop devices work in 512-byte sectors and filesystems in 4 KiB blocks: sizes are whole MiB when possible. */
     private static final long ALIGNMENT = MIB;
+
     private static final long MIN_ALIGNMENT = 4096;
     /** The largest size of whole 4 KiB blocks a file offset can express; rounding past it would overflow. */
     static final long LARGEST = Long.MAX_VALUE / MIN_ALIGNMENT * MIN_ALIGNMENT;
 
-    private Sizes() {
-    }
+    private Sizes() {}
 
     /** The size to provision: the required bytes (or the default) rounded up to a MiB, within the limit. */
     static long choose(CapacityRange range) {
@@ -31,26 +31,28 @@ final class Sizes {
     static long choose(CapacityRange range, long minimum) {
         long limit = range.getLimitBytes();
         if (limit > 0 && minimum > limit) {
-            throw CsiException.outOfRange("the volume's filesystem needs at least %d bytes; limit_bytes %d is less",
-                    minimum, limit);
+            throw CsiException.outOfRange(
+                    "the volume's filesystem needs at least %d bytes; limit_bytes %d is less", minimum, limit);
         }
         long size = chooseWithin(range);
-        return size >= minimum ? size : chooseWithin(range.toBuilder().setRequiredBytes(minimum).build());
+        return size >= minimum
+                ? size
+                : chooseWithin(range.toBuilder().setRequiredBytes(minimum).build());
     }
 
     private static long chooseWithin(CapacityRange range) {
         long required = range.getRequiredBytes();
         long limit = range.getLimitBytes();
         if (required < 0 || limit < 0) {
-            throw CsiException.invalidArgument("capacity_range must not be negative (required %d, limit %d)",
-                    required, limit);
+            throw CsiException.invalidArgument(
+                    "capacity_range must not be negative (required %d, limit %d)", required, limit);
         }
         if (limit > 0 && required > limit) {
             throw CsiException.outOfRange("required_bytes %d exceeds limit_bytes %d", required, limit);
         }
         if (required > LARGEST) {
-            throw CsiException.outOfRange("required_bytes %d is more than any volume can hold (at most %d bytes)",
-                    required, LARGEST);
+            throw CsiException.outOfRange(
+                    "required_bytes %d is more than any volume can hold (at most %d bytes)", required, LARGEST);
         }
         long wanted = required > 0 ? required : (limit > 0 ? Math.min(DEFAULT_BYTES, limit) : DEFAULT_BYTES);
         long size = wanted > LARGEST - ALIGNMENT ? LARGEST : roundUp(wanted, ALIGNMENT);
@@ -58,7 +60,8 @@ final class Sizes {
             size = limit / MIN_ALIGNMENT * MIN_ALIGNMENT;
         }
         if (size < Math.max(required, MIN_ALIGNMENT)) {
-            throw CsiException.outOfRange("no size of whole 4 KiB blocks lies between %d and %d bytes", required, limit);
+            throw CsiException.outOfRange(
+                    "no size of whole 4 KiB blocks lies between %d and %d bytes", required, limit);
         }
         return size;
     }

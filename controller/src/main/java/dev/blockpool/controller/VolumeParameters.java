@@ -26,27 +26,34 @@ record VolumeParameters(FsType fsType, Allocation allocation) {
         return parse(parameters, Map.of(), capabilityFsType);
     }
 
-    static VolumeParameters parse(Map<String, String> parameters, Map<String, String> mutableParameters,
-                                  Optional<FsType> capabilityFsType) {
+    static VolumeParameters parse(
+            Map<String, String> parameters, Map<String, String> mutableParameters, Optional<FsType> capabilityFsType) {
         Optional<Allocation> mutableAllocation = mutable(mutableParameters);
         for (String key : parameters.keySet()) {
             // The ephemeral key marks the node's inline volumes, which NodeUnpublish deletes.
-            boolean known = key.equals(CsiKeys.FS_TYPE) || key.equals(CsiKeys.ALLOCATION)
+            boolean known = key.equals(CsiKeys.FS_TYPE)
+                    || key.equals(CsiKeys.ALLOCATION)
                     || key.startsWith(CsiKeys.PROVISIONER_PREFIX);
             if (!known || key.equals(CsiKeys.EPHEMERAL)) {
-                throw CsiException.invalidArgument("parameter %s is not supported: the driver accepts %s and %s",
+                throw CsiException.invalidArgument(
+                        "parameter %s is not supported: the driver accepts %s and %s",
                         Quoting.quote(key), CsiKeys.FS_TYPE, CsiKeys.ALLOCATION);
             }
         }
-        Optional<FsType> parameterFsType = Optional.ofNullable(parameters.get(CsiKeys.FS_TYPE)).map(FsType::parse);
-        if (parameterFsType.isPresent() && capabilityFsType.isPresent()
+        Optional<FsType> parameterFsType =
+                Optional.ofNullable(parameters.get(CsiKeys.FS_TYPE)).map(FsType::parse);
+        if (parameterFsType.isPresent()
+                && capabilityFsType.isPresent()
                 && parameterFsType.get() != capabilityFsType.get()) {
-            throw CsiException.invalidArgument("parameter fsType %s contradicts the capability's fs_type %s",
+            throw CsiException.invalidArgument(
+                    "parameter fsType %s contradicts the capability's fs_type %s",
                     parameterFsType.get(), capabilityFsType.get());
         }
         FsType fsType = capabilityFsType.or(() -> parameterFsType).orElse(FsType.EXT4);
-        Allocation allocation = mutableAllocation.or(() -> Optional.ofNullable(parameters.get(CsiKeys.ALLOCATION))
-                .map(Allocation::parse)).orElse(Allocation.SPARSE);
+        Allocation allocation = mutableAllocation
+                .or(() ->
+                        Optional.ofNullable(parameters.get(CsiKeys.ALLOCATION)).map(Allocation::parse))
+                .orElse(Allocation.SPARSE);
         return new VolumeParameters(fsType, allocation);
     }
 
@@ -57,9 +64,11 @@ record VolumeParameters(FsType fsType, Allocation allocation) {
     static Optional<Allocation> mutable(Map<String, String> mutableParameters) {
         for (String key : mutableParameters.keySet()) {
             if (!MUTABLE_KEYS.contains(key)) {
-                throw CsiException.invalidArgument("mutable parameter %s %s: the only one is %s", Quoting.quote(key),
-                        key.equals(CsiKeys.FS_TYPE) ? "cannot change once the volume is made"
-                                : "is not supported", CsiKeys.ALLOCATION);
+                throw CsiException.invalidArgument(
+                        "mutable parameter %s %s: the only one is %s",
+                        Quoting.quote(key),
+                        key.equals(CsiKeys.FS_TYPE) ? "cannot change once the volume is made" : "is not supported",
+                        CsiKeys.ALLOCATION);
             }
         }
         return Optional.ofNullable(mutableParameters.get(CsiKeys.ALLOCATION)).map(Allocation::parse);

@@ -17,32 +17,36 @@ import org.junit.jupiter.api.Test;
 class CapabilitiesTest {
 
     private static void assertInvalid(Runnable call) {
-        assertThatThrownBy(call::run).isInstanceOfSatisfying(CsiException.class,
-                e -> assertThat(e.code()).isEqualTo(Status.Code.INVALID_ARGUMENT));
+        assertThatThrownBy(call::run)
+                .isInstanceOfSatisfying(
+                        CsiException.class, e -> assertThat(e.code()).isEqualTo(Status.Code.INVALID_ARGUMENT));
     }
 
     @Test
     void theAccessTypesAreCollected() {
         assertThat(Capabilities.accessTypes(Capabilities.require(List.of(mount(Mode.SINGLE_NODE_WRITER)))))
                 .containsExactly(AccessType.MOUNT);
-        assertThat(Capabilities.accessTypes(Capabilities.require(List.of(block(Mode.SINGLE_NODE_WRITER),
-                mount(Mode.SINGLE_NODE_WRITER))))).containsExactlyInAnyOrder(AccessType.BLOCK, AccessType.MOUNT);
+        assertThat(Capabilities.accessTypes(
+                        Capabilities.require(List.of(block(Mode.SINGLE_NODE_WRITER), mount(Mode.SINGLE_NODE_WRITER)))))
+                .containsExactlyInAnyOrder(AccessType.BLOCK, AccessType.MOUNT);
     }
 
     @Test
     void anEmptyListIsInvalidAndOneBadCapabilitySpoilsTheRequest() {
         assertInvalid(() -> Capabilities.require(List.of()));
-        assertInvalid(() -> Capabilities.require(List.of(mount(Mode.SINGLE_NODE_WRITER),
-                mount(Mode.MULTI_NODE_MULTI_WRITER))));
+        assertInvalid(() ->
+                Capabilities.require(List.of(mount(Mode.SINGLE_NODE_WRITER), mount(Mode.MULTI_NODE_MULTI_WRITER))));
     }
 
     @Test
     void fsTypesMustAgreeAcrossCapabilities() {
-        assertThat(Capabilities.fsType(Capabilities.require(List.of(block(Mode.SINGLE_NODE_WRITER),
-                mount(Mode.SINGLE_NODE_WRITER))))).isEmpty();
-        assertThat(Capabilities.fsType(Capabilities.require(List.of(mount("xfs", Mode.SINGLE_NODE_WRITER),
-                mount("xfs", Mode.SINGLE_NODE_READER_ONLY))))).contains(FsType.XFS);
-        assertInvalid(() -> Capabilities.fsType(Capabilities.require(List.of(mount("xfs", Mode.SINGLE_NODE_WRITER),
-                mount("ext4", Mode.SINGLE_NODE_WRITER)))));
+        assertThat(Capabilities.fsType(
+                        Capabilities.require(List.of(block(Mode.SINGLE_NODE_WRITER), mount(Mode.SINGLE_NODE_WRITER)))))
+                .isEmpty();
+        assertThat(Capabilities.fsType(Capabilities.require(
+                        List.of(mount("xfs", Mode.SINGLE_NODE_WRITER), mount("xfs", Mode.SINGLE_NODE_READER_ONLY)))))
+                .contains(FsType.XFS);
+        assertInvalid(() -> Capabilities.fsType(Capabilities.require(
+                List.of(mount("xfs", Mode.SINGLE_NODE_WRITER), mount("ext4", Mode.SINGLE_NODE_WRITER)))));
     }
 }

@@ -1,12 +1,12 @@
 package dev.blockpool.controller;
 
 import csi.v1.ControllerGrpc;
-import csi.v1.GroupControllerGrpc;
 import csi.v1.Csi.CapacityRange;
 import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.VolumeCapability;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
 import csi.v1.Csi.VolumeContentSource;
+import csi.v1.GroupControllerGrpc;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
@@ -96,11 +96,13 @@ final class ControllerHarness implements AutoCloseable {
 
     static VolumeContentSource fromSnapshot(String snapshotId) {
         return VolumeContentSource.newBuilder()
-                .setSnapshot(VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(snapshotId)).build();
+                .setSnapshot(VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(snapshotId))
+                .build();
     }
 
     static VolumeContentSource fromVolume(String volumeId) {
         return VolumeContentSource.newBuilder()
-                .setVolume(VolumeContentSource.VolumeSource.newBuilder().setVolumeId(volumeId)).build();
+                .setVolume(VolumeContentSource.VolumeSource.newBuilder().setVolumeId(volumeId))
+                .build();
     }
 }

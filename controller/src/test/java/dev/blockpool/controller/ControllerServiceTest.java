@@ -1,14 +1,13 @@
 package dev.blockpool.controller;
 
 import static dev.blockpool.controller.ControllerHarness.MIB;
-import static dev.blockpool.csi.CsiRequests.block;
-import static dev.blockpool.csi.StatusAssertions.codeOf;
 import static dev.blockpool.controller.ControllerHarness.createRequest;
-import static dev.blockpool.csi.StatusAssertions.failure;
 import static dev.blockpool.controller.ControllerHarness.fromSnapshot;
 import static dev.blockpool.controller.ControllerHarness.fromVolume;
-import static dev.blockpool.csi.CsiRequests.mount;
 import static dev.blockpool.controller.ControllerHarness.singleWriter;
+import static dev.blockpool.csi.CsiRequests.block;
+import static dev.blockpool.csi.CsiRequests.mount;
+import static dev.blockpool.csi.StatusAssertions.failure;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import csi.v1.Csi.CapacityRange;
@@ -19,7 +18,6 @@ import csi.v1.Csi.ControllerGetVolumeHealthRequest;
 import csi.v1.Csi.ControllerGetVolumeRequest;
 import csi.v1.Csi.ControllerListVolumeHealthRequest;
 import csi.v1.Csi.ControllerModifyVolumeRequest;
-import csi.v1.Csi.ControllerGetVolumeResponse;
 import csi.v1.Csi.ControllerPublishVolumeRequest;
 import csi.v1.Csi.ControllerServiceCapability;
 import csi.v1.Csi.ControllerServiceCapability.RPC.Type;
@@ -93,22 +91,34 @@ class ControllerServiceTest {
     }
 
     private Volume create(String name, long bytes) {
-        return controller.stub().createVolume(createRequest(name, bytes).build()).getVolume();
+        return controller
+                .stub()
+                .createVolume(createRequest(name, bytes).build())
+                .getVolume();
     }
 
     private void register(String nodeId, long maxVolumes) {
-        controller.pool().nodes().register(new NodeRecord(nodeId, maxVolumes,
-                Map.of("topology.blockpool.csi.dev/node", nodeId)));
+        controller
+                .pool()
+                .nodes()
+                .register(new NodeRecord(nodeId, maxVolumes, Map.of("topology.blockpool.csi.dev/node", nodeId)));
     }
 
-    private static ControllerPublishVolumeRequest publish(String volumeId, String nodeId, boolean readonly,
-                                                          VolumeCapability capability) {
-        return ControllerPublishVolumeRequest.newBuilder().setVolumeId(volumeId).setNodeId(nodeId)
-                .setReadonly(readonly).setVolumeCapability(capability).build();
+    private static ControllerPublishVolumeRequest publish(
+            String volumeId, String nodeId, boolean readonly, VolumeCapability capability) {
+        return ControllerPublishVolumeRequest.newBuilder()
+                .setVolumeId(volumeId)
+                .setNodeId(nodeId)
+                .setReadonly(readonly)
+                .setVolumeCapability(capability)
+                .build();
     }
 
     private static ControllerUnpublishVolumeRequest unpublish(String volumeId, String nodeId) {
-        return ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(volumeId).setNodeId(nodeId).build();
+        return ControllerUnpublishVolumeRequest.newBuilder()
+                .setVolumeId(volumeId)
+                .setNodeId(nodeId)
+                .build();
     }
 
     private static DeleteVolumeRequest delete(String volumeId) {
@@ -116,7 +126,10 @@ class ControllerServiceTest {
     }
 
     private static CreateSnapshotRequest snapshot(String name, String sourceVolumeId) {
-        return CreateSnapshotRequest.newBuilder().setName(name).setSourceVolumeId(sourceVolumeId).build();
+        return CreateSnapshotRequest.newBuilder()
+                .setName(name)
+                .setSourceVolumeId(sourceVolumeId)
+                .build();
     }
 
     private List<String> poolFiles(String dir) throws IOException {
@@ -136,42 +149,74 @@ class ControllerServiceTest {
     void aSecondControllerStandsByUntilTheFirstStops() {
         try (ControllerHarness second = new ControllerHarness(poolDir)) {
             controller.stub().createVolume(createRequest("first", MIB).build());
-            assertThat(failure(() -> second.stub().createVolume(createRequest("second", MIB).build()),
-                    Status.Code.FAILED_PRECONDITION).getStatus().getDescription())
-                    .contains("another controller acts on the pool (pid " + ProcessHandle.current().pid());
-            assertThat(second.stub().listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList()).hasSize(1);
+            assertThat(failure(
+                                    () -> second.stub()
+                                            .createVolume(
+                                                    createRequest("second", MIB).build()),
+                                    Status.Code.FAILED_PRECONDITION)
+                            .getStatus()
+                            .getDescription())
+                    .contains("another controller acts on the pool (pid "
+                            + ProcessHandle.current().pid());
+            assertThat(second.stub()
+                            .listVolumes(ListVolumesRequest.getDefaultInstance())
+                            .getEntriesList())
+                    .hasSize(1);
 
             controller.close();
             second.stub().createVolume(createRequest("second", MIB).build());
-            assertThat(second.stub().listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList()).hasSize(2);
+            assertThat(second.stub()
+                            .listVolumes(ListVolumesRequest.getDefaultInstance())
+                            .getEntriesList())
+                    .hasSize(2);
         }
     }
 
     @Test
     void aFilesystemVolumeIsAtLeastWhatItsMkfsAcceptsABlockVolumeIsAsAsked() {
-        Volume xfs = controller.stub().createVolume(createRequest("pvc-small-xfs", 10 * MIB)
-                .putParameters("fsType", "xfs").build()).getVolume();
+        Volume xfs = controller
+                .stub()
+                .createVolume(createRequest("pvc-small-xfs", 10 * MIB)
+                        .putParameters("fsType", "xfs")
+                        .build())
+                .getVolume();
         assertThat(xfs.getCapacityBytes()).isEqualTo(300 * MIB);
-        Volume raw = controller.stub().createVolume(createRequest("pvc-small-raw", 10 * MIB)
-                .putParameters("fsType", "xfs").clearVolumeCapabilities()
-                .addVolumeCapabilities(block(Mode.SINGLE_NODE_WRITER)).build()).getVolume();
+        Volume raw = controller
+                .stub()
+                .createVolume(createRequest("pvc-small-raw", 10 * MIB)
+                        .putParameters("fsType", "xfs")
+                        .clearVolumeCapabilities()
+                        .addVolumeCapabilities(block(Mode.SINGLE_NODE_WRITER))
+                        .build())
+                .getVolume();
         assertThat(raw.getCapacityBytes()).isEqualTo(10 * MIB);
-        failure(() -> controller.stub().createVolume(createRequest("pvc-limited-xfs", 10 * MIB)
-                .putParameters("fsType", "xfs").setCapacityRange(csi.v1.Csi.CapacityRange.newBuilder()
-                        .setRequiredBytes(10 * MIB).setLimitBytes(100 * MIB)).build()), Status.Code.OUT_OF_RANGE);
+        failure(
+                () -> controller
+                        .stub()
+                        .createVolume(createRequest("pvc-limited-xfs", 10 * MIB)
+                                .putParameters("fsType", "xfs")
+                                .setCapacityRange(csi.v1.Csi.CapacityRange.newBuilder()
+                                        .setRequiredBytes(10 * MIB)
+                                        .setLimitBytes(100 * MIB))
+                                .build()),
+                Status.Code.OUT_OF_RANGE);
     }
 
     @Test
     void createVolumeMakesASparseImageOfExactlyTheSizeReturned() throws IOException {
-        Volume volume = controller.stub().createVolume(createRequest("pvc-a", 400 * MIB)
-                .putParameters("fsType", "xfs").build()).getVolume();
+        Volume volume = controller
+                .stub()
+                .createVolume(createRequest("pvc-a", 400 * MIB)
+                        .putParameters("fsType", "xfs")
+                        .build())
+                .getVolume();
 
         assertThat(volume.getVolumeId()).matches("vol-[0-9a-f]{32}");
         assertThat(volume.getCapacityBytes()).isEqualTo(400 * MIB);
         assertThat(volume.getVolumeContextMap()).containsEntry("fsType", "xfs");
-        assertThat(poolDir.resolve("volumes").resolve(volume.getVolumeId() + ".img")).hasSize(400 * MIB);
-        assertThat(poolFiles("volumes")).containsExactly(volume.getVolumeId() + ".img",
-                volume.getVolumeId() + ".json");
+        assertThat(poolDir.resolve("volumes").resolve(volume.getVolumeId() + ".img"))
+                .hasSize(400 * MIB);
+        assertThat(poolFiles("volumes")).containsExactly(volume.getVolumeId() + ".img", volume.getVolumeId() + ".json");
     }
 
     @Test
@@ -181,7 +226,10 @@ class ControllerServiceTest {
         Volume second = create("pvc-restart", 4 * MIB);
 
         assertThat(second).isEqualTo(first);
-        assertThat(controller.stub().listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList())
+        assertThat(controller
+                        .stub()
+                        .listVolumes(ListVolumesRequest.getDefaultInstance())
+                        .getEntriesList())
                 .hasSize(1);
     }
 
@@ -190,8 +238,13 @@ class ControllerServiceTest {
         create("pvc-size", 4 * MIB);
 
         failure(() -> create("pvc-size", 8 * MIB), Status.Code.ALREADY_EXISTS);
-        failure(() -> controller.stub().createVolume(createRequest("pvc-size", 4 * MIB)
-                .putParameters("fsType", "xfs").build()), Status.Code.ALREADY_EXISTS);
+        failure(
+                () -> controller
+                        .stub()
+                        .createVolume(createRequest("pvc-size", 4 * MIB)
+                                .putParameters("fsType", "xfs")
+                                .build()),
+                Status.Code.ALREADY_EXISTS);
         controller.restart();
         failure(() -> create("pvc-size", 8 * MIB), Status.Code.ALREADY_EXISTS);
         assertThat(create("pvc-size", 4 * MIB).getCapacityBytes()).isEqualTo(4 * MIB);
@@ -225,11 +278,16 @@ class ControllerServiceTest {
         assertThat(staleTemp).doesNotExist();
         assertThat(staleNodeTemp).doesNotExist();
         assertThat(volumes.resolve(kept.getVolumeId() + ".img")).hasSize(2 * MIB);
-        assertThat(volumes.resolve(damaged.getVolumeId() + ".img")).as("image whose metadata is unreadable")
+        assertThat(volumes.resolve(damaged.getVolumeId() + ".img"))
+                .as("image whose metadata is unreadable")
                 .hasSize(2 * MIB);
         assertThat(damagedMetadata).hasContent("{ not json");
-        assertThat(controller.stub().listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList())
-                .extracting(e -> e.getVolume().getVolumeId()).containsExactly(kept.getVolumeId());
+        assertThat(controller
+                        .stub()
+                        .listVolumes(ListVolumesRequest.getDefaultInstance())
+                        .getEntriesList())
+                .extracting(e -> e.getVolume().getVolumeId())
+                .containsExactly(kept.getVolumeId());
         // the interrupted create can simply be retried
         assertThat(create("pvc-half", 2 * MIB).getVolumeId()).isEqualTo(Ids.volumeIdFor("pvc-half"));
     }
@@ -252,10 +310,13 @@ class ControllerServiceTest {
             }
         });
 
-        assertThat(codes).hasSize(24).containsOnly(Status.Code.OK, Status.Code.ABORTED).contains(Status.Code.OK);
+        assertThat(codes)
+                .hasSize(24)
+                .containsOnly(Status.Code.OK, Status.Code.ABORTED)
+                .contains(Status.Code.OK);
         assertThat(ids).containsOnly(Ids.volumeIdFor("pvc-race"));
-        assertThat(poolFiles("volumes")).containsExactly(Ids.volumeIdFor("pvc-race") + ".img",
-                Ids.volumeIdFor("pvc-race") + ".json");
+        assertThat(poolFiles("volumes"))
+                .containsExactly(Ids.volumeIdFor("pvc-race") + ".img", Ids.volumeIdFor("pvc-race") + ".json");
         // every caller that was told to retry gets the same volume when it does
         assertThat(create("pvc-race", 16 * MIB).getVolumeId()).isEqualTo(Ids.volumeIdFor("pvc-race"));
     }
@@ -267,7 +328,10 @@ class ControllerServiceTest {
 
         assertThat(ids).hasSize(24).doesNotHaveDuplicates();
         assertThat(poolFiles("volumes")).hasSize(48).noneMatch(n -> n.endsWith(".tmp"));
-        assertThat(controller.stub().listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesCount())
+        assertThat(controller
+                        .stub()
+                        .listVolumes(ListVolumesRequest.getDefaultInstance())
+                        .getEntriesCount())
                 .isEqualTo(24);
     }
 
@@ -279,18 +343,28 @@ class ControllerServiceTest {
         Volume source = create("pvc-busy", 4 * MIB);
 
         gated.closeGate();
-        CompletableFuture<Snapshot> snapshotting = CompletableFuture.supplyAsync(
-                () -> controller.stub().createSnapshot(snapshot("snap-busy", source.getVolumeId())).getSnapshot());
-        assertThat(gated.entered.await(30, TimeUnit.SECONDS)).as("the snapshot copy started").isTrue();
+        CompletableFuture<Snapshot> snapshotting = CompletableFuture.supplyAsync(() -> controller
+                .stub()
+                .createSnapshot(snapshot("snap-busy", source.getVolumeId()))
+                .getSnapshot());
+        assertThat(gated.entered.await(30, TimeUnit.SECONDS))
+                .as("the snapshot copy started")
+                .isTrue();
         try {
             failure(() -> controller.stub().deleteVolume(delete(source.getVolumeId())), Status.Code.ABORTED);
-            failure(() -> controller.stub().createSnapshot(snapshot("snap-busy", source.getVolumeId())),
+            failure(
+                    () -> controller.stub().createSnapshot(snapshot("snap-busy", source.getVolumeId())),
                     Status.Code.ABORTED);
-            failure(() -> controller.stub().controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder()
-                    .setVolumeId(source.getVolumeId())
-                    .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(8 * MIB)).build()),
+            failure(
+                    () -> controller
+                            .stub()
+                            .controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder()
+                                    .setVolumeId(source.getVolumeId())
+                                    .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(8 * MIB))
+                                    .build()),
                     Status.Code.ABORTED);
-            assertThat(create("pvc-other", 4 * MIB).getCapacityBytes()).as("another volume proceeds")
+            assertThat(create("pvc-other", 4 * MIB).getCapacityBytes())
+                    .as("another volume proceeds")
                     .isEqualTo(4 * MIB);
         } finally {
             gated.release.countDown();
@@ -303,34 +377,71 @@ class ControllerServiceTest {
     @Test
     void createVolumeValidatesItsArguments() {
         failure(() -> controller.stub().createVolume(createRequest("", MIB).build()), Status.Code.INVALID_ARGUMENT);
-        failure(() -> controller.stub().createVolume(createRequest("pvc", MIB).clearVolumeCapabilities().build()),
+        failure(
+                () -> controller
+                        .stub()
+                        .createVolume(createRequest("pvc", MIB)
+                                .clearVolumeCapabilities()
+                                .build()),
                 Status.Code.INVALID_ARGUMENT);
-        failure(() -> controller.stub().createVolume(createRequest("pvc", MIB).clearVolumeCapabilities()
-                .addVolumeCapabilities(mount(Mode.MULTI_NODE_MULTI_WRITER)).build()), Status.Code.INVALID_ARGUMENT);
-        failure(() -> controller.stub().createVolume(createRequest("pvc", MIB).putParameters("replicas", "3")
-                .build()), Status.Code.INVALID_ARGUMENT);
-        failure(() -> controller.stub().createVolume(createRequest("pvc", MIB).putParameters("allocation", "thick")
-                .build()), Status.Code.INVALID_ARGUMENT);
-        failure(() -> controller.stub().createVolume(createRequest("pvc", MIB).setCapacityRange(
-                CapacityRange.newBuilder().setRequiredBytes(2 * MIB).setLimitBytes(MIB)).build()),
+        failure(
+                () -> controller
+                        .stub()
+                        .createVolume(createRequest("pvc", MIB)
+                                .clearVolumeCapabilities()
+                                .addVolumeCapabilities(mount(Mode.MULTI_NODE_MULTI_WRITER))
+                                .build()),
+                Status.Code.INVALID_ARGUMENT);
+        failure(
+                () -> controller
+                        .stub()
+                        .createVolume(createRequest("pvc", MIB)
+                                .putParameters("replicas", "3")
+                                .build()),
+                Status.Code.INVALID_ARGUMENT);
+        failure(
+                () -> controller
+                        .stub()
+                        .createVolume(createRequest("pvc", MIB)
+                                .putParameters("allocation", "thick")
+                                .build()),
+                Status.Code.INVALID_ARGUMENT);
+        failure(
+                () -> controller
+                        .stub()
+                        .createVolume(createRequest("pvc", MIB)
+                                .setCapacityRange(CapacityRange.newBuilder()
+                                        .setRequiredBytes(2 * MIB)
+                                        .setLimitBytes(MIB))
+                                .build()),
                 Status.Code.OUT_OF_RANGE);
         failure(() -> create("pvc-huge", 1L << 60), Status.Code.OUT_OF_RANGE);
-        assertThat(controller.stub().listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList()).isEmpty();
+        assertThat(controller
+                        .stub()
+                        .listVolumes(ListVolumesRequest.getDefaultInstance())
+                        .getEntriesList())
+                .isEmpty();
     }
 
     @Test
     void provisionerMetadataKeysBlockVolumesAndTopologyRequirementsAreAccepted() {
-        Volume volume = controller.stub().createVolume(CreateVolumeRequest.newBuilder().setName("pvc-block")
-                .addVolumeCapabilities(block(Mode.SINGLE_NODE_WRITER))
-                .putParameters("csi.storage.k8s.io/pvc/name", "data")
-                .putParameters("csi.storage.k8s.io/pvc/namespace", "default")
-                .putParameters("allocation", "sparse")
-                .setAccessibilityRequirements(TopologyRequirement.newBuilder()
-                        .addPreferred(Topology.newBuilder().putSegments("topology.blockpool.csi.dev/node", "n1")))
-                .build()).getVolume();
+        Volume volume = controller
+                .stub()
+                .createVolume(CreateVolumeRequest.newBuilder()
+                        .setName("pvc-block")
+                        .addVolumeCapabilities(block(Mode.SINGLE_NODE_WRITER))
+                        .putParameters("csi.storage.k8s.io/pvc/name", "data")
+                        .putParameters("csi.storage.k8s.io/pvc/namespace", "default")
+                        .putParameters("allocation", "sparse")
+                        .setAccessibilityRequirements(TopologyRequirement.newBuilder()
+                                .addPreferred(
+                                        Topology.newBuilder().putSegments("topology.blockpool.csi.dev/node", "n1")))
+                        .build())
+                .getVolume();
 
         assertThat(volume.getCapacityBytes()).as("the default size").isEqualTo(Sizes.DEFAULT_BYTES);
-        assertThat(volume.getAccessibleTopologyList()).as("volumes are not pinned to the node of their first pod")
+        assertThat(volume.getAccessibleTopologyList())
+                .as("volumes are not pinned to the node of their first pod")
                 .isEmpty();
     }
 
@@ -355,29 +466,41 @@ class ControllerServiceTest {
         String c = create("pvc-c", MIB).getVolumeId();
         var stub = controller.stub();
 
-        failure(() -> stub.controllerPublishVolume(publish(a, "node-unregistered", false, singleWriter())),
+        failure(
+                () -> stub.controllerPublishVolume(publish(a, "node-unregistered", false, singleWriter())),
                 Status.Code.NOT_FOUND);
-        failure(() -> stub.controllerPublishVolume(publish(Ids.volumeIdFor("nope"), "node-1", false, singleWriter())),
+        failure(
+                () -> stub.controllerPublishVolume(publish(Ids.volumeIdFor("nope"), "node-1", false, singleWriter())),
                 Status.Code.NOT_FOUND);
-        failure(() -> stub.controllerPublishVolume(publish(a, "", false, singleWriter())),
+        failure(
+                () -> stub.controllerPublishVolume(publish(a, "", false, singleWriter())),
                 Status.Code.INVALID_ARGUMENT);
-        failure(() -> stub.controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder().setVolumeId(a)
-                .setNodeId("node-1").build()), Status.Code.INVALID_ARGUMENT);
+        failure(
+                () -> stub.controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder()
+                        .setVolumeId(a)
+                        .setNodeId("node-1")
+                        .build()),
+                Status.Code.INVALID_ARGUMENT);
 
-        assertThat(stub.controllerPublishVolume(publish(a, "node-1", false, singleWriter())).getPublishContextMap())
+        assertThat(stub.controllerPublishVolume(publish(a, "node-1", false, singleWriter()))
+                        .getPublishContextMap())
                 .containsEntry("readonly", "false");
         stub.controllerPublishVolume(publish(a, "node-1", false, singleWriter())); // idempotent
-        failure(() -> stub.controllerPublishVolume(publish(a, "node-1", true, singleWriter())),
+        failure(
+                () -> stub.controllerPublishVolume(publish(a, "node-1", true, singleWriter())),
                 Status.Code.ALREADY_EXISTS);
-        failure(() -> stub.controllerPublishVolume(publish(a, "node-2", false, singleWriter())),
+        failure(
+                () -> stub.controllerPublishVolume(publish(a, "node-2", false, singleWriter())),
                 Status.Code.FAILED_PRECONDITION);
 
         VolumeCapability readers = mount(Mode.MULTI_NODE_READER_ONLY);
-        assertThat(stub.controllerPublishVolume(publish(b, "node-1", true, readers)).getPublishContextMap())
+        assertThat(stub.controllerPublishVolume(publish(b, "node-1", true, readers))
+                        .getPublishContextMap())
                 .containsEntry("readonly", "true");
         stub.controllerPublishVolume(publish(b, "node-2", true, readers));
 
-        failure(() -> stub.controllerPublishVolume(publish(c, "node-1", false, singleWriter())),
+        failure(
+                () -> stub.controllerPublishVolume(publish(c, "node-1", false, singleWriter())),
                 Status.Code.RESOURCE_EXHAUSTED);
         stub.controllerPublishVolume(publish(a, "node-1", false, singleWriter())); // already counted: still OK
         stub.controllerPublishVolume(publish(c, "node-2", false, singleWriter()));
@@ -394,13 +517,18 @@ class ControllerServiceTest {
         var stub = controller.stub();
         stub.controllerPublishVolume(publish(a, "node-1", false, singleWriter()));
 
-        var e = failure(() -> stub.controllerPublishVolume(publish(a, "node-2", true,
-                mount(Mode.MULTI_NODE_READER_ONLY))), Status.Code.FAILED_PRECONDITION);
+        var e = failure(
+                () -> stub.controllerPublishVolume(publish(a, "node-2", true, mount(Mode.MULTI_NODE_READER_ONLY))),
+                Status.Code.FAILED_PRECONDITION);
         assertThat(e.getStatus().getDescription()).contains("node-1");
         controller.restart();
-        failure(() -> controller.stub().controllerPublishVolume(publish(a, "node-2", true,
-                mount(Mode.MULTI_NODE_READER_ONLY))), Status.Code.FAILED_PRECONDITION);
-        assertThat(controller.pool().volumes().get(a).attachments()).extracting(a1 -> a1.nodeId())
+        failure(
+                () -> controller
+                        .stub()
+                        .controllerPublishVolume(publish(a, "node-2", true, mount(Mode.MULTI_NODE_READER_ONLY))),
+                Status.Code.FAILED_PRECONDITION);
+        assertThat(controller.pool().volumes().get(a).attachments())
+                .extracting(a1 -> a1.nodeId())
                 .containsExactly("node-1");
 
         // published to several readers, it takes more readers but no single-node writer
@@ -408,7 +536,8 @@ class ControllerServiceTest {
         controller.stub().controllerPublishVolume(publish(b, "node-1", true, mount(Mode.MULTI_NODE_READER_ONLY)));
         controller.stub().controllerPublishVolume(publish(b, "node-2", true, mount(Mode.MULTI_NODE_READER_ONLY)));
         register("node-3", 8);
-        failure(() -> controller.stub().controllerPublishVolume(publish(b, "node-3", false, singleWriter())),
+        failure(
+                () -> controller.stub().controllerPublishVolume(publish(b, "node-3", false, singleWriter())),
                 Status.Code.FAILED_PRECONDITION);
     }
 
@@ -427,16 +556,27 @@ class ControllerServiceTest {
         var stub = controller.stub();
 
         Map<String, List<String>> published = new java.util.HashMap<>();
-        stub.listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList().forEach(e -> published.put(
-                e.getVolume().getVolumeId(), e.getStatus().getPublishedNodeIdsList()));
-        assertThat(published).containsOnly(Map.entry(a, List.of("node-1")),
-                Map.entry(b, List.of("node-1", "node-2")), Map.entry(c, List.of()));
-        assertThat(stub.controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(a).build())
-                .getStatus().getPublishedNodeIdsList()).containsExactly("node-1");
+        stub.listVolumes(ListVolumesRequest.getDefaultInstance())
+                .getEntriesList()
+                .forEach(e ->
+                        published.put(e.getVolume().getVolumeId(), e.getStatus().getPublishedNodeIdsList()));
+        assertThat(published)
+                .containsOnly(
+                        Map.entry(a, List.of("node-1")),
+                        Map.entry(b, List.of("node-1", "node-2")),
+                        Map.entry(c, List.of()));
+        assertThat(stub.controllerGetVolume(ControllerGetVolumeRequest.newBuilder()
+                                .setVolumeId(a)
+                                .build())
+                        .getStatus()
+                        .getPublishedNodeIdsList())
+                .containsExactly("node-1");
 
-        failure(() -> stub.controllerPublishVolume(publish(a, "node-2", false, singleWriter())),
+        failure(
+                () -> stub.controllerPublishVolume(publish(a, "node-2", false, singleWriter())),
                 Status.Code.FAILED_PRECONDITION);
-        failure(() -> stub.controllerPublishVolume(publish(c, "node-1", false, singleWriter())),
+        failure(
+                () -> stub.controllerPublishVolume(publish(c, "node-1", false, singleWriter())),
                 Status.Code.RESOURCE_EXHAUSTED);
         failure(() -> stub.deleteVolume(delete(a)), Status.Code.FAILED_PRECONDITION);
 
@@ -444,8 +584,10 @@ class ControllerServiceTest {
         stub.controllerUnpublishVolume(unpublish(a, "node-1")); // idempotent
         stub.controllerUnpublishVolume(unpublish(Ids.volumeIdFor("gone"), "node-1"));
         stub.controllerPublishVolume(publish(c, "node-1", false, singleWriter())); // room again on node-1
-        stub.controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(b).build());
-        assertThat(controller.pool().volumes().get(b).attachments()).as("no node_id: unpublished everywhere")
+        stub.controllerUnpublishVolume(
+                ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(b).build());
+        assertThat(controller.pool().volumes().get(b).attachments())
+                .as("no node_id: unpublished everywhere")
                 .isEmpty();
         stub.deleteVolume(delete(a));
         stub.deleteVolume(delete(b));
@@ -457,68 +599,116 @@ class ControllerServiceTest {
     @Test
     void validateVolumeCapabilitiesConfirmsOnlyWhatTheDriverCanDo() {
         String id = create("pvc-v", MIB).getVolumeId();
-        ValidateVolumeCapabilitiesResponse ok = controller.stub().validateVolumeCapabilities(
-                ValidateVolumeCapabilitiesRequest.newBuilder().setVolumeId(id)
-                        .addVolumeCapabilities(singleWriter()).build());
+        ValidateVolumeCapabilitiesResponse ok = controller
+                .stub()
+                .validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
+                        .setVolumeId(id)
+                        .addVolumeCapabilities(singleWriter())
+                        .build());
         assertThat(ok.getConfirmed().getVolumeCapabilitiesList()).containsExactly(singleWriter());
 
-        ValidateVolumeCapabilitiesResponse refused = controller.stub().validateVolumeCapabilities(
-                ValidateVolumeCapabilitiesRequest.newBuilder().setVolumeId(id)
-                        .addVolumeCapabilities(mount(Mode.MULTI_NODE_MULTI_WRITER)).build());
+        ValidateVolumeCapabilitiesResponse refused = controller
+                .stub()
+                .validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
+                        .setVolumeId(id)
+                        .addVolumeCapabilities(mount(Mode.MULTI_NODE_MULTI_WRITER))
+                        .build());
         assertThat(refused.hasConfirmed()).isFalse();
         assertThat(refused.getMessage()).isNotBlank();
 
-        VolumeCapability xfs = VolumeCapability.newBuilder().setMount(VolumeCapability.MountVolume.newBuilder()
-                .setFsType("xfs")).setAccessMode(singleWriter().getAccessMode()).build();
-        ValidateVolumeCapabilitiesResponse otherFs = controller.stub().validateVolumeCapabilities(
-                ValidateVolumeCapabilitiesRequest.newBuilder().setVolumeId(id).addVolumeCapabilities(xfs).build());
-        assertThat(otherFs.hasConfirmed()).as("an ext4 volume cannot be mounted as xfs").isFalse();
+        VolumeCapability xfs = VolumeCapability.newBuilder()
+                .setMount(VolumeCapability.MountVolume.newBuilder().setFsType("xfs"))
+                .setAccessMode(singleWriter().getAccessMode())
+                .build();
+        ValidateVolumeCapabilitiesResponse otherFs = controller
+                .stub()
+                .validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
+                        .setVolumeId(id)
+                        .addVolumeCapabilities(xfs)
+                        .build());
+        assertThat(otherFs.hasConfirmed())
+                .as("an ext4 volume cannot be mounted as xfs")
+                .isFalse();
         assertThat(otherFs.getMessage()).contains("ext4").contains("xfs");
 
-        failure(() -> controller.stub().validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
-                .setVolumeId(id).build()), Status.Code.INVALID_ARGUMENT);
-        failure(() -> controller.stub().validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
-                .setVolumeId(Ids.volumeIdFor("nope")).addVolumeCapabilities(singleWriter()).build()),
+        failure(
+                () -> controller
+                        .stub()
+                        .validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
+                                .setVolumeId(id)
+                                .build()),
+                Status.Code.INVALID_ARGUMENT);
+        failure(
+                () -> controller
+                        .stub()
+                        .validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
+                                .setVolumeId(Ids.volumeIdFor("nope"))
+                                .addVolumeCapabilities(singleWriter())
+                                .build()),
                 Status.Code.NOT_FOUND);
     }
 
     @Test
     void listVolumesPagesThroughEveryVolumeOnceAndAbortsOnABadToken() {
-        List<String> created = IntStream.range(0, 40).mapToObj(i -> create("pvc-list-" + i, MIB).getVolumeId())
-                .sorted().toList();
+        List<String> created = IntStream.range(0, 40)
+                .mapToObj(i -> create("pvc-list-" + i, MIB).getVolumeId())
+                .sorted()
+                .toList();
 
         List<String> listed = new ArrayList<>();
         List<String> deleted = new ArrayList<>();
         String token = "";
         do {
-            ListVolumesResponse page = controller.stub().listVolumes(ListVolumesRequest.newBuilder()
-                    .setMaxEntries(3).setStartingToken(token).build());
+            ListVolumesResponse page = controller
+                    .stub()
+                    .listVolumes(ListVolumesRequest.newBuilder()
+                            .setMaxEntries(3)
+                            .setStartingToken(token)
+                            .build());
             assertThat(page.getEntriesCount()).isLessThanOrEqualTo(3);
             page.getEntriesList().forEach(e -> listed.add(e.getVolume().getVolumeId()));
             token = page.getNextToken();
             if (!token.isEmpty()) {
                 // the token stays good when the volume its page ended at is deleted before the next call
                 String last = listed.getLast();
-                controller.stub().deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(last).build());
+                controller
+                        .stub()
+                        .deleteVolume(DeleteVolumeRequest.newBuilder()
+                                .setVolumeId(last)
+                                .build());
                 deleted.add(last);
             }
         } while (!token.isEmpty());
         assertThat(listed).doesNotHaveDuplicates().containsExactlyInAnyOrderElementsOf(created);
-        assertThat(controller.stub().listVolumes(ListVolumesRequest.getDefaultInstance()).getEntriesList())
+        assertThat(controller
+                        .stub()
+                        .listVolumes(ListVolumesRequest.getDefaultInstance())
+                        .getEntriesList())
                 .extracting(e -> e.getVolume().getVolumeId())
-                .containsExactlyInAnyOrderElementsOf(created.stream().filter(id -> !deleted.contains(id)).toList());
+                .containsExactlyInAnyOrderElementsOf(
+                        created.stream().filter(id -> !deleted.contains(id)).toList());
 
-        failure(() -> controller.stub().listVolumes(ListVolumesRequest.newBuilder().setStartingToken("bogus")
-                .build()), Status.Code.ABORTED);
+        failure(
+                () -> controller
+                        .stub()
+                        .listVolumes(ListVolumesRequest.newBuilder()
+                                .setStartingToken("bogus")
+                                .build()),
+                Status.Code.ABORTED);
     }
 
     @Test
     void aTokenPastTheLastDirectoryPositionIsAnEmptyLastPage() {
         create("pvc-past", MIB);
-        String pastTheEnd = java.util.Base64.getUrlEncoder().withoutPadding()
+        String pastTheEnd = java.util.Base64.getUrlEncoder()
+                .withoutPadding()
                 .encodeToString(("at:" + Long.MAX_VALUE).getBytes(java.nio.charset.StandardCharsets.UTF_8));
-        ListVolumesResponse page = controller.stub().listVolumes(ListVolumesRequest.newBuilder()
-                .setMaxEntries(10).setStartingToken(pastTheEnd).build());
+        ListVolumesResponse page = controller
+                .stub()
+                .listVolumes(ListVolumesRequest.newBuilder()
+                        .setMaxEntries(10)
+                        .setStartingToken(pastTheEnd)
+                        .build());
         assertThat(page.getEntriesList()).isEmpty();
         assertThat(page.getNextToken()).isEmpty();
     }
@@ -528,9 +718,11 @@ class ControllerServiceTest {
         String id = create("pvc-cond", 4 * MIB).getVolumeId();
         create("pvc-fine", 4 * MIB);
         Path image = poolDir.resolve("volumes").resolve(id + ".img");
-        ControllerGetVolumeHealthRequest request = ControllerGetVolumeHealthRequest.newBuilder().setVolumeId(id).build();
+        ControllerGetVolumeHealthRequest request =
+                ControllerGetVolumeHealthRequest.newBuilder().setVolumeId(id).build();
 
-        VolumeHealth healthy = controller.stub().controllerGetVolumeHealth(request).getVolumeHealth();
+        VolumeHealth healthy =
+                controller.stub().controllerGetVolumeHealth(request).getVolumeHealth();
         assertThat(healthy.getVolumeId()).isEqualTo(id);
         assertThat(healthy.getHealthStatusesList()).isEmpty();
         assertThat(listHealth()).isEmpty();
@@ -538,21 +730,37 @@ class ControllerServiceTest {
         try (RandomAccessFile file = new RandomAccessFile(image.toFile(), "rw")) {
             file.setLength(3 * MIB);
         }
-        var shrunk = controller.stub().controllerGetVolumeHealth(request).getVolumeHealth().getHealthStatuses(0);
+        var shrunk = controller
+                .stub()
+                .controllerGetVolumeHealth(request)
+                .getVolumeHealth()
+                .getHealthStatuses(0);
         assertThat(shrunk.getStatus()).isEqualTo(VolumeHealthErrorType.DATA_LOSS);
         assertThat(shrunk.getReason()).isEqualTo("ImageTruncated");
         assertThat(shrunk.getMessage()).contains(Long.toString(3 * MIB)).contains(Long.toString(4 * MIB));
 
         Files.delete(image);
-        var missing = controller.stub().controllerGetVolumeHealth(request).getVolumeHealth().getHealthStatuses(0);
+        var missing = controller
+                .stub()
+                .controllerGetVolumeHealth(request)
+                .getVolumeHealth()
+                .getHealthStatuses(0);
         assertThat(missing.getReason()).isEqualTo("ImageMissing");
         assertThat(missing.getMessage()).contains("missing");
         assertThat(listHealth()).extracting(VolumeHealth::getVolumeId).containsExactly(id);
 
-        failure(() -> controller.stub().controllerGetVolumeHealth(ControllerGetVolumeHealthRequest.newBuilder()
-                .setVolumeId(Ids.volumeIdFor("nope")).build()), Status.Code.NOT_FOUND);
-        assertThat(failure(() -> controller.stub().controllerGetVolumeHealth(
-                ControllerGetVolumeHealthRequest.getDefaultInstance()), Status.Code.INVALID_ARGUMENT))
+        failure(
+                () -> controller
+                        .stub()
+                        .controllerGetVolumeHealth(ControllerGetVolumeHealthRequest.newBuilder()
+                                .setVolumeId(Ids.volumeIdFor("nope"))
+                                .build()),
+                Status.Code.NOT_FOUND);
+        assertThat(failure(
+                        () -> controller
+                                .stub()
+                                .controllerGetVolumeHealth(ControllerGetVolumeHealthRequest.getDefaultInstance()),
+                        Status.Code.INVALID_ARGUMENT))
                 .hasMessageContaining("volume_id");
     }
 
@@ -560,18 +768,30 @@ class ControllerServiceTest {
     void volumeHealthReportsUnreadableMetadataAndAVanishedPool() throws IOException {
         String id = create("pvc-damaged", 4 * MIB).getVolumeId();
         Files.writeString(poolDir.resolve("volumes").resolve(id + ".json"), "{ not json");
-        var damaged = controller.stub().controllerGetVolumeHealth(ControllerGetVolumeHealthRequest.newBuilder()
-                .setVolumeId(id).build()).getVolumeHealth().getHealthStatuses(0);
+        var damaged = controller
+                .stub()
+                .controllerGetVolumeHealth(ControllerGetVolumeHealthRequest.newBuilder()
+                        .setVolumeId(id)
+                        .build())
+                .getVolumeHealth()
+                .getHealthStatuses(0);
         assertThat(damaged.getStatus()).isEqualTo(VolumeHealthErrorType.INACCESSIBLE);
         assertThat(damaged.getReason()).isEqualTo("MetadataUnreadable");
         assertThat(listHealth()).extracting(VolumeHealth::getVolumeId).containsExactly(id);
 
         // the pool's filesystem not mounted: an empty directory where the pool was
         try (Stream<Path> files = Files.walk(poolDir)) {
-            files.sorted(java.util.Comparator.reverseOrder()).filter(p -> !p.equals(poolDir)).forEach(p -> p.toFile().delete());
+            files.sorted(java.util.Comparator.reverseOrder())
+                    .filter(p -> !p.equals(poolDir))
+                    .forEach(p -> p.toFile().delete());
         }
-        var gone = controller.stub().controllerGetVolumeHealth(ControllerGetVolumeHealthRequest.newBuilder()
-                .setVolumeId(id).build()).getVolumeHealth().getHealthStatuses(0);
+        var gone = controller
+                .stub()
+                .controllerGetVolumeHealth(ControllerGetVolumeHealthRequest.newBuilder()
+                        .setVolumeId(id)
+                        .build())
+                .getVolumeHealth()
+                .getHealthStatuses(0);
         assertThat(gone.getReason()).isEqualTo("PoolUnavailable");
         assertThat(gone.getMessage()).contains("mounted");
         assertThat(failure(() -> listHealth(), Status.Code.FAILED_PRECONDITION)).hasMessageContaining("gone");
@@ -581,8 +801,12 @@ class ControllerServiceTest {
         List<VolumeHealth> all = new ArrayList<>();
         String token = "";
         do {
-            var page = controller.stub().controllerListVolumeHealth(ControllerListVolumeHealthRequest.newBuilder()
-                    .setMaxEntries(1).setStartingToken(token).build());
+            var page = controller
+                    .stub()
+                    .controllerListVolumeHealth(ControllerListVolumeHealthRequest.newBuilder()
+                            .setMaxEntries(1)
+                            .setStartingToken(token)
+                            .build());
             all.addAll(page.getEntriesList());
             token = page.getNextToken();
         } while (!token.isEmpty());
@@ -595,8 +819,10 @@ class ControllerServiceTest {
         Path image = poolDir.resolve("volumes").resolve(id + ".img");
         assertThat(allocatedBytes(image)).isLessThan(8 * MIB);
 
-        ControllerModifyVolumeRequest preallocate = ControllerModifyVolumeRequest.newBuilder().setVolumeId(id)
-                .putMutableParams("allocation", "preallocated").build();
+        ControllerModifyVolumeRequest preallocate = ControllerModifyVolumeRequest.newBuilder()
+                .setVolumeId(id)
+                .putMutableParams("allocation", "preallocated")
+                .build();
         controller.stub().controllerModifyVolume(preallocate);
         controller.stub().controllerModifyVolume(preallocate);
         assertThat(allocatedBytes(image)).isGreaterThanOrEqualTo(8 * MIB);
@@ -606,61 +832,120 @@ class ControllerServiceTest {
         assertThat(create("pvc-vac", 8 * MIB).getVolumeId()).isEqualTo(id);
 
         // back to sparse: the record changes, the reserved blocks stay
-        controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder().setVolumeId(id)
-                .putMutableParams("allocation", "sparse").build());
+        controller
+                .stub()
+                .controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                        .setVolumeId(id)
+                        .putMutableParams("allocation", "sparse")
+                        .build());
         assertThat(controller.pool().volumes().get(id).allocation()).isEqualTo(Allocation.SPARSE);
         assertThat(allocatedBytes(image)).isGreaterThanOrEqualTo(8 * MIB);
         // nothing to change is no change
-        controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder().setVolumeId(id).build());
+        controller
+                .stub()
+                .controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                        .setVolumeId(id)
+                        .build());
     }
 
     @Test
     void modifyVolumeRefusesWhatCannotChange() {
         String id = create("pvc-vac-bad", MIB).getVolumeId();
-        assertThat(failure(() -> controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
-                .setVolumeId(id).putMutableParams("fsType", "xfs").build()), Status.Code.INVALID_ARGUMENT))
-                .hasMessageContaining("cannot change").hasMessageContaining("allocation");
-        assertThat(failure(() -> controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
-                .setVolumeId(id).putMutableParams("iops", "100").build()), Status.Code.INVALID_ARGUMENT))
+        assertThat(failure(
+                        () -> controller
+                                .stub()
+                                .controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                                        .setVolumeId(id)
+                                        .putMutableParams("fsType", "xfs")
+                                        .build()),
+                        Status.Code.INVALID_ARGUMENT))
+                .hasMessageContaining("cannot change")
+                .hasMessageContaining("allocation");
+        assertThat(failure(
+                        () -> controller
+                                .stub()
+                                .controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                                        .setVolumeId(id)
+                                        .putMutableParams("iops", "100")
+                                        .build()),
+                        Status.Code.INVALID_ARGUMENT))
                 .hasMessageContaining("\"iops\" is not supported");
-        assertThat(failure(() -> controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
-                .setVolumeId(id).putMutableParams("allocation", "thick").build()), Status.Code.INVALID_ARGUMENT))
+        assertThat(failure(
+                        () -> controller
+                                .stub()
+                                .controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                                        .setVolumeId(id)
+                                        .putMutableParams("allocation", "thick")
+                                        .build()),
+                        Status.Code.INVALID_ARGUMENT))
                 .hasMessageContaining("preallocated");
-        failure(() -> controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
-                .putMutableParams("allocation", "sparse").build()), Status.Code.INVALID_ARGUMENT);
-        failure(() -> controller.stub().controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
-                .setVolumeId(Ids.volumeIdFor("nope")).putMutableParams("allocation", "sparse").build()),
+        failure(
+                () -> controller
+                        .stub()
+                        .controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                                .putMutableParams("allocation", "sparse")
+                                .build()),
+                Status.Code.INVALID_ARGUMENT);
+        failure(
+                () -> controller
+                        .stub()
+                        .controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                                .setVolumeId(Ids.volumeIdFor("nope"))
+                                .putMutableParams("allocation", "sparse")
+                                .build()),
                 Status.Code.NOT_FOUND);
         assertThat(controller.pool().volumes().get(id).allocation()).isEqualTo(Allocation.SPARSE);
     }
 
     @Test
     void createVolumeTakesTheAllocationOfAVolumeAttributesClass() {
-        String id = controller.stub().createVolume(createRequest("pvc-vac-new", 4 * MIB)
-                .putParameters("allocation", "sparse").putMutableParams("allocation", "preallocated").build())
-                .getVolume().getVolumeId();
+        String id = controller
+                .stub()
+                .createVolume(createRequest("pvc-vac-new", 4 * MIB)
+                        .putParameters("allocation", "sparse")
+                        .putMutableParams("allocation", "preallocated")
+                        .build())
+                .getVolume()
+                .getVolumeId();
         assertThat(controller.pool().volumes().get(id).allocation()).isEqualTo(Allocation.PREALLOCATED);
-        assertThat(allocatedBytes(poolDir.resolve("volumes").resolve(id + ".img"))).isGreaterThanOrEqualTo(4 * MIB);
-        failure(() -> controller.stub().createVolume(createRequest("pvc-vac-unknown", MIB)
-                .putMutableParams("XXX_FakeKey", "x").build()), Status.Code.INVALID_ARGUMENT);
+        assertThat(allocatedBytes(poolDir.resolve("volumes").resolve(id + ".img")))
+                .isGreaterThanOrEqualTo(4 * MIB);
+        failure(
+                () -> controller
+                        .stub()
+                        .createVolume(createRequest("pvc-vac-unknown", MIB)
+                                .putMutableParams("XXX_FakeKey", "x")
+                                .build()),
+                Status.Code.INVALID_ARGUMENT);
     }
 
     private static long allocatedBytes(Path file) {
         // st_blocks counts 512-byte units
-        return Long.parseLong(new ProcessCommandRunner().runChecked("stat", "-c", "%b", file.toString()).stdout()
-                .strip()) * 512;
+        return Long.parseLong(new ProcessCommandRunner()
+                        .runChecked("stat", "-c", "%b", file.toString())
+                        .stdout()
+                        .strip())
+                * 512;
     }
 
     @Test
     void getCapacityReportsThePoolFilesystem() throws IOException {
-        GetCapacityResponse capacity = controller.stub().getCapacity(GetCapacityRequest.newBuilder()
-                .addVolumeCapabilities(singleWriter()).build());
+        GetCapacityResponse capacity = controller
+                .stub()
+                .getCapacity(GetCapacityRequest.newBuilder()
+                        .addVolumeCapabilities(singleWriter())
+                        .build());
         long total = Files.getFileStore(poolDir).getTotalSpace();
         assertThat(capacity.getAvailableCapacity()).isPositive().isLessThanOrEqualTo(total);
         assertThat(capacity.hasMaximumVolumeSize()).isTrue();
         assertThat(capacity.getMaximumVolumeSize().getValue()).isPositive().isLessThanOrEqualTo(total);
-        failure(() -> controller.stub().getCapacity(GetCapacityRequest.newBuilder()
-                .addVolumeCapabilities(mount(Mode.MULTI_NODE_MULTI_WRITER)).build()), Status.Code.INVALID_ARGUMENT);
+        failure(
+                () -> controller
+                        .stub()
+                        .getCapacity(GetCapacityRequest.newBuilder()
+                                .addVolumeCapabilities(mount(Mode.MULTI_NODE_MULTI_WRITER))
+                                .build()),
+                Status.Code.INVALID_ARGUMENT);
     }
 
     @Test
@@ -672,32 +957,66 @@ class ControllerServiceTest {
         assertThat(poolDir.resolve("volumes").resolve(id + ".img")).hasSize(20 * MIB);
 
         controller.restart();
-        assertThat(controller.stub().controllerGetVolume(ControllerGetVolumeRequest.newBuilder().setVolumeId(id)
-                .build()).getVolume().getCapacityBytes()).isEqualTo(20 * MIB);
+        assertThat(controller
+                        .stub()
+                        .controllerGetVolume(ControllerGetVolumeRequest.newBuilder()
+                                .setVolumeId(id)
+                                .build())
+                        .getVolume()
+                        .getCapacityBytes())
+                .isEqualTo(20 * MIB);
         assertThat(controller.stub().controllerExpandVolume(expand(id, 8 * MIB)).getCapacityBytes())
-                .as("never shrinks").isEqualTo(20 * MIB);
-        failure(() -> controller.stub().controllerExpandVolume(expand(Ids.volumeIdFor("nope"), 8 * MIB)),
+                .as("never shrinks")
+                .isEqualTo(20 * MIB);
+        failure(
+                () -> controller.stub().controllerExpandVolume(expand(Ids.volumeIdFor("nope"), 8 * MIB)),
                 Status.Code.NOT_FOUND);
-        failure(() -> controller.stub().controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder()
-                .setVolumeId(id).build()), Status.Code.INVALID_ARGUMENT);
+        failure(
+                () -> controller
+                        .stub()
+                        .controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder()
+                                .setVolumeId(id)
+                                .build()),
+                Status.Code.INVALID_ARGUMENT);
         failure(() -> controller.stub().controllerExpandVolume(expand(id, 1L << 60)), Status.Code.OUT_OF_RANGE);
     }
 
     private static ControllerExpandVolumeRequest expand(String id, long bytes) {
-        return ControllerExpandVolumeRequest.newBuilder().setVolumeId(id)
-                .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(bytes)).build();
+        return ControllerExpandVolumeRequest.newBuilder()
+                .setVolumeId(id)
+                .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(bytes))
+                .build();
     }
 
     @Test
     void advertisesExactlyTheCapabilitiesOfTheIssue() {
-        List<Type> advertised = controller.stub().controllerGetCapabilities(
-                ControllerGetCapabilitiesRequest.getDefaultInstance()).getCapabilitiesList().stream()
-                .map(ControllerServiceCapability::getRpc).map(ControllerServiceCapability.RPC::getType).toList();
-        assertThat(advertised).doesNotHaveDuplicates().containsExactlyInAnyOrder(Type.CREATE_DELETE_VOLUME,
-                Type.PUBLISH_UNPUBLISH_VOLUME, Type.LIST_VOLUMES, Type.LIST_VOLUMES_PUBLISHED_NODES,
-                Type.GET_CAPACITY, Type.CREATE_DELETE_SNAPSHOT, Type.LIST_SNAPSHOTS, Type.GET_SNAPSHOT,
-                Type.CLONE_VOLUME, Type.PUBLISH_READONLY, Type.EXPAND_VOLUME, Type.GET_VOLUME, Type.GET_VOLUME_HEALTH,
-                Type.LIST_VOLUME_HEALTH, Type.MODIFY_VOLUME, Type.SINGLE_NODE_MULTI_WRITER);
+        List<Type> advertised = controller
+                .stub()
+                .controllerGetCapabilities(ControllerGetCapabilitiesRequest.getDefaultInstance())
+                .getCapabilitiesList()
+                .stream()
+                .map(ControllerServiceCapability::getRpc)
+                .map(ControllerServiceCapability.RPC::getType)
+                .toList();
+        assertThat(advertised)
+                .doesNotHaveDuplicates()
+                .containsExactlyInAnyOrder(
+                        Type.CREATE_DELETE_VOLUME,
+                        Type.PUBLISH_UNPUBLISH_VOLUME,
+                        Type.LIST_VOLUMES,
+                        Type.LIST_VOLUMES_PUBLISHED_NODES,
+                        Type.GET_CAPACITY,
+                        Type.CREATE_DELETE_SNAPSHOT,
+                        Type.LIST_SNAPSHOTS,
+                        Type.GET_SNAPSHOT,
+                        Type.CLONE_VOLUME,
+                        Type.PUBLISH_READONLY,
+                        Type.EXPAND_VOLUME,
+                        Type.GET_VOLUME,
+                        Type.GET_VOLUME_HEALTH,
+                        Type.LIST_VOLUME_HEALTH,
+                        Type.MODIFY_VOLUME,
+                        Type.SINGLE_NODE_MULTI_WRITER);
     }
 
     // ---- snapshots, restores, clones ----
@@ -706,31 +1025,45 @@ class ControllerServiceTest {
     void snapshotsAreIdempotentByNameAndIndependentOfTheirSource() {
         String source = create("pvc-src", 4 * MIB).getVolumeId();
         String other = create("pvc-other", 4 * MIB).getVolumeId();
-        Snapshot first = controller.stub().createSnapshot(snapshot("snap-1", source)).getSnapshot();
+        Snapshot first =
+                controller.stub().createSnapshot(snapshot("snap-1", source)).getSnapshot();
         assertThat(first.getSnapshotId()).matches("snap-[0-9a-f]{32}");
         assertThat(first.getReadyToUse()).isTrue();
         assertThat(first.getSizeBytes()).isEqualTo(4 * MIB);
         assertThat(first.getSourceVolumeId()).isEqualTo(source);
         assertThat(first.getCreationTime().getSeconds()).isPositive();
 
-        assertThat(controller.stub().createSnapshot(snapshot("snap-1", source)).getSnapshot()).isEqualTo(first);
+        assertThat(controller.stub().createSnapshot(snapshot("snap-1", source)).getSnapshot())
+                .isEqualTo(first);
         failure(() -> controller.stub().createSnapshot(snapshot("snap-1", other)), Status.Code.ALREADY_EXISTS);
         controller.restart();
-        assertThat(controller.stub().createSnapshot(snapshot("snap-1", source)).getSnapshot()).isEqualTo(first);
+        assertThat(controller.stub().createSnapshot(snapshot("snap-1", source)).getSnapshot())
+                .isEqualTo(first);
         failure(() -> controller.stub().createSnapshot(snapshot("snap-1", other)), Status.Code.ALREADY_EXISTS);
-        failure(() -> controller.stub().createSnapshot(snapshot("snap-2", Ids.volumeIdFor("nope"))),
+        failure(
+                () -> controller.stub().createSnapshot(snapshot("snap-2", Ids.volumeIdFor("nope"))),
                 Status.Code.NOT_FOUND);
         failure(() -> controller.stub().createSnapshot(snapshot("", source)), Status.Code.INVALID_ARGUMENT);
         failure(() -> controller.stub().createSnapshot(snapshot("snap-2", "")), Status.Code.INVALID_ARGUMENT);
 
         controller.stub().deleteVolume(delete(source));
         assertThat(controller.stub().createSnapshot(snapshot("snap-1", source)).getSnapshot())
-                .as("a retry once the source is deleted").isEqualTo(first);
+                .as("a retry once the source is deleted")
+                .isEqualTo(first);
         failure(() -> controller.stub().createSnapshot(snapshot("snap-3", source)), Status.Code.NOT_FOUND);
-        assertThat(controller.stub().getSnapshot(GetSnapshotRequest.newBuilder()
-                .setSnapshotId(first.getSnapshotId()).build()).getSnapshot()).isEqualTo(first);
-        Volume restored = controller.stub().createVolume(createRequest("pvc-restored", 4 * MIB)
-                .setVolumeContentSource(fromSnapshot(first.getSnapshotId())).build()).getVolume();
+        assertThat(controller
+                        .stub()
+                        .getSnapshot(GetSnapshotRequest.newBuilder()
+                                .setSnapshotId(first.getSnapshotId())
+                                .build())
+                        .getSnapshot())
+                .isEqualTo(first);
+        Volume restored = controller
+                .stub()
+                .createVolume(createRequest("pvc-restored", 4 * MIB)
+                        .setVolumeContentSource(fromSnapshot(first.getSnapshotId()))
+                        .build())
+                .getVolume();
         assertThat(restored.getContentSource().getSnapshot().getSnapshotId()).isEqualTo(first.getSnapshotId());
     }
 
@@ -740,24 +1073,49 @@ class ControllerServiceTest {
         String b = create("pvc-b", MIB).getVolumeId();
         List<String> ofA = new ArrayList<>();
         for (int i = 0; i < 5; i++) {
-            ofA.add(controller.stub().createSnapshot(snapshot("snap-a-" + i, a)).getSnapshot().getSnapshotId());
+            ofA.add(controller
+                    .stub()
+                    .createSnapshot(snapshot("snap-a-" + i, a))
+                    .getSnapshot()
+                    .getSnapshotId());
         }
-        String ofB = controller.stub().createSnapshot(snapshot("snap-b", b)).getSnapshot().getSnapshotId();
+        String ofB = controller
+                .stub()
+                .createSnapshot(snapshot("snap-b", b))
+                .getSnapshot()
+                .getSnapshotId();
 
         assertThat(listSnapshots(ListSnapshotsRequest.newBuilder(), 2)).hasSize(6);
         assertThat(listSnapshots(ListSnapshotsRequest.newBuilder().setSourceVolumeId(a), 2))
                 .containsExactlyInAnyOrderElementsOf(ofA);
-        assertThat(listSnapshots(ListSnapshotsRequest.newBuilder().setSnapshotId(ofB), 0)).containsExactly(ofB);
+        assertThat(listSnapshots(ListSnapshotsRequest.newBuilder().setSnapshotId(ofB), 0))
+                .containsExactly(ofB);
         assertThat(listSnapshots(ListSnapshotsRequest.newBuilder().setSnapshotId(Ids.snapshotIdFor("nope")), 0))
                 .isEmpty();
         assertThat(listSnapshots(ListSnapshotsRequest.newBuilder().setSourceVolumeId(Ids.volumeIdFor("x")), 0))
                 .isEmpty();
-        failure(() -> controller.stub().listSnapshots(ListSnapshotsRequest.newBuilder().setStartingToken("nope")
-                .build()), Status.Code.ABORTED);
+        failure(
+                () -> controller
+                        .stub()
+                        .listSnapshots(ListSnapshotsRequest.newBuilder()
+                                .setStartingToken("nope")
+                                .build()),
+                Status.Code.ABORTED);
 
-        controller.stub().deleteSnapshot(DeleteSnapshotRequest.newBuilder().setSnapshotId(ofB).build());
-        controller.stub().deleteSnapshot(DeleteSnapshotRequest.newBuilder().setSnapshotId(ofB).build());
-        failure(() -> controller.stub().getSnapshot(GetSnapshotRequest.newBuilder().setSnapshotId(ofB).build()),
+        controller
+                .stub()
+                .deleteSnapshot(
+                        DeleteSnapshotRequest.newBuilder().setSnapshotId(ofB).build());
+        controller
+                .stub()
+                .deleteSnapshot(
+                        DeleteSnapshotRequest.newBuilder().setSnapshotId(ofB).build());
+        failure(
+                () -> controller
+                        .stub()
+                        .getSnapshot(GetSnapshotRequest.newBuilder()
+                                .setSnapshotId(ofB)
+                                .build()),
                 Status.Code.NOT_FOUND);
         assertThat(poolDir.resolve("snapshots").resolve(ofB + ".img")).doesNotExist();
     }
@@ -766,8 +1124,11 @@ class ControllerServiceTest {
         List<String> ids = new ArrayList<>();
         String token = "";
         do {
-            ListSnapshotsResponse page = controller.stub().listSnapshots(request.setMaxEntries(pageSize)
-                    .setStartingToken(token).build());
+            ListSnapshotsResponse page = controller
+                    .stub()
+                    .listSnapshots(request.setMaxEntries(pageSize)
+                            .setStartingToken(token)
+                            .build());
             page.getEntriesList().forEach(e -> ids.add(e.getSnapshot().getSnapshotId()));
             token = page.getNextToken();
         } while (!token.isEmpty());
@@ -777,28 +1138,69 @@ class ControllerServiceTest {
     @Test
     void restoreAndCloneCheckTheirSource() {
         String source = create("pvc-src", 8 * MIB).getVolumeId();
-        String snap = controller.stub().createSnapshot(snapshot("snap-src", source)).getSnapshot().getSnapshotId();
+        String snap = controller
+                .stub()
+                .createSnapshot(snapshot("snap-src", source))
+                .getSnapshot()
+                .getSnapshotId();
 
-        failure(() -> controller.stub().createVolume(createRequest("pvc-small", 4 * MIB)
-                .setVolumeContentSource(fromSnapshot(snap)).build()), Status.Code.OUT_OF_RANGE);
-        failure(() -> controller.stub().createVolume(createRequest("pvc-small", 4 * MIB)
-                .setVolumeContentSource(fromVolume(source)).build()), Status.Code.OUT_OF_RANGE);
-        failure(() -> controller.stub().createVolume(createRequest("pvc-x", 8 * MIB)
-                .setVolumeContentSource(fromSnapshot(Ids.snapshotIdFor("nope"))).build()), Status.Code.NOT_FOUND);
-        failure(() -> controller.stub().createVolume(createRequest("pvc-x", 8 * MIB)
-                .setVolumeContentSource(fromVolume(Ids.volumeIdFor("nope"))).build()), Status.Code.NOT_FOUND);
+        failure(
+                () -> controller
+                        .stub()
+                        .createVolume(createRequest("pvc-small", 4 * MIB)
+                                .setVolumeContentSource(fromSnapshot(snap))
+                                .build()),
+                Status.Code.OUT_OF_RANGE);
+        failure(
+                () -> controller
+                        .stub()
+                        .createVolume(createRequest("pvc-small", 4 * MIB)
+                                .setVolumeContentSource(fromVolume(source))
+                                .build()),
+                Status.Code.OUT_OF_RANGE);
+        failure(
+                () -> controller
+                        .stub()
+                        .createVolume(createRequest("pvc-x", 8 * MIB)
+                                .setVolumeContentSource(fromSnapshot(Ids.snapshotIdFor("nope")))
+                                .build()),
+                Status.Code.NOT_FOUND);
+        failure(
+                () -> controller
+                        .stub()
+                        .createVolume(createRequest("pvc-x", 8 * MIB)
+                                .setVolumeContentSource(fromVolume(Ids.volumeIdFor("nope")))
+                                .build()),
+                Status.Code.NOT_FOUND);
 
-        Volume bigger = controller.stub().createVolume(createRequest("pvc-bigger", 16 * MIB)
-                .setVolumeContentSource(fromSnapshot(snap)).build()).getVolume();
+        Volume bigger = controller
+                .stub()
+                .createVolume(createRequest("pvc-bigger", 16 * MIB)
+                        .setVolumeContentSource(fromSnapshot(snap))
+                        .build())
+                .getVolume();
         assertThat(bigger.getCapacityBytes()).isEqualTo(16 * MIB);
-        assertThat(poolDir.resolve("volumes").resolve(bigger.getVolumeId() + ".img")).hasSize(16 * MIB);
-        Volume clone = controller.stub().createVolume(createRequest("pvc-clone", 8 * MIB)
-                .setVolumeContentSource(fromVolume(source)).build()).getVolume();
+        assertThat(poolDir.resolve("volumes").resolve(bigger.getVolumeId() + ".img"))
+                .hasSize(16 * MIB);
+        Volume clone = controller
+                .stub()
+                .createVolume(createRequest("pvc-clone", 8 * MIB)
+                        .setVolumeContentSource(fromVolume(source))
+                        .build())
+                .getVolume();
         assertThat(clone.getContentSource().getVolume().getVolumeId()).isEqualTo(source);
         // the same name with another source is another volume request
-        failure(() -> controller.stub().createVolume(createRequest("pvc-clone", 8 * MIB)
-                .setVolumeContentSource(fromSnapshot(snap)).build()), Status.Code.ALREADY_EXISTS);
-        failure(() -> controller.stub().createVolume(createRequest("pvc-clone", 8 * MIB).build()),
+        failure(
+                () -> controller
+                        .stub()
+                        .createVolume(createRequest("pvc-clone", 8 * MIB)
+                                .setVolumeContentSource(fromSnapshot(snap))
+                                .build()),
+                Status.Code.ALREADY_EXISTS);
+        failure(
+                () -> controller
+                        .stub()
+                        .createVolume(createRequest("pvc-clone", 8 * MIB).build()),
                 Status.Code.ALREADY_EXISTS);
     }
 

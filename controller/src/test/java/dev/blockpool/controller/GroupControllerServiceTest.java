@@ -54,7 +54,9 @@ class GroupControllerServiceTest {
 
         VolumeGroupSnapshot group = create("group-1", a, b);
         assertThat(group.getReadyToUse()).isTrue();
-        assertThat(group.getSnapshotsList()).extracting(Snapshot::getSourceVolumeId).containsExactly(a, b);
+        assertThat(group.getSnapshotsList())
+                .extracting(Snapshot::getSourceVolumeId)
+                .containsExactly(a, b);
         assertThat(group.getSnapshotsList()).allSatisfy(s -> {
             assertThat(s.getGroupSnapshotId()).isEqualTo(group.getGroupSnapshotId());
             assertThat(s.getReadyToUse()).isTrue();
@@ -63,15 +65,23 @@ class GroupControllerServiceTest {
         controller.restart();
         assertThat(create("group-1", b, a)).isEqualTo(group);
         assertThat(get(group.getGroupSnapshotId(), List.of())).isEqualTo(group);
-        assertThat(controller.stub().listSnapshots(ListSnapshotsRequest.getDefaultInstance()).getEntriesList())
+        assertThat(controller
+                        .stub()
+                        .listSnapshots(ListSnapshotsRequest.getDefaultInstance())
+                        .getEntriesList())
                 .extracting(e -> e.getSnapshot().getGroupSnapshotId())
                 .containsExactly(group.getGroupSnapshotId(), group.getGroupSnapshotId());
 
         // the volume changes after the snapshot; the restored member has the data of the moment it was taken
         write(a, "later");
         Snapshot member = group.getSnapshots(0);
-        String restored = controller.stub().createVolume(createRequest("pvc-restored", 4 * MIB)
-                .setVolumeContentSource(fromSnapshot(member.getSnapshotId())).build()).getVolume().getVolumeId();
+        String restored = controller
+                .stub()
+                .createVolume(createRequest("pvc-restored", 4 * MIB)
+                        .setVolumeContentSource(fromSnapshot(member.getSnapshotId()))
+                        .build())
+                .getVolume()
+                .getVolumeId();
         assertThat(read(restored)).isEqualTo("alpha");
     }
 
@@ -79,19 +89,38 @@ class GroupControllerServiceTest {
     void aMemberIsDeletedOnlyWithItsGroupAndTheGroupDeletesItsMembers() throws IOException {
         VolumeGroupSnapshot group = create("group-del", volumeWith("pvc-c", "c"), volumeWith("pvc-d", "d"));
         String member = group.getSnapshots(0).getSnapshotId();
-        assertThat(failure(() -> controller.stub().deleteSnapshot(DeleteSnapshotRequest.newBuilder()
-                .setSnapshotId(member).build()), Status.Code.INVALID_ARGUMENT))
-                .hasMessageContaining(group.getGroupSnapshotId()).hasMessageContaining("DeleteVolumeGroupSnapshot");
-        assertThat(failure(() -> controller.groupStub().deleteVolumeGroupSnapshot(DeleteVolumeGroupSnapshotRequest
-                .newBuilder().setGroupSnapshotId(group.getGroupSnapshotId()).addSnapshotIds(member).build()),
-                Status.Code.INVALID_ARGUMENT)).hasMessageContaining("not the snapshots");
+        assertThat(failure(
+                        () -> controller
+                                .stub()
+                                .deleteSnapshot(DeleteSnapshotRequest.newBuilder()
+                                        .setSnapshotId(member)
+                                        .build()),
+                        Status.Code.INVALID_ARGUMENT))
+                .hasMessageContaining(group.getGroupSnapshotId())
+                .hasMessageContaining("DeleteVolumeGroupSnapshot");
+        assertThat(failure(
+                        () -> controller
+                                .groupStub()
+                                .deleteVolumeGroupSnapshot(DeleteVolumeGroupSnapshotRequest.newBuilder()
+                                        .setGroupSnapshotId(group.getGroupSnapshotId())
+                                        .addSnapshotIds(member)
+                                        .build()),
+                        Status.Code.INVALID_ARGUMENT))
+                .hasMessageContaining("not the snapshots");
 
         DeleteVolumeGroupSnapshotRequest delete = DeleteVolumeGroupSnapshotRequest.newBuilder()
                 .setGroupSnapshotId(group.getGroupSnapshotId())
-                .addAllSnapshotIds(group.getSnapshotsList().stream().map(Snapshot::getSnapshotId).toList()).build();
+                .addAllSnapshotIds(group.getSnapshotsList().stream()
+                        .map(Snapshot::getSnapshotId)
+                        .toList())
+                .build();
         controller.groupStub().deleteVolumeGroupSnapshot(delete);
         controller.groupStub().deleteVolumeGroupSnapshot(delete);
-        assertThat(controller.stub().listSnapshots(ListSnapshotsRequest.getDefaultInstance()).getEntriesList()).isEmpty();
+        assertThat(controller
+                        .stub()
+                        .listSnapshots(ListSnapshotsRequest.getDefaultInstance())
+                        .getEntriesList())
+                .isEmpty();
         assertThat(poolDir.resolve("snapshots")).isEmptyDirectory();
         failure(() -> get(group.getGroupSnapshotId(), List.of()), Status.Code.NOT_FOUND);
     }
@@ -100,8 +129,13 @@ class GroupControllerServiceTest {
     void badRequestsGetTheirCodes() throws IOException {
         String a = volumeWith("pvc-e", "e");
         create("group-taken", a);
-        failure(() -> controller.groupStub().createVolumeGroupSnapshot(CreateVolumeGroupSnapshotRequest.newBuilder()
-                .addSourceVolumeIds(a).build()), Status.Code.INVALID_ARGUMENT);
+        failure(
+                () -> controller
+                        .groupStub()
+                        .createVolumeGroupSnapshot(CreateVolumeGroupSnapshotRequest.newBuilder()
+                                .addSourceVolumeIds(a)
+                                .build()),
+                Status.Code.INVALID_ARGUMENT);
         assertThat(failure(() -> create("group-empty"), Status.Code.INVALID_ARGUMENT))
                 .hasMessageContaining("source_volume_ids");
         failure(() -> create("group-twice", a, a), Status.Code.INVALID_ARGUMENT);
@@ -111,13 +145,22 @@ class GroupControllerServiceTest {
         failure(() -> create("group-missing", a, Ids.volumeIdFor("nope")), Status.Code.NOT_FOUND);
         failure(() -> get("", List.of()), Status.Code.INVALID_ARGUMENT);
         failure(() -> get("not-a-group", List.of()), Status.Code.NOT_FOUND);
-        controller.groupStub().deleteVolumeGroupSnapshot(DeleteVolumeGroupSnapshotRequest.newBuilder()
-                .setGroupSnapshotId("not-a-group").build());
+        controller
+                .groupStub()
+                .deleteVolumeGroupSnapshot(DeleteVolumeGroupSnapshotRequest.newBuilder()
+                        .setGroupSnapshotId("not-a-group")
+                        .build());
         // nothing of the refused creates is left: only the one member of group-taken
-        assertThat(controller.stub().listSnapshots(ListSnapshotsRequest.getDefaultInstance()).getEntriesList())
+        assertThat(controller
+                        .stub()
+                        .listSnapshots(ListSnapshotsRequest.getDefaultInstance())
+                        .getEntriesList())
                 .hasSize(1);
-        assertThat(controller.groupStub().groupControllerGetCapabilities(GroupControllerGetCapabilitiesRequest
-                .getDefaultInstance()).getCapabilitiesList()).extracting(c -> c.getRpc().getType())
+        assertThat(controller
+                        .groupStub()
+                        .groupControllerGetCapabilities(GroupControllerGetCapabilitiesRequest.getDefaultInstance())
+                        .getCapabilitiesList())
+                .extracting(c -> c.getRpc().getType())
                 .containsExactly(GroupControllerServiceCapability.RPC.Type.CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT);
     }
 
@@ -130,31 +173,53 @@ class GroupControllerServiceTest {
 
         // a create that died after its members, before its record: a retry takes the members up again
         Files.delete(record);
-        assertThat(create("group-crash", a, b).getSnapshotsList()).extracting(Snapshot::getSnapshotId)
-                .containsExactlyElementsOf(group.getSnapshotsList().stream().map(Snapshot::getSnapshotId).toList());
+        assertThat(create("group-crash", a, b).getSnapshotsList())
+                .extracting(Snapshot::getSnapshotId)
+                .containsExactlyElementsOf(group.getSnapshotsList().stream()
+                        .map(Snapshot::getSnapshotId)
+                        .toList());
 
         // a delete that died after the record: the reconcile of a restarted driver removes the members
         Files.delete(record);
         controller.restart();
         for (Snapshot member : group.getSnapshotsList()) {
-            failure(() -> controller.stub().getSnapshot(GetSnapshotRequest.newBuilder()
-                    .setSnapshotId(member.getSnapshotId()).build()), Status.Code.NOT_FOUND);
+            failure(
+                    () -> controller
+                            .stub()
+                            .getSnapshot(GetSnapshotRequest.newBuilder()
+                                    .setSnapshotId(member.getSnapshotId())
+                                    .build()),
+                    Status.Code.NOT_FOUND);
         }
         assertThat(poolDir.resolve("snapshots")).isEmptyDirectory();
     }
 
     private VolumeGroupSnapshot create(String name, String... volumeIds) {
-        return controller.groupStub().createVolumeGroupSnapshot(CreateVolumeGroupSnapshotRequest.newBuilder()
-                .setName(name).addAllSourceVolumeIds(List.of(volumeIds)).build()).getGroupSnapshot();
+        return controller
+                .groupStub()
+                .createVolumeGroupSnapshot(CreateVolumeGroupSnapshotRequest.newBuilder()
+                        .setName(name)
+                        .addAllSourceVolumeIds(List.of(volumeIds))
+                        .build())
+                .getGroupSnapshot();
     }
 
     private VolumeGroupSnapshot get(String groupId, List<String> snapshotIds) {
-        return controller.groupStub().getVolumeGroupSnapshot(GetVolumeGroupSnapshotRequest.newBuilder()
-                .setGroupSnapshotId(groupId).addAllSnapshotIds(snapshotIds).build()).getGroupSnapshot();
+        return controller
+                .groupStub()
+                .getVolumeGroupSnapshot(GetVolumeGroupSnapshotRequest.newBuilder()
+                        .setGroupSnapshotId(groupId)
+                        .addAllSnapshotIds(snapshotIds)
+                        .build())
+                .getGroupSnapshot();
     }
 
     private String volumeWith(String name, String content) throws IOException {
-        String id = controller.stub().createVolume(createRequest(name, 4 * MIB).build()).getVolume().getVolumeId();
+        String id = controller
+                .stub()
+                .createVolume(createRequest(name, 4 * MIB).build())
+                .getVolume()
+                .getVolumeId();
         write(id, content);
         return id;
     }

@@ -29,7 +29,8 @@ class PagesTest {
 
     @Test
     void theLastPageHasNoTokenAndNoTokenStartsAtTheBeginning() {
-        assertThat(Pages.nextToken(new Page<>(List.of("vol-9"), OptionalLong.empty()))).isEmpty();
+        assertThat(Pages.nextToken(new Page<>(List.of("vol-9"), OptionalLong.empty())))
+                .isEmpty();
         assertThat(Pages.from("")).isZero();
     }
 
@@ -39,24 +40,26 @@ class PagesTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"garbage", "!!!", "at:", "YXQ6", "YXQ6LTU", "YXQ6MA", "YXQ6eA", "YWZ0ZXI6dm9sLTQ", "%%%%", "\0"})
+    @ValueSource(
+            strings = {"garbage", "!!!", "at:", "YXQ6", "YXQ6LTU", "YXQ6MA", "YXQ6eA", "YWZ0ZXI6dm9sLTQ", "%%%%", "\0"})
     void aTokenThisDriverDidNotIssueIsAborted(String token) {
         // "at:", "at:-5", "at:0", "at:x", and an older driver's "after:vol-4"
-        assertThatThrownBy(() -> Pages.from(token)).isInstanceOfSatisfying(CsiException.class,
-                e -> assertThat(e.code()).isEqualTo(Status.Code.ABORTED));
+        assertThatThrownBy(() -> Pages.from(token))
+                .isInstanceOfSatisfying(
+                        CsiException.class, e -> assertThat(e.code()).isEqualTo(Status.Code.ABORTED));
     }
 
     @Test
     void aValidlyEncodedTokenResumesAtItsPosition() {
-        String token = Base64.getUrlEncoder().withoutPadding()
-                .encodeToString("at:4".getBytes(StandardCharsets.UTF_8));
+        String token = Base64.getUrlEncoder().withoutPadding().encodeToString("at:4".getBytes(StandardCharsets.UTF_8));
         assertThat(Pages.from(token)).isEqualTo(4);
     }
 
     @Test
     void negativeMaxEntriesIsInvalidAndZeroMeansAll() {
-        assertThatThrownBy(() -> Pages.maxEntries(-1)).isInstanceOfSatisfying(CsiException.class,
-                e -> assertThat(e.code()).isEqualTo(Status.Code.INVALID_ARGUMENT));
+        assertThatThrownBy(() -> Pages.maxEntries(-1))
+                .isInstanceOfSatisfying(
+                        CsiException.class, e -> assertThat(e.code()).isEqualTo(Status.Code.INVALID_ARGUMENT));
         assertThat(Pages.maxEntries(0)).isZero();
     }
 }

@@ -25,19 +25,30 @@ class PoolHealthRealHostTest {
     void aPoolThatDoesNotAnswerMakesEveryVolumeInaccessible() throws Exception {
         assumeTrue(SilentFuseMount.available(), "needs root and /dev/fuse");
         try (ControllerHarness controller = new ControllerHarness(dir.resolve("pool"))) {
-            String id = controller.stub().createVolume(ControllerHarness.createRequest("pvc", 16 * ControllerHarness.MIB)
-                    .build()).getVolume().getVolumeId();
+            String id = controller
+                    .stub()
+                    .createVolume(ControllerHarness.createRequest("pvc", 16 * ControllerHarness.MIB)
+                            .build())
+                    .getVolume()
+                    .getVolumeId();
             // closed before the harness, whose release touches the pool
             try (SilentFuseMount dead = SilentFuseMount.on(dir.resolve("pool"))) {
-                var health = controller.stub().controllerGetVolumeHealth(ControllerGetVolumeHealthRequest.newBuilder()
-                        .setVolumeId(id).build()).getVolumeHealth();
+                var health = controller
+                        .stub()
+                        .controllerGetVolumeHealth(ControllerGetVolumeHealthRequest.newBuilder()
+                                .setVolumeId(id)
+                                .build())
+                        .getVolumeHealth();
                 assertThat(health.getHealthStatusesList()).singleElement().satisfies(entry -> {
                     assertThat(entry.getStatus()).isEqualTo(VolumeHealthErrorType.INACCESSIBLE);
                     assertThat(entry.getReason()).isEqualTo("PoolUnavailable");
                     assertThat(entry.getMessage()).contains("does not answer within 5 s");
                 });
-                assertCode(() -> controller.stub().controllerListVolumeHealth(
-                        ControllerListVolumeHealthRequest.getDefaultInstance()), Status.Code.FAILED_PRECONDITION);
+                assertCode(
+                        () -> controller
+                                .stub()
+                                .controllerListVolumeHealth(ControllerListVolumeHealthRequest.getDefaultInstance()),
+                        Status.Code.FAILED_PRECONDITION);
             }
         }
     }

@@ -3,8 +3,8 @@ package dev.blockpool.controller;
 import static dev.blockpool.controller.Sizes.GIB;
 import static dev.blockpool.controller.Sizes.MIB;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.catchThrowableOfType;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import csi.v1.Csi.CapacityRange;
 import dev.blockpool.csi.CsiException;
@@ -16,32 +16,38 @@ import org.junit.jupiter.params.provider.CsvSource;
 class SizesTest {
 
     private static long choose(long required, long limit) {
-        return Sizes.choose(CapacityRange.newBuilder().setRequiredBytes(required).setLimitBytes(limit).build());
+        return Sizes.choose(CapacityRange.newBuilder()
+                .setRequiredBytes(required)
+                .setLimitBytes(limit)
+                .build());
     }
 
     private static void assertCode(Status.Code code, long required, long limit) {
-        assertThatThrownBy(() -> choose(required, limit)).isInstanceOfSatisfying(CsiException.class,
-                e -> assertThat(e.code()).isEqualTo(code));
+        assertThatThrownBy(() -> choose(required, limit))
+                .isInstanceOfSatisfying(
+                        CsiException.class, e -> assertThat(e.code()).isEqualTo(code));
     }
 
     @Test
     void noRangeGivesTheDefault() {
-        assertThat(Sizes.choose(CapacityRange.getDefaultInstance())).isEqualTo(Sizes.DEFAULT_BYTES).isEqualTo(GIB);
+        assertThat(Sizes.choose(CapacityRange.getDefaultInstance()))
+                .isEqualTo(Sizes.DEFAULT_BYTES)
+                .isEqualTo(GIB);
     }
 
     @ParameterizedTest
     @CsvSource({
-            "1, 0, 1048576",
-            "1048576, 0, 1048576",
-            "1048577, 0, 2097152",
-            "10737418240, 0, 10737418240",
-            // a limit alone caps the default
-            "0, 104857600, 104857600",
-            "0, 2147483648, 1073741824",
-            // rounding up to a MiB stops at the limit, falling back to whole 4 KiB blocks
-            "5000, 12288, 12288",
-            "4096, 4096, 4096",
-            "1048577, 1500000, 1499136",
+        "1, 0, 1048576",
+        "1048576, 0, 1048576",
+        "1048577, 0, 2097152",
+        "10737418240, 0, 10737418240",
+        // a limit alone caps the default
+        "0, 104857600, 104857600",
+        "0, 2147483648, 1073741824",
+        // rounding up to a MiB stops at the limit, falling back to whole 4 KiB blocks
+        "5000, 12288, 12288",
+        "4096, 4096, 4096",
+        "1048577, 1500000, 1499136",
     })
     void sizesAreRequiredRoundedUpAndNeverAboveTheLimit(long required, long limit, long expected) {
         long size = choose(required, limit);
@@ -56,7 +62,9 @@ class SizesTest {
     void theSizeIsAlwaysAtLeastTheRequiredBytes() {
         for (long required = 1; required < 64 * MIB; required = required * 3 + 7) {
             assertThat(choose(required, 0)).isGreaterThanOrEqualTo(required);
-            assertThat(choose(required, 64 * MIB)).isGreaterThanOrEqualTo(required).isLessThanOrEqualTo(64 * MIB);
+            assertThat(choose(required, 64 * MIB))
+                    .isGreaterThanOrEqualTo(required)
+                    .isLessThanOrEqualTo(64 * MIB);
         }
     }
 
@@ -100,12 +108,18 @@ class SizesTest {
     @Test
     void aFilesystemsMinimumRaisesTheSizeWithinTheLimit() {
         long xfs = 300L << 20;
-        CapacityRange small = CapacityRange.newBuilder().setRequiredBytes(16L << 20).build();
+        CapacityRange small =
+                CapacityRange.newBuilder().setRequiredBytes(16L << 20).build();
         assertThat(Sizes.choose(small, xfs)).isEqualTo(xfs);
-        assertThat(Sizes.choose(small.toBuilder().setLimitBytes(1L << 30).build(), xfs)).isEqualTo(xfs);
-        assertThat(Sizes.choose(CapacityRange.newBuilder().setRequiredBytes(1L << 30).build(), xfs)).isEqualTo(1L << 30);
-        assertThat(catchThrowableOfType(CsiException.class,
-                () -> Sizes.choose(small.toBuilder().setLimitBytes(100L << 20).build(), xfs)))
+        assertThat(Sizes.choose(small.toBuilder().setLimitBytes(1L << 30).build(), xfs))
+                .isEqualTo(xfs);
+        assertThat(Sizes.choose(
+                        CapacityRange.newBuilder().setRequiredBytes(1L << 30).build(), xfs))
+                .isEqualTo(1L << 30);
+        assertThat(catchThrowableOfType(
+                        CsiException.class,
+                        () -> Sizes.choose(
+                                small.toBuilder().setLimitBytes(100L << 20).build(), xfs)))
                 .satisfies(e -> assertThat(e.code()).isEqualTo(Status.Code.OUT_OF_RANGE))
                 .hasMessageContaining("needs at least " + xfs);
     }

@@ -35,8 +35,9 @@ class SnapshotDataRealDeviceTest {
 
     private static final int SIZE = (int) (64 * MIB);
     /** Regions written with random data: start of the device, the middle, unaligned, the very end. */
-    private static final long[][] REGIONS = {{0, 3 * MIB}, {17 * MIB + 4096, 2 * MIB}, {40 * MIB + 512, 5 * MIB},
-            {SIZE - 2 * MIB, 2 * MIB}};
+    private static final long[][] REGIONS = {
+        {0, 3 * MIB}, {17 * MIB + 4096, 2 * MIB}, {40 * MIB + 512, 5 * MIB}, {SIZE - 2 * MIB, 2 * MIB}
+    };
 
     private final CommandRunner commands = new ProcessCommandRunner();
     private final List<String> attached = new ArrayList<>();
@@ -66,46 +67,71 @@ class SnapshotDataRealDeviceTest {
     @Test
     void snapshotRestoreAndCloneKeepDataByteForByte() throws IOException {
         var stub = controller.stub();
-        String source = stub.createVolume(createRequest("pvc-data", SIZE).build()).getVolume().getVolumeId();
+        String source = stub.createVolume(createRequest("pvc-data", SIZE).build())
+                .getVolume()
+                .getVolumeId();
 
         byte[] original = new byte[SIZE];
         writePattern(source, original, 1);
         assertThat(readThroughLoop(image(source), SIZE)).isEqualTo(original);
 
-        String snapshot = stub.createSnapshot(CreateSnapshotRequest.newBuilder().setName("snap-data")
-                .setSourceVolumeId(source).build()).getSnapshot().getSnapshotId();
+        String snapshot = stub.createSnapshot(CreateSnapshotRequest.newBuilder()
+                        .setName("snap-data")
+                        .setSourceVolumeId(source)
+                        .build())
+                .getSnapshot()
+                .getSnapshotId();
 
         byte[] overwritten = original.clone();
         writePattern(source, overwritten, 2);
         assertThat(overwritten).isNotEqualTo(original);
 
         String restored = stub.createVolume(createRequest("pvc-restored", SIZE)
-                .setVolumeContentSource(fromSnapshot(snapshot)).build()).getVolume().getVolumeId();
+                        .setVolumeContentSource(fromSnapshot(snapshot))
+                        .build())
+                .getVolume()
+                .getVolumeId();
         String clone = stub.createVolume(createRequest("pvc-clone", SIZE)
-                .setVolumeContentSource(fromVolume(source)).build()).getVolume().getVolumeId();
+                        .setVolumeContentSource(fromVolume(source))
+                        .build())
+                .getVolume()
+                .getVolumeId();
         String restoredLarger = stub.createVolume(createRequest("pvc-restored-larger", 2L * SIZE)
-                .setVolumeContentSource(fromSnapshot(snapshot)).build()).getVolume().getVolumeId();
+                        .setVolumeContentSource(fromSnapshot(snapshot))
+                        .build())
+                .getVolume()
+                .getVolumeId();
 
-        assertThat(readThroughLoop(image(restored), SIZE)).as("restore = the data at snapshot time")
+        assertThat(readThroughLoop(image(restored), SIZE))
+                .as("restore = the data at snapshot time")
                 .isEqualTo(original);
-        assertThat(readThroughLoop(image(clone), SIZE)).as("clone = the source's current data")
+        assertThat(readThroughLoop(image(clone), SIZE))
+                .as("clone = the source's current data")
                 .isEqualTo(overwritten);
         byte[] larger = readThroughLoop(image(restoredLarger), 2 * SIZE);
         assertThat(Arrays.copyOf(larger, SIZE)).isEqualTo(original);
-        assertThat(Arrays.copyOfRange(larger, SIZE, 2 * SIZE)).as("the grown tail").isEqualTo(new byte[SIZE]);
+        assertThat(Arrays.copyOfRange(larger, SIZE, 2 * SIZE))
+                .as("the grown tail")
+                .isEqualTo(new byte[SIZE]);
 
         // the snapshot is independent of its source: deleting the source changes nothing
         stub.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(source).build());
         stub.deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(restored).build());
         String again = stub.createVolume(createRequest("pvc-restored-again", SIZE)
-                .setVolumeContentSource(fromSnapshot(snapshot)).build()).getVolume().getVolumeId();
+                        .setVolumeContentSource(fromSnapshot(snapshot))
+                        .build())
+                .getVolume()
+                .getVolumeId();
         assertThat(readThroughLoop(image(again), SIZE)).isEqualTo(original);
 
         // and writing a restored volume leaves the snapshot alone
         byte[] changed = original.clone();
         writePattern(again, changed, 3);
         String fromSnapshotLater = stub.createVolume(createRequest("pvc-restored-later", SIZE)
-                .setVolumeContentSource(fromSnapshot(snapshot)).build()).getVolume().getVolumeId();
+                        .setVolumeContentSource(fromSnapshot(snapshot))
+                        .build())
+                .getVolume()
+                .getVolumeId();
         assertThat(readThroughLoop(image(fromSnapshotLater), SIZE)).isEqualTo(original);
     }
 
@@ -153,7 +179,9 @@ class SnapshotDataRealDeviceTest {
             command.add("--read-only");
         }
         command.add(image.toString());
-        String device = commands.runChecked(CommandRunner.DEFAULT_TIMEOUT, command).stdout().strip();
+        String device = commands.runChecked(CommandRunner.DEFAULT_TIMEOUT, command)
+                .stdout()
+                .strip();
         attached.add(device);
         return device;
     }

@@ -1,7 +1,7 @@
 package dev.blockpool.controller;
 
-import static org.assertj.core.api.Assertions.assertThat;
 import static dev.blockpool.csi.StatusAssertions.assertStatusOfThrown;
+import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.blockpool.common.FsType;
 import dev.blockpool.pool.Allocation;
@@ -14,10 +14,12 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 class VolumeParametersTest {
 
-    private static void assertInvalid(Map<String, String> parameters, Optional<String> capabilityFsType,
-                                      String messagePart) {
-        assertThat(assertStatusOfThrown(() -> VolumeParameters.parse(parameters,
-                capabilityFsType.map(FsType::parse)), Status.Code.INVALID_ARGUMENT)).contains(messagePart);
+    private static void assertInvalid(
+            Map<String, String> parameters, Optional<String> capabilityFsType, String messagePart) {
+        assertThat(assertStatusOfThrown(
+                        () -> VolumeParameters.parse(parameters, capabilityFsType.map(FsType::parse)),
+                        Status.Code.INVALID_ARGUMENT))
+                .contains(messagePart);
     }
 
     @Test
@@ -30,14 +32,18 @@ class VolumeParametersTest {
     void fsTypeAndAllocationAreRead() {
         assertThat(VolumeParameters.parse(Map.of("fsType", "xfs", "allocation", "preallocated"), Optional.empty()))
                 .isEqualTo(new VolumeParameters(FsType.XFS, Allocation.PREALLOCATED));
-        assertThat(VolumeParameters.parse(Map.of("allocation", "Sparse"), Optional.empty()).allocation())
+        assertThat(VolumeParameters.parse(Map.of("allocation", "Sparse"), Optional.empty())
+                        .allocation())
                 .isEqualTo(Allocation.SPARSE);
     }
 
     @Test
     void theCapabilityFsTypeIsUsedWhenTheParametersNameNone() {
-        assertThat(VolumeParameters.parse(Map.of(), Optional.of(FsType.XFS)).fsType()).isEqualTo(FsType.XFS);
-        assertThat(VolumeParameters.parse(Map.of("fsType", "xfs"), Optional.of(FsType.XFS)).fsType()).isEqualTo(FsType.XFS);
+        assertThat(VolumeParameters.parse(Map.of(), Optional.of(FsType.XFS)).fsType())
+                .isEqualTo(FsType.XFS);
+        assertThat(VolumeParameters.parse(Map.of("fsType", "xfs"), Optional.of(FsType.XFS))
+                        .fsType())
+                .isEqualTo(FsType.XFS);
     }
 
     @Test
@@ -58,8 +64,8 @@ class VolumeParametersTest {
                 "csi.storage.k8s.io/pvc/namespace", "default",
                 "csi.storage.k8s.io/pv/name", "pvc-1234",
                 "fsType", "xfs");
-        assertThat(VolumeParameters.parse(parameters, Optional.empty())).isEqualTo(
-                new VolumeParameters(FsType.XFS, Allocation.SPARSE));
+        assertThat(VolumeParameters.parse(parameters, Optional.empty()))
+                .isEqualTo(new VolumeParameters(FsType.XFS, Allocation.SPARSE));
     }
 
     @Test

@@ -24,8 +24,12 @@ import java.util.Set;
  */
 public record Capability(boolean block, Optional<FsType> fsType, List<String> mountFlags, Mode mode) {
 
-    private static final Set<Mode> SERVED_MODES = EnumSet.of(Mode.SINGLE_NODE_WRITER, Mode.SINGLE_NODE_READER_ONLY,
-            Mode.SINGLE_NODE_SINGLE_WRITER, Mode.SINGLE_NODE_MULTI_WRITER, Mode.MULTI_NODE_READER_ONLY);
+    private static final Set<Mode> SERVED_MODES = EnumSet.of(
+            Mode.SINGLE_NODE_WRITER,
+            Mode.SINGLE_NODE_READER_ONLY,
+            Mode.SINGLE_NODE_SINGLE_WRITER,
+            Mode.SINGLE_NODE_MULTI_WRITER,
+            Mode.MULTI_NODE_READER_ONLY);
 
     public Capability {
         mountFlags = List.copyOf(mountFlags);
@@ -68,8 +72,10 @@ public record Capability(boolean block, Optional<FsType> fsType, List<String> mo
 
     /** Why the driver does not serve this access mode, or empty when it does. */
     public Optional<String> unservedMode() {
-        return SERVED_MODES.contains(mode) ? Optional.empty() : Optional.of("access mode " + mode
-                + " is not supported: use a single-node mode or MULTI_NODE_READER_ONLY");
+        return SERVED_MODES.contains(mode)
+                ? Optional.empty()
+                : Optional.of(
+                        "access mode " + mode + " is not supported: use a single-node mode or MULTI_NODE_READER_ONLY");
     }
 
     private static Optional<String> malformation(VolumeCapability capability) {
@@ -103,15 +109,14 @@ public record Capability(boolean block, Optional<FsType> fsType, List<String> mo
             return new Capability(true, Optional.empty(), List.of(), mode);
         }
         VolumeCapability.MountVolume mount = capability.getMount();
-        Optional<FsType> type = mount.getFsType().isEmpty() ? Optional.empty()
-                : Optional.of(FsType.parse(mount.getFsType()));
+        Optional<FsType> type =
+                mount.getFsType().isEmpty() ? Optional.empty() : Optional.of(FsType.parse(mount.getFsType()));
         return new Capability(false, type, MountOptions.parse(mount.getMountFlagsList()), mode);
     }
 
     /** Whether the capability alone asks for read-only: a reader-only mode or an "ro" flag. */
     public boolean readOnly() {
-        return mode == Mode.SINGLE_NODE_READER_ONLY || mode == Mode.MULTI_NODE_READER_ONLY
-                || mountFlags.contains("ro");
+        return mode == Mode.SINGLE_NODE_READER_ONLY || mode == Mode.MULTI_NODE_READER_ONLY || mountFlags.contains("ro");
     }
 
     /** Whether only one node may use the volume at a time. */
@@ -126,6 +131,8 @@ public record Capability(boolean block, Optional<FsType> fsType, List<String> mo
 
     /** The mount flags without "ro"/"rw": read-only is decided on its own, from every source. */
     public List<String> filesystemFlags() {
-        return mountFlags.stream().filter(o -> !o.equals("ro") && !o.equals("rw")).toList();
+        return mountFlags.stream()
+                .filter(o -> !o.equals("ro") && !o.equals("rw"))
+                .toList();
     }
 }

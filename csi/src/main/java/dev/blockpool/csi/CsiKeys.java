@@ -7,8 +7,7 @@ package dev.blockpool.csi;
  */
 public final class CsiKeys {
 
-    private CsiKeys() {
-    }
+    private CsiKeys() {}
 
     // ---- CreateVolume parameters: a StorageClass's parameters ------------------------------
 

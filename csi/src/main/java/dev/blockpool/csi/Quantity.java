@@ -10,19 +10,25 @@ public final class Quantity {
 
     private static final Pattern SIZE = Pattern.compile("([0-9]+)([KMGTP]i?|k)?");
     private static final Map<String, Long> UNITS = Map.ofEntries(
-            Map.entry("k", 1_000L), Map.entry("K", 1_000L), Map.entry("M", 1_000_000L),
-            Map.entry("G", 1_000_000_000L), Map.entry("T", 1_000_000_000_000L),
+            Map.entry("k", 1_000L),
+            Map.entry("K", 1_000L),
+            Map.entry("M", 1_000_000L),
+            Map.entry("G", 1_000_000_000L),
+            Map.entry("T", 1_000_000_000_000L),
             Map.entry("P", 1_000_000_000_000_000L),
-            Map.entry("Ki", 1L << 10), Map.entry("Mi", 1L << 20), Map.entry("Gi", 1L << 30),
-            Map.entry("Ti", 1L << 40), Map.entry("Pi", 1L << 50));
+            Map.entry("Ki", 1L << 10),
+            Map.entry("Mi", 1L << 20),
+            Map.entry("Gi", 1L << 30),
+            Map.entry("Ti", 1L << 40),
+            Map.entry("Pi", 1L << 50));
 
-    private Quantity() {
-    }
+    private Quantity() {}
 
     public static long parseBytes(String key, String text) {
         Matcher m = SIZE.matcher(text.strip());
         if (!m.matches()) {
-            throw CsiException.invalidArgument("%s %s is not a size such as 1Gi, 512Mi or 1073741824", key, Quoting.quote(text));
+            throw CsiException.invalidArgument(
+                    "%s %s is not a size such as 1Gi, 512Mi or 1073741824", key, Quoting.quote(text));
         }
         try {
             long value = Long.parseLong(m.group(1));

@@ -18,8 +18,7 @@ public final class RequestFields {
     /** Linux's NAME_MAX: the longest name of one file. */
     public static final int MAX_NAME_BYTES = 255;
 
-    private RequestFields() {
-    }
+    private RequestFields() {}
 
     /** A volume, snapshot or node ID, or a name: required, at most 128 bytes, no NUL. */
     public static String id(String field, String value) {
@@ -34,11 +33,12 @@ public final class RequestFields {
     public static Path absolutePath(String field, String value) {
         Path path = Path.of(bounded(field, value, MAX_PATH_BYTES));
         if (!path.isAbsolute() || path.getNameCount() == 0) {
-            throw CsiException.invalidArgument("%s must be an absolute path below /, got %s", field, Quoting.quote(value));
+            throw CsiException.invalidArgument(
+                    "%s must be an absolute path below /, got %s", field, Quoting.quote(value));
         }
         if (!path.equals(path.normalize())) {
-            throw CsiException.invalidArgument("%s %s has \".\" or \"..\" in it; give the path itself", field,
-                    Quoting.quote(value));
+            throw CsiException.invalidArgument(
+                    "%s %s has \".\" or \"..\" in it; give the path itself", field, Quoting.quote(value));
         }
         if (value.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
             throw CsiException.invalidArgument("%s %s has control characters in it", field, Quoting.quote(value));

@@ -21,8 +21,8 @@ public final class StatusInterceptor implements ServerInterceptor {
     private static final Logger log = LoggerFactory.getLogger(StatusInterceptor.class);
 
     @Override
-    public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
-                                                       ServerCallHandler<Q, R> next) {
+    public <Q, R> ServerCall.Listener<Q> interceptCall(
+            ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
         ServerCall.Listener<Q> delegate = next.startCall(call, headers);
         return new ForwardingServerCallListener.SimpleForwardingServerCallListener<>(delegate) {
             @Override

@@ -6,8 +6,7 @@ import java.util.function.Supplier;
 /** Every CSI RPC is unary: one response, then done. */
 public final class UnaryReply {
 
-    private UnaryReply() {
-    }
+    private UnaryReply() {}
 
     public static <T> void send(StreamObserver<T> response, T message) {
         response.onNext(message);

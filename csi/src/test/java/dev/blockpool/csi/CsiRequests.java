@@ -7,8 +7,7 @@ import java.util.List;
 /** Builders of the request parts every service's tests need. */
 public final class CsiRequests {
 
-    private CsiRequests() {
-    }
+    private CsiRequests() {}
 
     /** A filesystem capability with no fs type and no flags. */
     public static VolumeCapability mount(Mode mode) {
@@ -17,12 +16,17 @@ public final class CsiRequests {
 
     public static VolumeCapability mount(String fsType, Mode mode, String... flags) {
         return VolumeCapability.newBuilder()
-                .setMount(VolumeCapability.MountVolume.newBuilder().setFsType(fsType).addAllMountFlags(List.of(flags)))
-                .setAccessMode(VolumeCapability.AccessMode.newBuilder().setMode(mode)).build();
+                .setMount(VolumeCapability.MountVolume.newBuilder()
+                        .setFsType(fsType)
+                        .addAllMountFlags(List.of(flags)))
+                .setAccessMode(VolumeCapability.AccessMode.newBuilder().setMode(mode))
+                .build();
     }
 
     public static VolumeCapability block(Mode mode) {
-        return VolumeCapability.newBuilder().setBlock(VolumeCapability.BlockVolume.getDefaultInstance())
-                .setAccessMode(VolumeCapability.AccessMode.newBuilder().setMode(mode)).build();
+        return VolumeCapability.newBuilder()
+                .setBlock(VolumeCapability.BlockVolume.getDefaultInstance())
+                .setAccessMode(VolumeCapability.AccessMode.newBuilder().setMode(mode))
+                .build();
     }
 }

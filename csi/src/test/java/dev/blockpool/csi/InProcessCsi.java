@@ -32,7 +32,8 @@ public final class InProcessCsi implements AutoCloseable {
         }
         try {
             Server server = builder.build().start();
-            return new InProcessCsi(server, InProcessChannelBuilder.forName(name).build());
+            return new InProcessCsi(
+                    server, InProcessChannelBuilder.forName(name).build());
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }

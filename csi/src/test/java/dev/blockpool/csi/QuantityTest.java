@@ -9,8 +9,9 @@ import org.junit.jupiter.api.Test;
 class QuantityTest {
 
     private static void invalid(Runnable call) {
-        assertThatThrownBy(call::run).isInstanceOfSatisfying(CsiException.class,
-                e -> assertThat(e.code()).isEqualTo(Status.Code.INVALID_ARGUMENT));
+        assertThatThrownBy(call::run)
+                .isInstanceOfSatisfying(
+                        CsiException.class, e -> assertThat(e.code()).isEqualTo(Status.Code.INVALID_ARGUMENT));
     }
 
     @Test
@@ -23,7 +24,8 @@ class QuantityTest {
         invalid(() -> Quantity.parseBytes("size", "1.5Gi"));
         invalid(() -> Quantity.parseBytes("size", "-1Gi"));
         invalid(() -> Quantity.parseBytes("size", "lots"));
-        assertThatThrownBy(() -> Quantity.parseBytes("size", "99999999999Pi")).isInstanceOfSatisfying(
-                CsiException.class, e -> assertThat(e.code()).isEqualTo(Status.Code.OUT_OF_RANGE));
+        assertThatThrownBy(() -> Quantity.parseBytes("size", "99999999999Pi"))
+                .isInstanceOfSatisfying(
+                        CsiException.class, e -> assertThat(e.code()).isEqualTo(Status.Code.OUT_OF_RANGE));
     }
 }

@@ -25,12 +25,15 @@ public final class RawRequests {
         }
     };
 
-    private RawRequests() {
-    }
+    private RawRequests() {}
 
     /** The unary method {@code fullMethodName} ("csi.v1.Identity/Probe") on bytes in and out. */
     public static MethodDescriptor<byte[], byte[]> method(String fullMethodName) {
-        return MethodDescriptor.<byte[], byte[]>newBuilder().setType(MethodDescriptor.MethodType.UNARY)
-                .setFullMethodName(fullMethodName).setRequestMarshaller(BYTES).setResponseMarshaller(BYTES).build();
+        return MethodDescriptor.<byte[], byte[]>newBuilder()
+                .setType(MethodDescriptor.MethodType.UNARY)
+                .setFullMethodName(fullMethodName)
+                .setRequestMarshaller(BYTES)
+                .setResponseMarshaller(BYTES)
+                .build();
     }
 }

@@ -40,12 +40,15 @@ class RequestFieldsTest {
 
     @Test
     void pathsAreNormalizedFreeOfControlCharactersAndOfOverlongNames() {
-        for (String walking : new String[] {"/var/lib/kubelet/pods/../../../etc", "/var/lib/kubelet/pods/x/.",
-                "/var/lib/./kubelet"}) {
+        for (String walking :
+                new String[] {"/var/lib/kubelet/pods/../../../etc", "/var/lib/kubelet/pods/x/.", "/var/lib/./kubelet"
+                }) {
             assertInvalid(() -> RequestFields.absolutePath("target_path", walking), "\"..\"");
         }
         assertInvalid(() -> RequestFields.absolutePath("target_path", "/pods/a\nb"), "control characters");
         assertInvalid(() -> RequestFields.absolutePath("target_path", "/pods/" + "n".repeat(256)), "255 bytes");
-        assertThat(RequestFields.absolutePath("target_path", "/pods/" + "n".repeat(255)).getNameCount()).isEqualTo(2);
+        assertThat(RequestFields.absolutePath("target_path", "/pods/" + "n".repeat(255))
+                        .getNameCount())
+                .isEqualTo(2);
     }
 }

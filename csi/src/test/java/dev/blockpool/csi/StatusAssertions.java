@@ -10,17 +10,19 @@ import io.grpc.StatusRuntimeException;
 public final class StatusAssertions {
 
     /** A fully qualified Java exception class, which a user reading a PVC event cannot act on. */
-    public static final String JAVA_CLASS_NAME = "\\b(java|javax|com|io|org|dev)\\.[a-z0-9_.]+\\.[A-Z]\\w*(Exception|Error)\\b";
+    public static final String JAVA_CLASS_NAME =
+            "\\b(java|javax|com|io|org|dev)\\.[a-z0-9_.]+\\.[A-Z]\\w*(Exception|Error)\\b";
 
-    private StatusAssertions() {
-    }
+    private StatusAssertions() {}
 
     /** The call's failure, asserted to carry {@code expected}. */
     public static StatusRuntimeException failure(Runnable call, Status.Code expected) {
         StatusRuntimeException e = catchThrowableOfType(StatusRuntimeException.class, call::run);
         assertThat(e).as("the call should have failed with %s", expected).isNotNull();
         assertThat(e.getStatus().getCode()).as(e.getStatus().getDescription()).isEqualTo(expected);
-        assertThat(e.getStatus().getDescription()).as("a message a person can act on").isNotBlank()
+        assertThat(e.getStatus().getDescription())
+                .as("a message a person can act on")
+                .isNotBlank()
                 .doesNotContainPattern(JAVA_CLASS_NAME);
         return e;
     }

@@ -30,8 +30,10 @@ class StatusInterceptorTest {
     }
 
     private static Status probe(InProcessCsi served, Status.Code expected) {
-        return failure(() -> IdentityGrpc.newBlockingStub(served.channel()).probe(ProbeRequest.getDefaultInstance()),
-                expected).getStatus();
+        return failure(
+                        () -> IdentityGrpc.newBlockingStub(served.channel()).probe(ProbeRequest.getDefaultInstance()),
+                        expected)
+                .getStatus();
     }
 
     @ParameterizedTest
@@ -56,7 +58,8 @@ class StatusInterceptorTest {
     void aFullDiskIsResourceExhaustedWithTheSystemsWords() {
         try (InProcessCsi served = failingWith(() -> StorageException.io(
                 new FileSystemException("/pool/volumes/vol-1.json.tmp", null, "No space left on device"),
-                "cannot write the metadata of volume %s", "vol-1"))) {
+                "cannot write the metadata of volume %s",
+                "vol-1"))) {
             assertThat(probe(served, Status.Code.RESOURCE_EXHAUSTED).getDescription())
                     .isEqualTo("cannot write the metadata of volume vol-1: No space left on device");
         }
@@ -65,16 +68,18 @@ class StatusInterceptorTest {
     @Test
     void aCsiExceptionKeepsItsCode() {
         try (InProcessCsi served = failingWith(() -> CsiException.aborted("token not issued by this driver"))) {
-            assertThat(probe(served, Status.Code.ABORTED).getDescription()).isEqualTo("token not issued by this driver");
+            assertThat(probe(served, Status.Code.ABORTED).getDescription())
+                    .isEqualTo("token not issued by this driver");
         }
     }
 
     @Test
     void anUnexpectedExceptionIsInternalWithoutItsClassName() {
-        try (InProcessCsi served = failingWith(() -> new UncheckedIOException("boom",
-                new java.io.IOException("disk on fire")))) {
+        try (InProcessCsi served =
+                failingWith(() -> new UncheckedIOException("boom", new java.io.IOException("disk on fire")))) {
             assertThat(probe(served, Status.Code.INTERNAL).getDescription())
-                    .doesNotContain("java.", "UncheckedIOException").contains("log");
+                    .doesNotContain("java.", "UncheckedIOException")
+                    .contains("log");
         }
         try (InProcessCsi served = failingWith(() -> new NullPointerException("x is null"))) {
             assertThat(probe(served, Status.Code.INTERNAL).getDescription()).doesNotContain("NullPointerException");

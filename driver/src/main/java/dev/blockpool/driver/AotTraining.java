@@ -50,10 +50,10 @@ public final class AotTraining {
     static final String CLIENT = "csi-client";
     /** The child of the {@code flexvolume} training: the driver, which says "serving" on stdout once it is. */
     static final String SERVE = "serve";
+
     private static final String SERVING = "serving";
 
-    private AotTraining() {
-    }
+    private AotTraining() {}
 
     public static void main(String[] args) throws Exception {
         String role = args.length > 0 ? args[0] : "";
@@ -77,13 +77,14 @@ public final class AotTraining {
         Thread driver = startDriver(work);
         int status = 1;
         try {
-            Process client = child(ProcessBuilder.Redirect.DISCARD, CLIENT, socket(work).toString(), work.toString());
+            Process client =
+                    child(ProcessBuilder.Redirect.DISCARD, CLIENT, socket(work).toString(), work.toString());
             long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(5);
             while (!client.waitFor(100, TimeUnit.MILLISECONDS)) {
                 if (!driver.isAlive() || System.nanoTime() > deadline) {
                     client.destroyForcibly().waitFor();
-                    throw new IllegalStateException(driver.isAlive() ? "the CSI client did not finish within 5 min"
-                            : "the driver stopped");
+                    throw new IllegalStateException(
+                            driver.isAlive() ? "the CSI client did not finish within 5 min" : "the driver stopped");
                 }
             }
             if (client.exitValue() != 0) {
@@ -124,8 +125,12 @@ public final class AotTraining {
             for (int round = 0; round < 5; round++) {
                 flexVolume(env, "init");
                 flexVolume(env, "getvolumename", "{}");
-                String answer = flexVolume(env, "mount", target, "{\"volumeID\":\"vol-" + "0".repeat(32)
-                        + "\",\"kubernetes.io/fsType\":\"ext4\",\"kubernetes.io/readwrite\":\"rw\"}");
+                String answer = flexVolume(
+                        env,
+                        "mount",
+                        target,
+                        "{\"volumeID\":\"vol-" + "0".repeat(32)
+                                + "\",\"kubernetes.io/fsType\":\"ext4\",\"kubernetes.io/readwrite\":\"rw\"}");
                 // The plugin's refusal of a volume it does not have: the call reached it.
                 if (!answer.contains("NOT_FOUND")) {
                     throw new IllegalStateException("the FlexVolume mount did not reach the driver: " + answer);
@@ -188,9 +193,19 @@ public final class AotTraining {
     private static Thread startDriver(Path work) {
         // The driver logs every call at info; the build output needs none of it.
         System.setErr(new PrintStream(OutputStream.nullOutputStream()));
-        return Thread.ofPlatform().daemon().start(() -> Main.run("--endpoint", "unix://" + socket(work),
-                "--pool-dir", work.resolve("pool").toString(), "--node-id", AotTrainingClient.NODE_ID,
-                "--log-level", "info", "--max-volumes-per-node", "8"));
+        return Thread.ofPlatform()
+                .daemon()
+                .start(() -> Main.run(
+                        "--endpoint",
+                        "unix://" + socket(work),
+                        "--pool-dir",
+                        work.resolve("pool").toString(),
+                        "--node-id",
+                        AotTrainingClient.NODE_ID,
+                        "--log-level",
+                        "info",
+                        "--max-volumes-per-node",
+                        "8"));
     }
 
     private static Path socket(Path work) {
@@ -202,13 +217,20 @@ public final class AotTraining {
      * the driver needs to run quietly, no cache. Its stderr is this process's.
      */
     private static Process child(ProcessBuilder.Redirect stdout, String role, String... args) throws IOException {
-        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
-                        .toString(), "--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED",
-                "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
-                "-cp", System.getProperty("java.class.path"), AotTraining.class.getName(), role));
+        List<String> command = new ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--sun-misc-unsafe-memory-access=allow",
+                "--enable-native-access=ALL-UNNAMED",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "-XX:-UsePerfData",
+                "-cp",
+                System.getProperty("java.class.path"),
+                AotTraining.class.getName(),
+                role));
         command.addAll(List.of(args));
-        ProcessBuilder builder = new ProcessBuilder(command).redirectOutput(stdout)
-                .redirectError(ProcessBuilder.Redirect.INHERIT);
+        ProcessBuilder builder =
+                new ProcessBuilder(command).redirectOutput(stdout).redirectError(ProcessBuilder.Redirect.INHERIT);
         // Options meant for the JVM that records a cache (-XX:AOTCacheOutput in JAVA_TOOL_OPTIONS) are not the child's.
         builder.environment().keySet().removeAll(List.of("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS"));
         return builder.start();
@@ -216,7 +238,8 @@ public final class AotTraining {
 
     private static void removeTree(Path root) {
         try (Stream<Path> paths = Files.walk(root)) {
-            paths.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+            paths.sorted(Comparator.reverseOrder())
+                    .forEach(path -> path.toFile().delete());
         } catch (IOException e) {
             // a scratch directory under the temp dir; nothing else is at stake
         }

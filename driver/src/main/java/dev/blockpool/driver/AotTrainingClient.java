@@ -32,8 +32,7 @@ final class AotTrainingClient {
                     .setMode(Csi.VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
             .build();
 
-    private AotTrainingClient() {
-    }
+    private AotTrainingClient() {}
 
     /** Drives the driver on {@code socket}, with paths under {@code work}; 0 when every call went as trained. */
     static int run(Path socket, Path work) throws InterruptedException {
@@ -41,7 +40,10 @@ final class AotTrainingClient {
         LogConfigurator.apply(LogConfigurator.LogFormat.TEXT, LogConfigurator.LogLevel.ERROR);
         EventLoopGroup loop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
         ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
-                .channelType(EpollDomainSocketChannel.class).eventLoopGroup(loop).usePlaintext().build();
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(loop)
+                .usePlaintext()
+                .build();
         try {
             awaitServing(IdentityGrpc.newBlockingStub(channel));
             // Enough rounds for the shared paths (gRPC, Netty, protobuf, logging) to be compiled in
@@ -91,38 +93,72 @@ final class AotTrainingClient {
         node.nodeGetInfo(Csi.NodeGetInfoRequest.getDefaultInstance());
         controller.getCapacity(Csi.GetCapacityRequest.getDefaultInstance());
 
-        String volume = controller.createVolume(Csi.CreateVolumeRequest.newBuilder().setName("training-" + round)
-                .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(16L << 20))
-                .addVolumeCapabilities(MOUNT).build()).getVolume().getVolumeId();
-        controller.listVolumes(Csi.ListVolumesRequest.newBuilder().setMaxEntries(100).build());
-        controller.controllerGetVolume(Csi.ControllerGetVolumeRequest.newBuilder().setVolumeId(volume).build());
+        String volume = controller
+                .createVolume(Csi.CreateVolumeRequest.newBuilder()
+                        .setName("training-" + round)
+                        .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(16L << 20))
+                        .addVolumeCapabilities(MOUNT)
+                        .build())
+                .getVolume()
+                .getVolumeId();
+        controller.listVolumes(
+                Csi.ListVolumesRequest.newBuilder().setMaxEntries(100).build());
+        controller.controllerGetVolume(
+                Csi.ControllerGetVolumeRequest.newBuilder().setVolumeId(volume).build());
         controller.validateVolumeCapabilities(Csi.ValidateVolumeCapabilitiesRequest.newBuilder()
-                .setVolumeId(volume).addVolumeCapabilities(MOUNT).build());
-        controller.controllerPublishVolume(Csi.ControllerPublishVolumeRequest.newBuilder().setVolumeId(volume)
-                .setNodeId(NODE_ID).setVolumeCapability(MOUNT).build());
+                .setVolumeId(volume)
+                .addVolumeCapabilities(MOUNT)
+                .build());
+        controller.controllerPublishVolume(Csi.ControllerPublishVolumeRequest.newBuilder()
+                .setVolumeId(volume)
+                .setNodeId(NODE_ID)
+                .setVolumeCapability(MOUNT)
+                .build());
         // Node calls that answer from the mount table alone: the volume is not staged here.
         String staging = work.resolve("staging").toString();
         String target = work.resolve("target-" + round).toString();
-        expectRefusal(() -> node.nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder().setVolumeId(volume)
-                .setStagingTargetPath(staging).setTargetPath(target).setVolumeCapability(MOUNT).build()));
-        expectRefusal(() -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder().setVolumeId(volume)
-                .setVolumePath(target).build()));
-        node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId(volume)
-                .setTargetPath(target).build());
-        node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(volume)
-                .setStagingTargetPath(staging).build());
-        controller.controllerUnpublishVolume(Csi.ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(volume)
-                .setNodeId(NODE_ID).build());
+        expectRefusal(() -> node.nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId(volume)
+                .setStagingTargetPath(staging)
+                .setTargetPath(target)
+                .setVolumeCapability(MOUNT)
+                .build()));
+        expectRefusal(() -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
+                .setVolumeId(volume)
+                .setVolumePath(target)
+                .build()));
+        node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
+                .setVolumeId(volume)
+                .setTargetPath(target)
+                .build());
+        node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
+                .setVolumeId(volume)
+                .setStagingTargetPath(staging)
+                .build());
+        controller.controllerUnpublishVolume(Csi.ControllerUnpublishVolumeRequest.newBuilder()
+                .setVolumeId(volume)
+                .setNodeId(NODE_ID)
+                .build());
         // What a FlexVolume mount asks of a volume the pool does not have: refused before the host is touched.
         expectRefusal(() -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                .setVolumeId("vol-" + "0".repeat(32)).setStagingTargetPath(staging).setVolumeCapability(MOUNT)
+                .setVolumeId("vol-" + "0".repeat(32))
+                .setStagingTargetPath(staging)
+                .setVolumeCapability(MOUNT)
                 .build()));
 
-        String snapshot = controller.createSnapshot(Csi.CreateSnapshotRequest.newBuilder()
-                .setName("training-" + round).setSourceVolumeId(volume).build()).getSnapshot().getSnapshotId();
-        controller.listSnapshots(Csi.ListSnapshotsRequest.newBuilder().setMaxEntries(100).build());
-        controller.deleteSnapshot(Csi.DeleteSnapshotRequest.newBuilder().setSnapshotId(snapshot).build());
-        controller.deleteVolume(Csi.DeleteVolumeRequest.newBuilder().setVolumeId(volume).build());
+        String snapshot = controller
+                .createSnapshot(Csi.CreateSnapshotRequest.newBuilder()
+                        .setName("training-" + round)
+                        .setSourceVolumeId(volume)
+                        .build())
+                .getSnapshot()
+                .getSnapshotId();
+        controller.listSnapshots(
+                Csi.ListSnapshotsRequest.newBuilder().setMaxEntries(100).build());
+        controller.deleteSnapshot(
+                Csi.DeleteSnapshotRequest.newBuilder().setSnapshotId(snapshot).build());
+        controller.deleteVolume(
+                Csi.DeleteVolumeRequest.newBuilder().setVolumeId(volume).build());
         // A caller's mistake: the error mapping and its log line.
         expectRefusal(() -> controller.createVolume(Csi.CreateVolumeRequest.getDefaultInstance()));
     }

@@ -29,9 +29,18 @@ import org.apache.commons.cli.help.HelpFormatter;
  * which the JVM's ahead-of-time cache cannot hold, and loading and verifying them from the jar
  * took a quarter of every start (docs/performance.md).
  */
-record Arguments(Optional<Endpoint> endpoint, Optional<String> nodeId, String driverName, Path poolDir, Mode mode,
-                 int maxVolumesPerNode, LogLevel logLevel, LogFormat logFormat, int shutdownGraceSeconds,
-                 boolean help, boolean version) {
+record Arguments(
+        Optional<Endpoint> endpoint,
+        Optional<String> nodeId,
+        String driverName,
+        Path poolDir,
+        Mode mode,
+        int maxVolumesPerNode,
+        LogLevel logLevel,
+        LogFormat logFormat,
+        int shutdownGraceSeconds,
+        boolean help,
+        boolean version) {
 
     /** A mistake on the command line, said in words that name the option. */
     static final class Usage extends Exception {
@@ -46,33 +55,43 @@ record Arguments(Optional<Endpoint> endpoint, Optional<String> nodeId, String dr
     private static final String FOOTER = COMMAND + " " + Main.FLEXVOLUME + " <operation> [arguments]: kubelet's "
             + "FlexVolume call convention, a client of the node plugin at $CSI_ENDPOINT (docs/deploy.md).";
 
-    private static final Option ENDPOINT = valued("endpoint", "ENDPOINT",
-            "CSI endpoint: unix:///path/to/csi.sock or a plain path (default: $CSI_ENDPOINT).");
+    private static final Option ENDPOINT = valued(
+            "endpoint", "ENDPOINT", "CSI endpoint: unix:///path/to/csi.sock or a plain path (default: $CSI_ENDPOINT).");
     private static final Option NODE_ID = valued("node-id", "ID", "This node's ID (default: the host name).");
-    private static final Option DRIVER_NAME = valued("driver-name", "NAME",
-            "CSI driver name (default: blockpool.csi.dev).");
-    private static final Option POOL_DIR = valued("pool-dir", "DIR",
-            "Directory of the storage pool (default: /var/lib/blockpool).");
-    private static final Option MODE = valued("mode", "MODE",
-            "Services to serve besides Identity: controller, node or all (default: all).");
-    private static final Option MAX_VOLUMES = valued("max-volumes-per-node", "N",
-            "Volumes this node can have attached at once (default: 64).");
+    private static final Option DRIVER_NAME =
+            valued("driver-name", "NAME", "CSI driver name (default: blockpool.csi.dev).");
+    private static final Option POOL_DIR =
+            valued("pool-dir", "DIR", "Directory of the storage pool (default: /var/lib/blockpool).");
+    private static final Option MODE =
+            valued("mode", "MODE", "Services to serve besides Identity: controller, node or all (default: all).");
+    private static final Option MAX_VOLUMES =
+            valued("max-volumes-per-node", "N", "Volumes this node can have attached at once (default: 64).");
     private static final Option LOG_LEVEL = valued("log-level", "LEVEL", "error, warn, info or debug (default: info).");
-    private static final Option LOG_FORMAT = valued("log-format", "FORMAT",
-            "text, or json: one JSON object per line for a log collector (default: text).");
+    private static final Option LOG_FORMAT = valued(
+            "log-format", "FORMAT", "text, or json: one JSON object per line for a log collector (default: text).");
     /** Below kubelet's default 30 s termination grace, so the socket is removed before SIGKILL; not in the help. */
-    private static final Option SHUTDOWN_GRACE = valued("shutdown-grace", "SECONDS",
-            "How long SIGTERM waits for in-flight calls (default: 25).");
-    private static final Option HELP = Option.builder("h").longOpt("help")
-            .desc("Show this help message and exit.").get();
-    private static final Option VERSION = Option.builder("V").longOpt("version")
-            .desc("Print version information and exit.").get();
+    private static final Option SHUTDOWN_GRACE =
+            valued("shutdown-grace", "SECONDS", "How long SIGTERM waits for in-flight calls (default: 25).");
 
-    private static final List<Option> SHOWN = List.of(ENDPOINT, NODE_ID, DRIVER_NAME, POOL_DIR, MODE, MAX_VOLUMES,
-            LOG_LEVEL, LOG_FORMAT, HELP, VERSION);
+    private static final Option HELP = Option.builder("h")
+            .longOpt("help")
+            .desc("Show this help message and exit.")
+            .get();
+    private static final Option VERSION = Option.builder("V")
+            .longOpt("version")
+            .desc("Print version information and exit.")
+            .get();
+
+    private static final List<Option> SHOWN =
+            List.of(ENDPOINT, NODE_ID, DRIVER_NAME, POOL_DIR, MODE, MAX_VOLUMES, LOG_LEVEL, LOG_FORMAT, HELP, VERSION);
 
     private static Option valued(String name, String argName, String description) {
-        return Option.builder().longOpt(name).hasArg().argName(argName).desc(description).get();
+        return Option.builder()
+                .longOpt(name)
+                .hasArg()
+                .argName(argName)
+                .desc(description)
+                .get();
     }
 
     private static Options options(boolean withHidden) {
@@ -105,7 +124,9 @@ record Arguments(Optional<Endpoint> endpoint, Optional<String> nodeId, String dr
         Optional<String> endpoint = Optional.ofNullable(line.getOptionValue(ENDPOINT))
                 .or(() -> Optional.ofNullable(environment.get("CSI_ENDPOINT")).filter(v -> !v.isEmpty()));
         return new Arguments(
-                endpoint.isPresent() ? Optional.of(convert(ENDPOINT, endpoint.get(), Endpoint::parse)) : Optional.empty(),
+                endpoint.isPresent()
+                        ? Optional.of(convert(ENDPOINT, endpoint.get(), Endpoint::parse))
+                        : Optional.empty(),
                 Optional.ofNullable(line.getOptionValue(NODE_ID)),
                 line.getOptionValue(DRIVER_NAME, "blockpool.csi.dev"),
                 convert(POOL_DIR, line.getOptionValue(POOL_DIR, "/var/lib/blockpool"), Path::of),
@@ -114,12 +135,16 @@ record Arguments(Optional<Endpoint> endpoint, Optional<String> nodeId, String dr
                 oneOf(LOG_LEVEL, line.getOptionValue(LOG_LEVEL, "info"), LogLevel.class),
                 oneOf(LOG_FORMAT, line.getOptionValue(LOG_FORMAT, "text"), LogFormat.class),
                 integer(SHUTDOWN_GRACE, line.getOptionValue(SHUTDOWN_GRACE, "25")),
-                line.hasOption(HELP), line.hasOption(VERSION));
+                line.hasOption(HELP),
+                line.hasOption(VERSION));
     }
 
     /** The help, on standard output: usage, options in the order above, and the FlexVolume entry. */
     static void printHelp() {
-        HelpFormatter help = HelpFormatter.builder().setShowSince(false).setComparator((a, b) -> 0).get();
+        HelpFormatter help = HelpFormatter.builder()
+                .setShowSince(false)
+                .setComparator((a, b) -> 0)
+                .get();
         try {
             help.printHelp(COMMAND, DESCRIPTION, options(false), FOOTER, true);
         } catch (IOException e) {
@@ -148,8 +173,13 @@ record Arguments(Optional<Endpoint> endpoint, Optional<String> nodeId, String dr
         try {
             return Enum.valueOf(type, value.toUpperCase(Locale.ROOT));
         } catch (IllegalArgumentException e) {
-            throw invalid(option, value, "expected one of " + Arrays.stream(type.getEnumConstants())
-                    .map(c -> c.name().toLowerCase(Locale.ROOT)).collect(Collectors.joining(", ")));
+            throw invalid(
+                    option,
+                    value,
+                    "expected one of "
+                            + Arrays.stream(type.getEnumConstants())
+                                    .map(c -> c.name().toLowerCase(Locale.ROOT))
+                                    .collect(Collectors.joining(", ")));
         }
     }
 

@@ -29,22 +29,35 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
 
     private static final Logger log = LoggerFactory.getLogger("rpc");
     /** Top-level request fields worth naming in the one-line summary. */
-    private static final List<String> KEY_FIELDS = List.of("name", "volume_id", "snapshot_id", "source_volume_id",
-            "node_id", "target_path", "staging_target_path", "volume_path");
+    private static final List<String> KEY_FIELDS = List.of(
+            "name",
+            "volume_id",
+            "snapshot_id",
+            "source_volume_id",
+            "node_id",
+            "target_path",
+            "staging_target_path",
+            "volume_path");
     /** The {@link #KEY_FIELDS} each request type has, looked up once per type rather than by name on every call. */
     private static final Map<Descriptor, List<FieldDescriptor>> KEY_FIELDS_OF = new ConcurrentHashMap<>();
+
     private static final TextFormat.Printer ONE_LINE = TextFormat.printer().emittingSingleLine(true);
     /**
      * Asked every few seconds by probes and sidecars, and every minute for each mounted volume by
      * kubelet (its volume stats): logged at debug level when they succeed.
      */
-    private static final Set<String> ROUTINE_METHODS = Set.of("csi.v1.Identity/Probe", "csi.v1.Identity/GetPluginInfo",
-            "csi.v1.Identity/GetPluginCapabilities", "csi.v1.Controller/ControllerGetCapabilities",
-            "csi.v1.Node/NodeGetCapabilities", "csi.v1.Node/NodeGetInfo", "csi.v1.Node/NodeGetVolumeStats");
+    private static final Set<String> ROUTINE_METHODS = Set.of(
+            "csi.v1.Identity/Probe",
+            "csi.v1.Identity/GetPluginInfo",
+            "csi.v1.Identity/GetPluginCapabilities",
+            "csi.v1.Controller/ControllerGetCapabilities",
+            "csi.v1.Node/NodeGetCapabilities",
+            "csi.v1.Node/NodeGetInfo",
+            "csi.v1.Node/NodeGetVolumeStats");
 
     @Override
-    public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
-                                                       ServerCallHandler<Q, R> next) {
+    public <Q, R> ServerCall.Listener<Q> interceptCall(
+            ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
         long started = System.nanoTime();
         String method = call.getMethodDescriptor().getFullMethodName();
         Object[] request = new Object[1];
@@ -65,8 +78,14 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
                     if (status.isOk()) {
                         log.atLevel(level).log("{}{} -> OK ({} ms)", method, ids, millis);
                     } else {
-                        log.atLevel(level).log("{}{} -> {}: {} ({} ms)",
-                                method, ids, status.getCode(), status.getDescription(), millis);
+                        log.atLevel(level)
+                                .log(
+                                        "{}{} -> {}: {} ({} ms)",
+                                        method,
+                                        ids,
+                                        status.getCode(),
+                                        status.getDescription(),
+                                        millis);
                     }
                 }
                 super.close(status, trailers);
@@ -92,8 +111,12 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
         return switch (code) {
             case OK -> ROUTINE_METHODS.contains(method) ? Level.DEBUG : Level.INFO;
             case ABORTED, NOT_FOUND, ALREADY_EXISTS -> Level.INFO;
-            case INVALID_ARGUMENT, FAILED_PRECONDITION, OUT_OF_RANGE, RESOURCE_EXHAUSTED, CANCELLED,
-                 DEADLINE_EXCEEDED -> Level.WARN;
+            case INVALID_ARGUMENT,
+                    FAILED_PRECONDITION,
+                    OUT_OF_RANGE,
+                    RESOURCE_EXHAUSTED,
+                    CANCELLED,
+                    DEADLINE_EXCEEDED -> Level.WARN;
             default -> Level.ERROR;
         };
     }
@@ -107,8 +130,8 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
 
     static String keyFields(Message request) {
         StringJoiner joined = new StringJoiner(" ", " [", "]").setEmptyValue("");
-        for (FieldDescriptor field : KEY_FIELDS_OF.computeIfAbsent(request.getDescriptorForType(),
-                CallLoggingInterceptor::keyFieldsOf)) {
+        for (FieldDescriptor field :
+                KEY_FIELDS_OF.computeIfAbsent(request.getDescriptorForType(), CallLoggingInterceptor::keyFieldsOf)) {
             String value = (String) request.getField(field);
             if (!value.isEmpty()) {
                 joined.add(field.getName() + "=" + value);
@@ -118,9 +141,10 @@ public final class CallLoggingInterceptor implements ServerInterceptor {
     }
 
     private static List<FieldDescriptor> keyFieldsOf(Descriptor type) {
-        return KEY_FIELDS.stream().map(type::findFieldByName)
-                .filter(field -> field != null && field.getJavaType() == FieldDescriptor.JavaType.STRING
-                        && !field.isRepeated())
+        return KEY_FIELDS.stream()
+                .map(type::findFieldByName)
+                .filter(field ->
+                        field != null && field.getJavaType() == FieldDescriptor.JavaType.STRING && !field.isRepeated())
                 .toList();
     }
 }

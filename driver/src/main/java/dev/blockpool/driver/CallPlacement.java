@@ -35,7 +35,8 @@ final class CallPlacement implements ServerCallExecutorSupplier {
                     NodeGrpc.getNodeGetInfoMethod(),
                     NodeGrpc.getNodeGetVolumeStatsMethod(),
                     HealthGrpc.getCheckMethod())
-            .map(MethodDescriptor::getFullMethodName).collect(Collectors.toUnmodifiableSet());
+            .map(MethodDescriptor::getFullMethodName)
+            .collect(Collectors.toUnmodifiableSet());
 
     private final Executor ownThreads;
 

@@ -5,20 +5,20 @@ import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
-import dev.blockpool.csi.StatusInterceptor;
 import dev.blockpool.controller.ControllerService;
 import dev.blockpool.controller.GroupControllerService;
+import dev.blockpool.csi.StatusInterceptor;
+import dev.blockpool.host.HostFilesystems;
+import dev.blockpool.host.KubeletPaths;
+import dev.blockpool.host.NodeHost;
 import dev.blockpool.identity.HostReadiness;
 import dev.blockpool.identity.IdentityService;
 import dev.blockpool.identity.Readiness;
 import dev.blockpool.node.NodeIdentity;
-import dev.blockpool.host.KubeletPaths;
-import dev.blockpool.host.HostFilesystems;
-import dev.blockpool.host.NodeHost;
 import dev.blockpool.node.NodeService;
 import dev.blockpool.node.PoolVolumeCatalog;
-import dev.blockpool.pool.NodeRecord;
 import dev.blockpool.pool.ImageFiles;
+import dev.blockpool.pool.NodeRecord;
 import dev.blockpool.pool.Pool;
 import io.grpc.ServerServiceDefinition;
 import java.io.IOException;
@@ -49,7 +49,6 @@ public final class Driver {
      */
     private static final Duration RECONCILE_START_DELAY = Duration.ofSeconds(5);
 
-
     private final DriverConfig config;
     private final String version;
 
@@ -59,8 +58,8 @@ public final class Driver {
     }
 
     /** A started driver: its server, and what must stop with it. */
-    public record Running(UnixSocketServer server, ScheduledExecutorService reconcile, IdleMemoryRelease memory,
-                          Pool pool) {
+    public record Running(
+            UnixSocketServer server, ScheduledExecutorService reconcile, IdleMemoryRelease memory, Pool pool) {
         public void stop(Duration grace) {
             reconcile.shutdownNow();
             memory.close();
@@ -94,29 +93,39 @@ public final class Driver {
             // ControllerPublish checks the node and its attach limit against this record.
             pool.nodes().register(new NodeRecord(node.nodeId(), node.maxVolumesPerNode(), node.topology()));
             NodeHost host = NodeHost.onThisHost(commands, blocking);
-            KubeletPaths paths = new KubeletPaths(config.poolDir(), config.endpoint().socketPath());
+            KubeletPaths paths =
+                    new KubeletPaths(config.poolDir(), config.endpoint().socketPath());
             services.add(new NodeService(node, new PoolVolumeCatalog(pool), host, paths, locks).bindService());
             tools.addAll(HostFilesystems.TOOLS); // mounts and loop devices are system calls
         }
 
         HostReadiness host = HostReadiness.onThisHost(config.poolDir(), tools);
         // A controller standing by while another acts on the pool is not ready, and says why.
-        Readiness readiness = !config.mode().servesController() ? host : () -> Stream.concat(
-                host.problems().stream(), pool.controllerClaim().problem().stream()).toList();
+        Readiness readiness = !config.mode().servesController()
+                ? host
+                : () -> Stream.concat(host.problems().stream(), pool.controllerClaim().problem().stream())
+                        .toList();
         services.add(new IdentityService(config.driverName(), version, capabilities, readiness).bindService());
 
         IdleMemoryRelease memory = IdleMemoryRelease.start();
-        UnixSocketServer server = UnixSocketServer.start(config.endpoint(), services,
-                List.of(new StatusInterceptor(), new CallLoggingInterceptor(), memory));
+        UnixSocketServer server = UnixSocketServer.start(
+                config.endpoint(), services, List.of(new StatusInterceptor(), new CallLoggingInterceptor(), memory));
         // The reconcile starts once the driver serves, beside the calls, whose per-ID locks it
         // shares. A crash shortly before a restart leaves files too young for it; only the
         // controller repeats it: node plugins sharing the pool leave that to the one controller.
-        ScheduledExecutorService reconcile = scheduleReconcile(pool, locks, config.mode().servesController());
+        ScheduledExecutorService reconcile =
+                scheduleReconcile(pool, locks, config.mode().servesController());
         if (config.mode().servesNode()) {
             NodeHost.prepareInBackground();
         }
-        log.info("{} {} serving {} on {} (node {}, pool {})", config.driverName(), version,
-                config.mode().name().toLowerCase(), config.endpoint(), config.nodeId(), config.poolDir());
+        log.info(
+                "{} {} serving {} on {} (node {}, pool {})",
+                config.driverName(),
+                version,
+                config.mode().name().toLowerCase(),
+                config.endpoint(),
+                config.nodeId(),
+                config.poolDir());
         return new Running(server, reconcile, memory, pool);
     }
 
@@ -131,19 +140,25 @@ public final class Driver {
                     pool.attachments().reindex();
                 }
             } catch (RuntimeException e) {
-                log.error("pool reconcile failed{}: {}", repeat ? "; retrying in " + RECONCILE_SETTLE_TIME : "",
-                        e.getMessage(), e);
+                log.error(
+                        "pool reconcile failed{}: {}",
+                        repeat ? "; retrying in " + RECONCILE_SETTLE_TIME : "",
+                        e.getMessage(),
+                        e);
             }
         };
         if (repeat) {
-            executor.scheduleWithFixedDelay(reconcile, RECONCILE_START_DELAY.toSeconds(),
-                    RECONCILE_SETTLE_TIME.toSeconds(), TimeUnit.SECONDS);
+            executor.scheduleWithFixedDelay(
+                    reconcile, RECONCILE_START_DELAY.toSeconds(), RECONCILE_SETTLE_TIME.toSeconds(), TimeUnit.SECONDS);
         } else {
             // Once, and then its thread ends: a node plugin keeps no thread for it.
-            executor.schedule(() -> {
-                reconcile.run();
-                executor.shutdown();
-            }, RECONCILE_START_DELAY.toSeconds(), TimeUnit.SECONDS);
+            executor.schedule(
+                    () -> {
+                        reconcile.run();
+                        executor.shutdown();
+                    },
+                    RECONCILE_START_DELAY.toSeconds(),
+                    TimeUnit.SECONDS);
         }
         return executor;
     }

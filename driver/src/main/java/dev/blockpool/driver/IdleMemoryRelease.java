@@ -62,8 +62,8 @@ final class IdleMemoryRelease implements ServerInterceptor, AutoCloseable {
     }
 
     @Override
-    public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
-                                                       ServerCallHandler<Q, R> next) {
+    public <Q, R> ServerCall.Listener<Q> interceptCall(
+            ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
         lastCall.set(nanoClock.getAsLong());
         Thread waiting = waitingForCall;
         if (waiting != null) {

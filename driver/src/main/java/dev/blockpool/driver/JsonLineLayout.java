@@ -30,7 +30,10 @@ final class JsonLineLayout extends LayoutBase<ILoggingEvent> {
         field(line, "message", event.getFormattedMessage());
         IThrowableProxy thrown = event.getThrowableProxy();
         if (thrown != null) {
-            field(line.append(','), "stack_trace", ThrowableProxyUtil.asString(thrown).stripTrailing());
+            field(
+                    line.append(','),
+                    "stack_trace",
+                    ThrowableProxyUtil.asString(thrown).stripTrailing());
         }
         return line.append("}\n").toString();
     }

@@ -24,7 +24,10 @@ import org.slf4j.bridge.SLF4JBridgeHandler;
 public final class LogConfigurator extends ContextAwareBase implements Configurator {
 
     public enum LogLevel {
-        ERROR(Level.ERROR), WARN(Level.WARN), INFO(Level.INFO), DEBUG(Level.DEBUG);
+        ERROR(Level.ERROR),
+        WARN(Level.WARN),
+        INFO(Level.INFO),
+        DEBUG(Level.DEBUG);
 
         final Level level;
 
@@ -33,7 +36,10 @@ public final class LogConfigurator extends ContextAwareBase implements Configura
         }
     }
 
-    public enum LogFormat { TEXT, JSON }
+    public enum LogFormat {
+        TEXT,
+        JSON
+    }
 
     /** grpc-java with its shaded Netty, and the JDK (which logs e.g. every Runtime.exit at debug, with a stack). */
     private static final List<String> LIBRARIES = List.of("io.grpc", "java", "javax", "jdk", "sun");

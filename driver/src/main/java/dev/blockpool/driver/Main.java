@@ -21,8 +21,7 @@ public final class Main {
     /** The FlexVolume entry point: its own argument convention, answered before the command line is parsed. */
     static final String FLEXVOLUME = "flexvolume";
 
-    private Main() {
-    }
+    private Main() {}
 
     public static void main(String[] args) {
         System.exit(run(args));
@@ -123,14 +122,21 @@ public final class Main {
         if (!Files.isDirectory(pool) || !Files.isWritable(pool)) {
             throw new IllegalArgumentException("pool directory " + pool + " is not a writable directory");
         }
-        return new DriverConfig(arguments.endpoint().orElseThrow(), node, arguments.driverName(), pool,
-                arguments.mode(), maxVolumesPerNode);
+        return new DriverConfig(
+                arguments.endpoint().orElseThrow(),
+                node,
+                arguments.driverName(),
+                pool,
+                arguments.mode(),
+                maxVolumesPerNode);
     }
 
     /** The kernel's host name: what a node is called, without a DNS lookup that may fail. */
     private static String hostName() throws IOException {
         Path kernel = Path.of("/proc/sys/kernel/hostname");
-        return Files.isReadable(kernel) ? Files.readString(kernel).strip() : InetAddress.getLocalHost().getHostName();
+        return Files.isReadable(kernel)
+                ? Files.readString(kernel).strip()
+                : InetAddress.getLocalHost().getHostName();
     }
 
     static String version() {

@@ -35,8 +35,8 @@ final class MalformedRequestGuard implements ServerInterceptor {
     }
 
     @Override
-    public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers,
-                                                       ServerCallHandler<Q, R> next) {
+    public <Q, R> ServerCall.Listener<Q> interceptCall(
+            ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
         ServerCall.Listener<Q> delegate = next.startCall(call, headers);
         return new ForwardingServerCallListener.SimpleForwardingServerCallListener<>(delegate) {
             private boolean rejected;
@@ -66,14 +66,18 @@ final class MalformedRequestGuard implements ServerInterceptor {
     private void reject(ServerCall<?, ?> call, StatusRuntimeException parseFailure) {
         String method = call.getMethodDescriptor().getFullMethodName();
         String description = "the request is not a valid " + method + " message: "
-                + (parseFailure.getCause() != null ? parseFailure.getCause().getMessage()
-                : parseFailure.getStatus().getDescription());
+                + (parseFailure.getCause() != null
+                        ? parseFailure.getCause().getMessage()
+                        : parseFailure.getStatus().getDescription());
         call.close(Status.INVALID_ARGUMENT.withDescription(description), new Metadata());
         long now = System.nanoTime();
         long last = lastLogged.get();
         if (now - last >= LOG_INTERVAL_NANOS && lastLogged.compareAndSet(last, now)) {
             long others = unlogged.getAndSet(0);
-            log.warn("{} -> INVALID_ARGUMENT: {}{}", method, description,
+            log.warn(
+                    "{} -> INVALID_ARGUMENT: {}{}",
+                    method,
+                    description,
                     others == 0 ? "" : " (and " + others + " more malformed requests since the last such line)");
         } else {
             unlogged.incrementAndGet();

@@ -2,7 +2,9 @@ package dev.blockpool.driver;
 
 /** Which CSI services this process registers besides Identity. */
 public enum Mode {
-    CONTROLLER, NODE, ALL;
+    CONTROLLER,
+    NODE,
+    ALL;
 
     public boolean servesController() {
         return this != NODE;

@@ -16,8 +16,7 @@ public final class SecretRedactor {
 
     static final String MASK = "***stripped***";
 
-    private SecretRedactor() {
-    }
+    private SecretRedactor() {}
 
     public static Message redact(Message message) {
         Message.Builder builder = message.toBuilder();

@@ -21,9 +21,12 @@ final class TextLineLayout extends LayoutBase<ILoggingEvent> {
     public String doLayout(ILoggingEvent event) {
         String logger = event.getLoggerName();
         StringBuilder line = new StringBuilder(160)
-                .append(TIME.format(event.getInstant())).append(' ')
-                .append(event.getLevel()).append(' ')
-                .append(logger, logger.lastIndexOf('.') + 1, logger.length()).append(" - ");
+                .append(TIME.format(event.getInstant()))
+                .append(' ')
+                .append(event.getLevel())
+                .append(' ')
+                .append(logger, logger.lastIndexOf('.') + 1, logger.length())
+                .append(" - ");
         appendOneLine(line, event.getFormattedMessage());
         line.append('\n');
         IThrowableProxy thrown = event.getThrowableProxy();

@@ -6,8 +6,6 @@ import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.health.v1.HealthCheckResponse;
-import io.grpc.protobuf.services.HealthStatusManager;
-import io.grpc.protobuf.services.ProtoReflectionServiceV1;
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
@@ -15,6 +13,8 @@ import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import io.grpc.protobuf.services.HealthStatusManager;
+import io.grpc.protobuf.services.ProtoReflectionServiceV1;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.StandardProtocolFamily;
@@ -49,8 +49,13 @@ public final class UnixSocketServer {
     private final ExecutorService calls;
     private final HealthStatusManager health;
 
-    private UnixSocketServer(Path socket, Server server, EventLoopGroup boss, EventLoopGroup workers,
-                             ExecutorService calls, HealthStatusManager health) {
+    private UnixSocketServer(
+            Path socket,
+            Server server,
+            EventLoopGroup boss,
+            EventLoopGroup workers,
+            ExecutorService calls,
+            HealthStatusManager health) {
         this.socket = socket;
         this.server = server;
         this.boss = boss;
@@ -63,8 +68,9 @@ public final class UnixSocketServer {
      * Serves {@code services} through {@code interceptors}, plus the standard gRPC health service
      * and server reflection (v1), so that grpcurl works without proto files.
      */
-    public static UnixSocketServer start(Endpoint endpoint, List<ServerServiceDefinition> services,
-                                         List<ServerInterceptor> interceptors) throws IOException {
+    public static UnixSocketServer start(
+            Endpoint endpoint, List<ServerServiceDefinition> services, List<ServerInterceptor> interceptors)
+            throws IOException {
         if (!Epoll.isAvailable()) {
             throw new IOException("the epoll transport is unavailable on this host: " + Epoll.unavailabilityCause());
         }

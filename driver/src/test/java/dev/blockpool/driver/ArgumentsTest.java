@@ -32,10 +32,16 @@ class ArgumentsTest {
 
     @Test
     void theEndpointComesFromCsiEndpointUnlessGiven() throws Exception {
-        assertThat(parse(Map.of("CSI_ENDPOINT", "unix:///csi/csi.sock")).endpoint().orElseThrow().socketPath())
+        assertThat(parse(Map.of("CSI_ENDPOINT", "unix:///csi/csi.sock"))
+                        .endpoint()
+                        .orElseThrow()
+                        .socketPath())
                 .isEqualTo(Path.of("/csi/csi.sock"));
-        assertThat(parse(Map.of("CSI_ENDPOINT", "unix:///csi/csi.sock"), "--endpoint=/other.sock").endpoint()
-                .orElseThrow().socketPath()).isEqualTo(Path.of("/other.sock"));
+        assertThat(parse(Map.of("CSI_ENDPOINT", "unix:///csi/csi.sock"), "--endpoint=/other.sock")
+                        .endpoint()
+                        .orElseThrow()
+                        .socketPath())
+                .isEqualTo(Path.of("/other.sock"));
         assertThatThrownBy(() -> parse(Map.of("CSI_ENDPOINT", "tcp://127.0.0.1:1")))
                 .hasMessageStartingWith("Invalid value for option '--endpoint'");
     }

@@ -5,9 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import csi.v1.ControllerGrpc;
 import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.CreateVolumeResponse;
-import csi.v1.ControllerGrpc;
 import dev.blockpool.common.Endpoint;
 import dev.blockpool.driver.LogConfigurator.LogFormat;
 import dev.blockpool.driver.LogConfigurator.LogLevel;
@@ -58,8 +58,9 @@ class CallLoggingInterceptorTest {
                 Map.entry(Status.Code.DATA_LOSS, Level.ERROR),
                 Map.entry(Status.Code.UNAUTHENTICATED, Level.ERROR));
         assertThat(expected.keySet()).containsExactlyInAnyOrder(Status.Code.values());
-        expected.forEach((code, level) ->
-                assertThat(CallLoggingInterceptor.levelOf(CREATE, code)).as(code.name()).isEqualTo(level));
+        expected.forEach((code, level) -> assertThat(CallLoggingInterceptor.levelOf(CREATE, code))
+                .as(code.name())
+                .isEqualTo(level));
     }
 
     @Test
@@ -67,7 +68,8 @@ class CallLoggingInterceptorTest {
         assertThat(CallLoggingInterceptor.levelOf(PROBE, Status.Code.OK)).isEqualTo(Level.DEBUG);
         assertThat(CallLoggingInterceptor.levelOf(PROBE, Status.Code.INTERNAL)).isEqualTo(Level.ERROR);
         // kubelet asks for the stats of every mounted volume every minute: one line each would drown the log.
-        assertThat(CallLoggingInterceptor.levelOf("csi.v1.Node/NodeGetVolumeStats", Status.Code.OK)).isEqualTo(Level.DEBUG);
+        assertThat(CallLoggingInterceptor.levelOf("csi.v1.Node/NodeGetVolumeStats", Status.Code.OK))
+                .isEqualTo(Level.DEBUG);
         assertThat(CallLoggingInterceptor.levelOf("csi.v1.Node/NodeGetVolumeStats", Status.Code.NOT_FOUND))
                 .isEqualTo(Level.INFO);
     }
@@ -77,18 +79,27 @@ class CallLoggingInterceptorTest {
     void failedCallIsLoggedAtItsLevelWithSecretsMasked() throws Exception {
         List<JsonNode> lines = new ArrayList<>();
         try (CapturedLog log = new CapturedLog(LogFormat.JSON, LogLevel.DEBUG)) {
-            callCreateVolume(CreateVolumeRequest.newBuilder().setName("pvc-1")
-                    .putSecrets("password", "hunter2").build());
+            callCreateVolume(CreateVolumeRequest.newBuilder()
+                    .setName("pvc-1")
+                    .putSecrets("password", "hunter2")
+                    .build());
             for (String line : log.lines()) {
                 lines.add(new ObjectMapper().readTree(line));
             }
         }
-        JsonNode request = lines.stream().filter(l -> l.get("message").asText().startsWith(CREATE + " request"))
-                .findFirst().orElseThrow();
+        JsonNode request = lines.stream()
+                .filter(l -> l.get("message").asText().startsWith(CREATE + " request"))
+                .findFirst()
+                .orElseThrow();
         assertThat(request.get("level").asText()).isEqualTo("DEBUG");
-        assertThat(request.get("message").asText()).contains(SecretRedactor.MASK).doesNotContain("hunter2");
-        JsonNode result = lines.stream().filter(l -> l.get("logger").asText().equals("rpc")
-                && l.get("message").asText().contains("->")).findFirst().orElseThrow();
+        assertThat(request.get("message").asText())
+                .contains(SecretRedactor.MASK)
+                .doesNotContain("hunter2");
+        JsonNode result = lines.stream()
+                .filter(l -> l.get("logger").asText().equals("rpc")
+                        && l.get("message").asText().contains("->"))
+                .findFirst()
+                .orElseThrow();
         assertThat(result.get("level").asText()).isEqualTo("WARN");
         assertThat(result.get("message").asText())
                 .startsWith(CREATE + " [name=pvc-1] -> RESOURCE_EXHAUSTED: the pool is full");
@@ -98,15 +109,22 @@ class CallLoggingInterceptorTest {
         var controller = new ControllerGrpc.ControllerImplBase() {
             @Override
             public void createVolume(CreateVolumeRequest ignored, StreamObserver<CreateVolumeResponse> response) {
-                response.onError(Status.RESOURCE_EXHAUSTED.withDescription("the pool is full").asRuntimeException());
+                response.onError(Status.RESOURCE_EXHAUSTED
+                        .withDescription("the pool is full")
+                        .asRuntimeException());
             }
         };
         Path socket = dir.resolve("csi.sock");
-        UnixSocketServer server = UnixSocketServer.start(Endpoint.parse(socket.toString()),
-                List.of(controller.bindService()), List.of(new CallLoggingInterceptor()));
+        UnixSocketServer server = UnixSocketServer.start(
+                Endpoint.parse(socket.toString()),
+                List.of(controller.bindService()),
+                List.of(new CallLoggingInterceptor()));
         EventLoopGroup clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
         ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
-                .channelType(EpollDomainSocketChannel.class).eventLoopGroup(clientLoop).usePlaintext().build();
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(clientLoop)
+                .usePlaintext()
+                .build();
         try {
             assertThatThrownBy(() -> ControllerGrpc.newBlockingStub(channel).createVolume(request))
                     .hasMessageStartingWith("RESOURCE_EXHAUSTED");

@@ -55,7 +55,9 @@ class CallPlacementTest {
         @Override
         public void getPluginInfo(GetPluginInfoRequest request, StreamObserver<GetPluginInfoResponse> response) {
             infoThread = Thread.currentThread();
-            response.onNext(GetPluginInfoResponse.newBuilder().setName("blockpool.csi.dev").build());
+            response.onNext(GetPluginInfoResponse.newBuilder()
+                    .setName("blockpool.csi.dev")
+                    .build());
             response.onCompleted();
         }
     }
@@ -65,26 +67,36 @@ class CallPlacementTest {
     void aWaitingCallHoldsUpNoCallAnsweredInPlaceOnTheSameConnection() throws Exception {
         Recording identity = new Recording();
         Path socket = dir.resolve("csi.sock");
-        UnixSocketServer server = UnixSocketServer.start(Endpoint.parse(socket.toString()),
-                List.of(identity.bindService()), List.of());
+        UnixSocketServer server =
+                UnixSocketServer.start(Endpoint.parse(socket.toString()), List.of(identity.bindService()), List.of());
         EventLoopGroup clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
         ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
-                .channelType(EpollDomainSocketChannel.class).eventLoopGroup(clientLoop).usePlaintext().build();
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(clientLoop)
+                .usePlaintext()
+                .build();
         try {
             var stub = IdentityGrpc.newBlockingStub(channel);
             CompletableFuture<ProbeResponse> waiting =
                     CompletableFuture.supplyAsync(() -> stub.probe(ProbeRequest.getDefaultInstance()));
             assertThat(identity.probing.await(10, TimeUnit.SECONDS)).isTrue();
 
-            assertThat(stub.withDeadlineAfter(5, TimeUnit.SECONDS).getPluginInfo(GetPluginInfoRequest.getDefaultInstance())
-                    .getName()).isEqualTo("blockpool.csi.dev");
+            assertThat(stub.withDeadlineAfter(5, TimeUnit.SECONDS)
+                            .getPluginInfo(GetPluginInfoRequest.getDefaultInstance())
+                            .getName())
+                    .isEqualTo("blockpool.csi.dev");
             assertThat(waiting).isNotDone();
             identity.release.countDown();
             waiting.get(10, TimeUnit.SECONDS);
 
-            assertThat(identity.probeThread.isVirtual()).as("Probe on a thread of its own").isTrue();
-            assertThat(identity.infoThread.isVirtual()).as("GetPluginInfo in place").isFalse();
-            assertThat(CallPlacement.IN_PLACE).contains(IdentityGrpc.getGetPluginInfoMethod().getFullMethodName())
+            assertThat(identity.probeThread.isVirtual())
+                    .as("Probe on a thread of its own")
+                    .isTrue();
+            assertThat(identity.infoThread.isVirtual())
+                    .as("GetPluginInfo in place")
+                    .isFalse();
+            assertThat(CallPlacement.IN_PLACE)
+                    .contains(IdentityGrpc.getGetPluginInfoMethod().getFullMethodName())
                     .doesNotContain(IdentityGrpc.getProbeMethod().getFullMethodName());
         } finally {
             identity.release.countDown();

@@ -10,7 +10,6 @@ import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.Volume;
 import dev.blockpool.pool.VolumeSpec;
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
@@ -34,8 +33,9 @@ class DriverStartTest {
     void aStartedDriverReconcilesThePoolWhatACrashLeftGoesAndCommittedVolumesStay() throws Exception {
         Path poolDir = dir.resolve("pool");
         Pool pool = Pool.open(poolDir, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ZERO);
-        Volume kept = pool.volumes().create(new VolumeSpec("kept", 4096, "ext4", Allocation.SPARSE,
-                Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
+        Volume kept = pool.volumes()
+                .create(new VolumeSpec(
+                        "kept", 4096, "ext4", Allocation.SPARSE, Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
         Path orphan = poolDir.resolve("volumes").resolve(Ids.volumeIdFor("interrupted") + ".img");
         Files.write(orphan, new byte[4096]);
         try (Stream<Path> files = Files.list(poolDir.resolve("volumes"))) {
@@ -45,8 +45,16 @@ class DriverStartTest {
             }
         }
 
-        Driver.Running running = new Driver(new DriverConfig(Endpoint.parse(dir.resolve("csi.sock").toString()),
-                "node-1", "blockpool.csi.dev", poolDir, Mode.CONTROLLER, 8), "test").start();
+        Driver.Running running = new Driver(
+                        new DriverConfig(
+                                Endpoint.parse(dir.resolve("csi.sock").toString()),
+                                "node-1",
+                                "blockpool.csi.dev",
+                                poolDir,
+                                Mode.CONTROLLER,
+                                8),
+                        "test")
+                .start();
         try {
             for (int i = 0; i < 600 && Files.exists(orphan); i++) {
                 Thread.sleep(100);

@@ -12,9 +12,9 @@ import dev.blockpool.identity.IdentityService;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import java.nio.file.Path;
@@ -40,11 +40,16 @@ class GracefulStopTest {
             return List.of();
         });
         Path socket = dir.resolve("csi.sock");
-        UnixSocketServer server = UnixSocketServer.start(Endpoint.parse(socket.toString()),
-                List.of(slowIdentity.bindService()), List.of(new StatusInterceptor(), new CallLoggingInterceptor()));
+        UnixSocketServer server = UnixSocketServer.start(
+                Endpoint.parse(socket.toString()),
+                List.of(slowIdentity.bindService()),
+                List.of(new StatusInterceptor(), new CallLoggingInterceptor()));
         EventLoopGroup clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
         ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
-                .channelType(EpollDomainSocketChannel.class).eventLoopGroup(clientLoop).usePlaintext().build();
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(clientLoop)
+                .usePlaintext()
+                .build();
         try {
             var identity = IdentityGrpc.newBlockingStub(channel);
             CompletableFuture<ProbeResponse> inFlight =

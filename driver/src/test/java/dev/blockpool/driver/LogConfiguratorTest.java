@@ -22,7 +22,9 @@ class LogConfiguratorTest {
     void textLineKeepsTheShapeOfBefore() {
         try (CapturedLog log = new CapturedLog(LogFormat.TEXT, LogLevel.INFO)) {
             LoggerFactory.getLogger(UnixSocketServer.class).info("listening on {}", "unix:///csi/csi.sock");
-            assertThat(log.lines()).singleElement().asString()
+            assertThat(log.lines())
+                    .singleElement()
+                    .asString()
                     .matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}(Z|[+-]\\d\\d:\\d\\d) "
                             + "INFO UnixSocketServer - listening on unix:///csi/csi.sock");
         }
@@ -31,8 +33,11 @@ class LogConfiguratorTest {
     @Test
     void aNewlineInAQuotedValueCannotFakeALine() {
         try (CapturedLog log = new CapturedLog(LogFormat.TEXT, LogLevel.INFO)) {
-            LoggerFactory.getLogger("rpc").info("CreateVolume [name={}] -> OK", "x\n2026-01-01T00:00:00.000Z ERROR fake\r\0");
-            assertThat(log.lines()).singleElement().asString()
+            LoggerFactory.getLogger("rpc")
+                    .info("CreateVolume [name={}] -> OK", "x\n2026-01-01T00:00:00.000Z ERROR fake\r\0");
+            assertThat(log.lines())
+                    .singleElement()
+                    .asString()
                     .endsWith("rpc - CreateVolume [name=x\\n2026-01-01T00:00:00.000Z ERROR fake\\r\\x00] -> OK");
         }
     }
@@ -40,14 +45,21 @@ class LogConfiguratorTest {
     @Test
     void jsonLineHasTimeLevelLoggerThreadMessageAndTheStackAsOneString() throws Exception {
         try (CapturedLog log = new CapturedLog(LogFormat.JSON, LogLevel.INFO)) {
-            LoggerFactory.getLogger("dev.blockpool.pool.Pool").error("reconcile of \"{}\" failed", "vol-1",
-                    new IllegalStateException("disk\ngone", new java.io.IOException("EIO")));
+            LoggerFactory.getLogger("dev.blockpool.pool.Pool")
+                    .error(
+                            "reconcile of \"{}\" failed",
+                            "vol-1",
+                            new IllegalStateException("disk\ngone", new java.io.IOException("EIO")));
             JsonNode line = JSON.readTree(log.lines().getFirst());
             assertThat(log.lines()).hasSize(1);
-            assertThat(OffsetDateTime.parse(line.get("time").asText()).getOffset().getTotalSeconds()).isZero();
+            assertThat(OffsetDateTime.parse(line.get("time").asText())
+                            .getOffset()
+                            .getTotalSeconds())
+                    .isZero();
             assertThat(line.get("level").asText()).isEqualTo("ERROR");
             assertThat(line.get("logger").asText()).isEqualTo("dev.blockpool.pool.Pool");
-            assertThat(line.get("thread").asText()).isEqualTo(Thread.currentThread().getName());
+            assertThat(line.get("thread").asText())
+                    .isEqualTo(Thread.currentThread().getName());
             assertThat(line.get("message").asText()).isEqualTo("reconcile of \"vol-1\" failed");
             assertThat(line.get("stack_trace").asText())
                     .startsWith("java.lang.IllegalStateException: disk\ngone\n\tat ")
@@ -98,7 +110,8 @@ class LogConfiguratorTest {
     void javaUtilLoggingHasNoHandlerButTheBridge() {
         try (CapturedLog log = new CapturedLog(LogFormat.TEXT, LogLevel.INFO)) {
             assertThat(Arrays.asList(java.util.logging.Logger.getLogger("").getHandlers()))
-                    .singleElement().isInstanceOf(SLF4JBridgeHandler.class);
+                    .singleElement()
+                    .isInstanceOf(SLF4JBridgeHandler.class);
             java.util.logging.Logger.getLogger("io.grpc.Context").severe("one line");
             assertThat(log.lines()).singleElement().asString().endsWith(" ERROR Context - one line");
         }
@@ -119,7 +132,9 @@ class LogConfiguratorTest {
             grpc.info("grpc info");
             grpc.fine("grpc detail");
             java.util.logging.Logger.getLogger("dev.blockpool.driver.Driver").fine("driver detail");
-            assertThat(log.text()).contains("INFO NettyServerHandler - grpc info").doesNotContain("grpc detail")
+            assertThat(log.text())
+                    .contains("INFO NettyServerHandler - grpc info")
+                    .doesNotContain("grpc detail")
                     .contains("DEBUG Driver - driver detail");
         }
     }

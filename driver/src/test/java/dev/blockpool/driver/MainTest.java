@@ -45,44 +45,81 @@ class MainTest {
     @Test
     void unknownFlagIsOneLine() {
         assertThat(Main.run("--endpoint", "/tmp/x.sock", "--frobnicate")).isEqualTo(2);
-        assertThat(stderr()).startsWith("blockpool-csi: Unknown option: '--frobnicate'").hasLineCount(1);
+        assertThat(stderr())
+                .startsWith("blockpool-csi: Unknown option: '--frobnicate'")
+                .hasLineCount(1);
     }
 
     @Test
     void badEndpointSchemeIsOneLine() {
         assertThat(Main.run("--endpoint", "tcp://127.0.0.1:9000")).isEqualTo(2);
-        assertThat(stderr()).contains("is not a Unix socket").doesNotContain("Exception").hasLineCount(1);
+        assertThat(stderr())
+                .contains("is not a Unix socket")
+                .doesNotContain("Exception")
+                .hasLineCount(1);
     }
 
     @Test
     void unwritablePoolDirectoryIsOneLine() throws Exception {
         Path file = Files.writeString(dir.resolve("not-a-dir"), "");
-        int code = Main.run("--endpoint", dir.resolve("csi.sock").toString(), "--pool-dir", file.resolve("pool").toString());
+        int code = Main.run(
+                "--endpoint",
+                dir.resolve("csi.sock").toString(),
+                "--pool-dir",
+                file.resolve("pool").toString());
         assertThat(code).isEqualTo(1);
-        assertThat(stderr()).startsWith("blockpool-csi: cannot create pool directory").hasLineCount(1);
+        assertThat(stderr())
+                .startsWith("blockpool-csi: cannot create pool directory")
+                .hasLineCount(1);
     }
 
     @Test
     void badModeIsOneLine() {
-        assertThat(Main.run("--endpoint", dir.resolve("csi.sock").toString(), "--pool-dir", dir.toString(),
-                "--mode", "everything")).isEqualTo(2);
-        assertThat(stderr()).startsWith("blockpool-csi: Invalid value for option '--mode'")
-                .contains("everything").hasLineCount(1);
+        assertThat(Main.run(
+                        "--endpoint",
+                        dir.resolve("csi.sock").toString(),
+                        "--pool-dir",
+                        dir.toString(),
+                        "--mode",
+                        "everything"))
+                .isEqualTo(2);
+        assertThat(stderr())
+                .startsWith("blockpool-csi: Invalid value for option '--mode'")
+                .contains("everything")
+                .hasLineCount(1);
     }
 
     @Test
     void badLogFormatIsOneLine() {
-        assertThat(Main.run("--endpoint", dir.resolve("csi.sock").toString(), "--pool-dir", dir.toString(),
-                "--log-format", "xml")).isEqualTo(2);
-        assertThat(stderr()).startsWith("blockpool-csi: Invalid value for option '--log-format'").hasLineCount(1);
+        assertThat(Main.run(
+                        "--endpoint",
+                        dir.resolve("csi.sock").toString(),
+                        "--pool-dir",
+                        dir.toString(),
+                        "--log-format",
+                        "xml"))
+                .isEqualTo(2);
+        assertThat(stderr())
+                .startsWith("blockpool-csi: Invalid value for option '--log-format'")
+                .hasLineCount(1);
     }
 
     @Test
     void startFailureIsLoggedInTheChosenFormat() throws Exception {
         Path notASocket = Files.writeString(dir.resolve("csi.sock"), "data");
         try {
-            assertThat(Main.run("--endpoint", notASocket.toString(), "--pool-dir", dir.resolve("pool").toString(),
-                    "--mode", "controller", "--node-id", "n1", "--log-format", "json")).isEqualTo(1);
+            assertThat(Main.run(
+                            "--endpoint",
+                            notASocket.toString(),
+                            "--pool-dir",
+                            dir.resolve("pool").toString(),
+                            "--mode",
+                            "controller",
+                            "--node-id",
+                            "n1",
+                            "--log-format",
+                            "json"))
+                    .isEqualTo(1);
         } finally {
             LogConfigurator.apply(LogFormat.TEXT, LogLevel.INFO);
         }
@@ -92,7 +129,8 @@ class MainTest {
         }
         assertThat(lines.getLast().get("level").asText()).isEqualTo("ERROR");
         assertThat(lines.getLast().get("message").asText())
-                .startsWith("cannot start: ").endsWith("is not a socket; refusing to replace it");
+                .startsWith("cannot start: ")
+                .endsWith("is not a socket; refusing to replace it");
     }
 
     @Test

@@ -41,22 +41,33 @@ class MalformedRequestGuardTest {
     void bytesThatDoNotParseAreInvalidArgumentAndTheServerServesOn() throws Exception {
         Path socket = dir.resolve("csi.sock");
         IdentityService identity = new IdentityService("blockpool.csi.dev", "test", List.of(), List::of);
-        UnixSocketServer server = UnixSocketServer.start(Endpoint.parse(socket.toString()),
-                List.of(identity.bindService()), List.of(new StatusInterceptor(), new CallLoggingInterceptor()));
+        UnixSocketServer server = UnixSocketServer.start(
+                Endpoint.parse(socket.toString()),
+                List.of(identity.bindService()),
+                List.of(new StatusInterceptor(), new CallLoggingInterceptor()));
         EventLoopGroup loop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
         ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
-                .channelType(EpollDomainSocketChannel.class).eventLoopGroup(loop).usePlaintext().build();
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(loop)
+                .usePlaintext()
+                .build();
         try {
-            for (byte[] garbage : List.of(new byte[] {(byte) 0xff, (byte) 0xff, (byte) 0xff},
-                    new byte[] {0x0a, 0x7f, 0x01}, "GET / HTTP/1.1\r\n\r\n".getBytes())) {
-                StatusRuntimeException e = catchThrowableOfType(StatusRuntimeException.class,
+            for (byte[] garbage : List.of(
+                    new byte[] {(byte) 0xff, (byte) 0xff, (byte) 0xff},
+                    new byte[] {0x0a, 0x7f, 0x01},
+                    "GET / HTTP/1.1\r\n\r\n".getBytes())) {
+                StatusRuntimeException e = catchThrowableOfType(
+                        StatusRuntimeException.class,
                         () -> ClientCalls.blockingUnaryCall(channel, RAW_PROBE, CallOptions.DEFAULT, garbage));
                 assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
-                assertThat(e.getStatus().getDescription()).startsWith(
-                        "the request is not a valid csi.v1.Identity/Probe message");
+                assertThat(e.getStatus().getDescription())
+                        .startsWith("the request is not a valid csi.v1.Identity/Probe message");
             }
-            assertThat(IdentityGrpc.newBlockingStub(channel).probe(ProbeRequest.getDefaultInstance()).getReady()
-                    .getValue()).isTrue();
+            assertThat(IdentityGrpc.newBlockingStub(channel)
+                            .probe(ProbeRequest.getDefaultInstance())
+                            .getReady()
+                            .getValue())
+                    .isTrue();
         } finally {
             channel.shutdownNow();
             loop.shutdownGracefully();

@@ -12,18 +12,24 @@ class SecretRedactorTest {
 
     @Test
     void secretMapValuesAreMaskedAndKeysKept() {
-        var request = CreateVolumeRequest.newBuilder().setName("pvc-1")
+        var request = CreateVolumeRequest.newBuilder()
+                .setName("pvc-1")
                 .putParameters("fsType", "xfs")
                 .putSecrets("password", "hunter2")
                 .build();
         String logged = TextFormat.printer().emittingSingleLine(true).printToString(SecretRedactor.redact(request));
-        assertThat(logged).doesNotContain("hunter2").contains("password").contains(SecretRedactor.MASK)
-                .contains("pvc-1").contains("xfs");
+        assertThat(logged)
+                .doesNotContain("hunter2")
+                .contains("password")
+                .contains(SecretRedactor.MASK)
+                .contains("pvc-1")
+                .contains("xfs");
     }
 
     @Test
     void secretsInEveryMessageAreFoundThroughTheDescriptor() {
-        var request = NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
+        var request = NodeStageVolumeRequest.newBuilder()
+                .setVolumeId("vol-1")
                 .setVolumeCapability(VolumeCapability.newBuilder()
                         .setMount(VolumeCapability.MountVolume.newBuilder().setFsType("ext4")))
                 .putSecrets("token", "s3cr3t")
@@ -50,9 +56,15 @@ class SecretRedactorTest {
 
     @Test
     void summaryLineNamesTheIdsOfTheRequestOnly() {
-        var request = csi.v1.Csi.ControllerPublishVolumeRequest.newBuilder().setVolumeId("vol-1").setNodeId("node-a")
-                .setReadonly(true).putVolumeContext("fsType", "ext4").putSecrets("k", "v").build();
+        var request = csi.v1.Csi.ControllerPublishVolumeRequest.newBuilder()
+                .setVolumeId("vol-1")
+                .setNodeId("node-a")
+                .setReadonly(true)
+                .putVolumeContext("fsType", "ext4")
+                .putSecrets("k", "v")
+                .build();
         assertThat(CallLoggingInterceptor.keyFields(request)).isEqualTo(" [volume_id=vol-1 node_id=node-a]");
-        assertThat(CallLoggingInterceptor.keyFields(csi.v1.Csi.ProbeRequest.getDefaultInstance())).isEmpty();
+        assertThat(CallLoggingInterceptor.keyFields(csi.v1.Csi.ProbeRequest.getDefaultInstance()))
+                .isEmpty();
     }
 }

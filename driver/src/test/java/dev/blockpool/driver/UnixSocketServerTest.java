@@ -46,8 +46,7 @@ class UnixSocketServerTest {
     @Test
     void regularFileAtTheSocketPathIsNotDeleted() throws IOException {
         Path notASocket = Files.writeString(dir.resolve("csi.sock"), "data");
-        assertThatThrownBy(() -> UnixSocketServer.clearStaleSocket(notASocket))
-                .hasMessageContaining("is not a socket");
+        assertThatThrownBy(() -> UnixSocketServer.clearStaleSocket(notASocket)).hasMessageContaining("is not a socket");
         assertThat(notASocket).hasContent("data");
     }
 
@@ -56,9 +55,10 @@ class UnixSocketServerTest {
         Path socket = dir.resolve("run/csi.sock");
         UnixSocketServer server = UnixSocketServer.start(Endpoint.parse(socket.toString()), List.of(), List.of());
         try {
-            assertThat(Files.getPosixFilePermissions(socket)).containsExactlyInAnyOrder(
-                    PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE,
-                    PosixFilePermission.GROUP_READ, PosixFilePermission.GROUP_WRITE);
+            assertThat(Files.getPosixFilePermissions(socket))
+                    .containsExactlyInAnyOrder(
+                            PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE,
+                            PosixFilePermission.GROUP_READ, PosixFilePermission.GROUP_WRITE);
             assertThatThrownBy(() -> UnixSocketServer.start(Endpoint.parse(socket.toString()), List.of(), List.of()))
                     .hasMessageContaining("another process is serving on");
         } finally {

@@ -15,7 +15,9 @@ import java.io.UncheckedIOException;
 record Answer(Status status, String message, boolean withCapabilities) {
 
     enum Status {
-        SUCCESS("Success", 0), FAILURE("Failure", 1), NOT_SUPPORTED("Not supported", 0);
+        SUCCESS("Success", 0),
+        FAILURE("Failure", 1),
+        NOT_SUPPORTED("Not supported", 0);
 
         final String wire;
         final int exitStatus;
@@ -37,7 +39,8 @@ record Answer(Status status, String message, boolean withCapabilities) {
     }
 
     static Answer notSupported(String operation) {
-        return new Answer(Status.NOT_SUPPORTED, operation + " is not supported by blockpool's FlexVolume driver", false);
+        return new Answer(
+                Status.NOT_SUPPORTED, operation + " is not supported by blockpool's FlexVolume driver", false);
     }
 
     /**
@@ -47,8 +50,8 @@ record Answer(Status status, String message, boolean withCapabilities) {
      * mount alone, which stages and publishes through the node plugin, and unmount.
      */
     static Answer initialized() {
-        return new Answer(Status.SUCCESS, "blockpool FlexVolume driver: mount and unmount through the node plugin",
-                true);
+        return new Answer(
+                Status.SUCCESS, "blockpool FlexVolume driver: mount and unmount through the node plugin", true);
     }
 
     int exitStatus() {

@@ -32,8 +32,7 @@ record FlexOptions(String volumeId, Optional<FsType> fsType, boolean readOnly) {
     static final String FS_TYPE = "kubernetes.io/fsType";
     static final String READ_WRITE = "kubernetes.io/readwrite";
 
-    private static final JsonFactory JSON = new JsonFactory()
-            .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
+    private static final JsonFactory JSON = new JsonFactory().enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
 
     /** A Failure's message for what is not a JSON object of strings, or options that name no usable volume. */
     static FlexOptions parse(String json) {
@@ -48,22 +47,28 @@ record FlexOptions(String volumeId, Optional<FsType> fsType, boolean readOnly) {
             }
         }
         if (!unknown.isEmpty()) {
-            throw new FlexFailure("unknown option%s %s in the volume's flexVolume.options: blockpool's only option is %s",
-                    unknown.size() > 1 ? "s" : "", String.join(", ", unknown.stream().map(Quoting::quote).toList()),
+            throw new FlexFailure(
+                    "unknown option%s %s in the volume's flexVolume.options: blockpool's only option is %s",
+                    unknown.size() > 1 ? "s" : "",
+                    String.join(", ", unknown.stream().map(Quoting::quote).toList()),
                     VOLUME_ID);
         }
         String volumeId = options.get(VOLUME_ID);
         if (volumeId == null || volumeId.isEmpty()) {
-            throw new FlexFailure("the volume's flexVolume.options has no %s: set it to the ID CreateVolume returned "
-                    + "(vol- and 32 hex digits)", VOLUME_ID);
+            throw new FlexFailure(
+                    "the volume's flexVolume.options has no %s: set it to the ID CreateVolume returned "
+                            + "(vol- and 32 hex digits)",
+                    VOLUME_ID);
         }
         if (!Ids.isVolumeId(volumeId)) {
-            throw new FlexFailure("%s %s is not a blockpool volume ID: it is vol- and 32 hex digits, as CreateVolume "
-                    + "returns it", VOLUME_ID, Quoting.quote(volumeId));
+            throw new FlexFailure(
+                    "%s %s is not a blockpool volume ID: it is vol- and 32 hex digits, as CreateVolume " + "returns it",
+                    VOLUME_ID, Quoting.quote(volumeId));
         }
         String fsType = options.getOrDefault(FS_TYPE, "");
         if (!fsType.isEmpty() && FsType.find(fsType).isEmpty()) {
-            throw new FlexFailure("fsType %s is not supported: use %s, or leave it out for the volume's own",
+            throw new FlexFailure(
+                    "fsType %s is not supported: use %s, or leave it out for the volume's own",
                     Quoting.quote(fsType), FsType.supported());
         }
         String readWrite = options.getOrDefault(READ_WRITE, "rw");
@@ -83,7 +88,8 @@ record FlexOptions(String volumeId, Optional<FsType> fsType, boolean readOnly) {
                 String key = parser.currentName();
                 if (parser.nextToken() != JsonToken.VALUE_STRING) {
                     // Not echoed: the value could be a secret.
-                    throw new FlexFailure("option %s is not a string; FlexVolume options are strings", Quoting.quote(key));
+                    throw new FlexFailure(
+                            "option %s is not a string; FlexVolume options are strings", Quoting.quote(key));
                 }
                 options.put(key, parser.getText());
             }
@@ -92,7 +98,8 @@ record FlexOptions(String volumeId, Optional<FsType> fsType, boolean readOnly) {
             }
         } catch (JsonProcessingException e) {
             // Where, not the parser's words: they quote the input, and a secret may be in it.
-            throw new FlexFailure("the options are not valid JSON (at character %d); kubelet passes one JSON object",
+            throw new FlexFailure(
+                    "the options are not valid JSON (at character %d); kubelet passes one JSON object",
                     e.getLocation() == null ? 0 : e.getLocation().getCharOffset() + 1);
         } catch (IOException e) {
             throw new FlexFailure("cannot read the options: %s", e.getMessage());
@@ -101,7 +108,8 @@ record FlexOptions(String volumeId, Optional<FsType> fsType, boolean readOnly) {
     }
 
     private static FlexFailure notAnObject() {
-        return new FlexFailure("the options are not one JSON object of strings; kubelet passes one, e.g. {\"%s\":\"vol-...\"}",
+        return new FlexFailure(
+                "the options are not one JSON object of strings; kubelet passes one, e.g. {\"%s\":\"vol-...\"}",
                 VOLUME_ID);
     }
 }

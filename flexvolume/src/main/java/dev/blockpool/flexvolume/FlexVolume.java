@@ -125,8 +125,8 @@ public final class FlexVolume {
         String volumeId = options.volumeId();
         Path staging = area.stagingOf(volumeId);
         if (!Files.exists(socket)) {
-            throw new FlexFailure("no blockpool node plugin socket at %s: is the node DaemonSet running on this node?",
-                    socket);
+            throw new FlexFailure(
+                    "no blockpool node plugin socket at %s: is the node DaemonSet running on this node?", socket);
         }
         return locked(node -> {
             try {
@@ -141,8 +141,8 @@ public final class FlexVolume {
                 }
                 throw e;
             }
-            return Answer.success("volume " + volumeId + " is mounted at " + target
-                    + (options.readOnly() ? " read-only" : ""));
+            return Answer.success(
+                    "volume " + volumeId + " is mounted at " + target + (options.readOnly() ? " read-only" : ""));
         });
     }
 
@@ -173,14 +173,16 @@ public final class FlexVolume {
                     }
                 }
             }
-            String done = volume.map(id -> "volume " + id + " is unmounted from " + target).orElse(nothing);
+            String done = volume.map(id -> "volume " + id + " is unmounted from " + target)
+                    .orElse(nothing);
             return Answer.success(left.isEmpty() ? done : done + "; still staged: " + String.join("; ", left));
         });
     }
 
     /** {@code work} with the staging area held and a client of the node plugin. */
     private Answer locked(Function<NodeClient, Answer> work) {
-        try (FileChannel held = area.lock(); NodeClient node = new NodeClient(socket)) {
+        try (FileChannel held = area.lock();
+                NodeClient node = new NodeClient(socket)) {
             return work.apply(node);
         } catch (IOException e) {
             throw new FlexFailure("cannot release the lock of %s: %s", area.root(), e.getMessage());
@@ -196,8 +198,9 @@ public final class FlexVolume {
 
     private static void expect(String operation, List<String> arguments, int wanted, String usage) {
         if (arguments.size() != wanted) {
-            throw new FlexFailure("%s takes %d argument%s (%s), not %d", operation, wanted, wanted == 1 ? "" : "s",
-                    usage, arguments.size());
+            throw new FlexFailure(
+                    "%s takes %d argument%s (%s), not %d",
+                    operation, wanted, wanted == 1 ? "" : "s", usage, arguments.size());
         }
     }
 
@@ -210,7 +213,8 @@ public final class FlexVolume {
         } catch (InvalidPathException e) {
             // refused below, with the argument
         }
-        throw new FlexFailure("mount dir %s is not an absolute path; kubelet passes the pod's volume directory",
+        throw new FlexFailure(
+                "mount dir %s is not an absolute path; kubelet passes the pod's volume directory",
                 Quoting.quote(argument));
     }
 }

@@ -37,32 +37,56 @@ final class NodeClient implements AutoCloseable {
         this.socket = socket;
         this.loop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
         this.channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
-                .channelType(EpollDomainSocketChannel.class).eventLoopGroup(loop).directExecutor().usePlaintext()
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(loop)
+                .directExecutor()
+                .usePlaintext()
                 .build();
         this.node = NodeGrpc.newBlockingStub(channel);
     }
 
     void stage(String volumeId, Path staging, FlexOptions options) {
-        call("NodeStageVolume", volumeId, () -> stub().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                .setVolumeId(volumeId).setStagingTargetPath(staging.toString())
-                .setVolumeCapability(capability(options)).build()));
+        call(
+                "NodeStageVolume",
+                volumeId,
+                () -> stub().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .setStagingTargetPath(staging.toString())
+                        .setVolumeCapability(capability(options))
+                        .build()));
     }
 
     void publish(String volumeId, Path staging, Path target, FlexOptions options) {
-        call("NodePublishVolume", volumeId, () -> stub().nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
-                .setVolumeId(volumeId).setStagingTargetPath(staging.toString()).setTargetPath(target.toString())
-                .setVolumeCapability(capability(options)).setReadonly(options.readOnly()).build()));
+        call(
+                "NodePublishVolume",
+                volumeId,
+                () -> stub().nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .setStagingTargetPath(staging.toString())
+                        .setTargetPath(target.toString())
+                        .setVolumeCapability(capability(options))
+                        .setReadonly(options.readOnly())
+                        .build()));
     }
 
     void unpublish(String volumeId, Path target) {
-        call("NodeUnpublishVolume", volumeId, () -> stub().nodeUnpublishVolume(
-                Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId(volumeId).setTargetPath(target.toString())
+        call(
+                "NodeUnpublishVolume",
+                volumeId,
+                () -> stub().nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .setTargetPath(target.toString())
                         .build()));
     }
 
     void unstage(String volumeId, Path staging) {
-        call("NodeUnstageVolume", volumeId, () -> stub().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
-                .setVolumeId(volumeId).setStagingTargetPath(staging.toString()).build()));
+        call(
+                "NodeUnstageVolume",
+                volumeId,
+                () -> stub().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .setStagingTargetPath(staging.toString())
+                        .build()));
     }
 
     private static Csi.VolumeCapability capability(FlexOptions options) {
@@ -89,12 +113,15 @@ final class NodeClient implements AutoCloseable {
     private FlexFailure failure(String method, String volumeId, Status status) {
         if (status.getCode() == Status.Code.UNAVAILABLE) {
             String cause = Optional.ofNullable(deepest(status.getCause()))
-                    .or(() -> Optional.ofNullable(status.getDescription())).orElse("no answer");
-            return new FlexFailure("the blockpool node plugin does not answer on %s (is its DaemonSet running on this "
-                    + "node?): %s", socket, cause);
+                    .or(() -> Optional.ofNullable(status.getDescription()))
+                    .orElse("no answer");
+            return new FlexFailure(
+                    "the blockpool node plugin does not answer on %s (is its DaemonSet running on this " + "node?): %s",
+                    socket, cause);
         }
-        return new FlexFailure("%s of %s failed: %s (%s)", method, volumeId,
-                Optional.ofNullable(status.getDescription()).orElse("no message"), status.getCode());
+        return new FlexFailure(
+                "%s of %s failed: %s (%s)",
+                method, volumeId, Optional.ofNullable(status.getDescription()).orElse("no message"), status.getCode());
     }
 
     /** The innermost message: the transport's own ("connect(..) failed: Connection refused"), not gRPC's wrapper. */

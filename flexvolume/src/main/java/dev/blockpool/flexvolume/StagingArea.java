@@ -77,12 +77,15 @@ final class StagingArea {
         }
         Optional<String> volume = table.ofDevice(mount.get().device()).stream()
                 .map(MountInfo::mountPoint)
-                .filter(p -> root.equals(p.getParent()) && Ids.isVolumeId(p.getFileName().toString()))
+                .filter(p -> root.equals(p.getParent())
+                        && Ids.isVolumeId(p.getFileName().toString()))
                 .map(p -> p.getFileName().toString())
                 .findFirst();
         if (volume.isEmpty()) {
-            throw new FlexFailure("%s is not a blockpool FlexVolume mount (no volume staged in %s shares its device); "
-                    + "it is left as it is", target, root);
+            throw new FlexFailure(
+                    "%s is not a blockpool FlexVolume mount (no volume staged in %s shares its device); "
+                            + "it is left as it is",
+                    target, root);
         }
         return volume;
     }
@@ -108,8 +111,10 @@ final class StagingArea {
     /** Whether anything besides the staging mount itself uses the volume's staged filesystem. */
     boolean inUse(String volumeId) {
         Path staging = stagingOf(volumeId);
-        return table.at(staging).map(mount -> table.ofDevice(mount.device()).stream()
-                .anyMatch(other -> !other.mountPoint().equals(staging))).orElse(false);
+        return table.at(staging)
+                .map(mount -> table.ofDevice(mount.device()).stream()
+                        .anyMatch(other -> !other.mountPoint().equals(staging)))
+                .orElse(false);
     }
 
     /** Removes a staging directory once nothing is mounted on it; one that is not empty is kept. */

@@ -35,18 +35,20 @@ class FlexOptionsTest {
     @Test
     void unknownOptionsAreNamedAndTheirValuesNeverRepeated() {
         assertThatThrownBy(() -> FlexOptions.parse(
-                "{\"volumeID\":\"%s\",\"size\":\"1Gi\",\"pool\":\"secret-pool\"}".formatted(VOLUME)))
+                        "{\"volumeID\":\"%s\",\"size\":\"1Gi\",\"pool\":\"secret-pool\"}".formatted(VOLUME)))
                 .isInstanceOf(FlexFailure.class)
                 .hasMessage("unknown options \"pool\", \"size\" in the volume's flexVolume.options: blockpool's only "
                         + "option is volumeID")
-                .message().doesNotContain("secret-pool");
+                .message()
+                .doesNotContain("secret-pool");
     }
 
     @Test
     void aSecretInMalformedOptionsIsNotQuoted() {
         assertThatThrownBy(() -> FlexOptions.parse("{\"kubernetes.io/secret/token\": c2VjcmV0}"))
                 .hasMessageContaining("not valid JSON (at character ")
-                .message().doesNotContain("c2VjcmV0");
+                .message()
+                .doesNotContain("c2VjcmV0");
         assertThatThrownBy(() -> FlexOptions.parse("{\"kubernetes.io/secret/token\": 12345}"))
                 .hasMessage("option \"kubernetes.io/secret/token\" is not a string; FlexVolume options are strings");
     }
@@ -54,7 +56,8 @@ class FlexOptionsTest {
     @ParameterizedTest
     @ValueSource(strings = {"", "[]", "\"volumeID\"", "{} {}", "{\"volumeID\":\"a\",\"volumeID\":\"b\"}"})
     void anythingButOneObjectOfStringsIsRefused(String json) {
-        assertThatThrownBy(() -> FlexOptions.parse(json)).isInstanceOf(FlexFailure.class)
+        assertThatThrownBy(() -> FlexOptions.parse(json))
+                .isInstanceOf(FlexFailure.class)
                 .hasMessageContaining("JSON");
     }
 
@@ -68,11 +71,11 @@ class FlexOptionsTest {
 
     @Test
     void fsTypeAndReadWriteAreChecked() {
-        assertThatThrownBy(() -> FlexOptions.parse(
-                "{\"volumeID\":\"%s\",\"kubernetes.io/fsType\":\"btrfs\"}".formatted(VOLUME)))
+        assertThatThrownBy(() ->
+                        FlexOptions.parse("{\"volumeID\":\"%s\",\"kubernetes.io/fsType\":\"btrfs\"}".formatted(VOLUME)))
                 .hasMessage("fsType \"btrfs\" is not supported: use ext4 or xfs, or leave it out for the volume's own");
         assertThatThrownBy(() -> FlexOptions.parse(
-                "{\"volumeID\":\"%s\",\"kubernetes.io/readwrite\":\"yes\"}".formatted(VOLUME)))
+                        "{\"volumeID\":\"%s\",\"kubernetes.io/readwrite\":\"yes\"}".formatted(VOLUME)))
                 .hasMessage("kubernetes.io/readwrite is \"yes\"; kubelet passes rw or ro");
     }
 }

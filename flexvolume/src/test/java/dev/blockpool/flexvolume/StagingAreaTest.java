@@ -35,13 +35,23 @@ class StagingAreaTest {
     }
 
     private void mount(Path mountPoint, int minor) {
-        mounts.add(new MountInfo(mounts.size() + 100, 1, new DeviceNumber(7, minor), "/", mountPoint, List.of("rw"),
-                List.of(), "ext4", "/dev/loop" + minor, List.of("rw")));
+        mounts.add(new MountInfo(
+                mounts.size() + 100,
+                1,
+                new DeviceNumber(7, minor),
+                "/",
+                mountPoint,
+                List.of("rw"),
+                List.of(),
+                "ext4",
+                "/dev/loop" + minor,
+                List.of("rw")));
     }
 
     @Test
     void theStagingDirectoryIsBesideTheSocket() throws Exception {
-        assertThat(area.stagingOf(VOLUME)).isEqualTo(dir.toRealPath().resolve("flexvolume/staging").resolve(VOLUME));
+        assertThat(area.stagingOf(VOLUME))
+                .isEqualTo(dir.toRealPath().resolve("flexvolume/staging").resolve(VOLUME));
     }
 
     @Test

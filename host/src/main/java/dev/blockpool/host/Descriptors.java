@@ -7,8 +7,7 @@ import java.nio.file.Path;
 /** What the host's system-call classes do with a descriptor they have just opened. */
 final class Descriptors {
 
-    private Descriptors() {
-    }
+    private Descriptors() {}
 
     /** statx(2) of the descriptor of {@code path}; when that fails, the descriptor is closed. */
     static Libc.Stat statOrClose(int fd, Path path) {

@@ -29,7 +29,9 @@ final class DeviceHolders {
         Set<String> namespacesSeen = new HashSet<>();
         try (Stream<Path> pids = Files.list(proc)) {
             for (Path pid : pids.filter(p -> p.getFileName().toString().matches("[0-9]+"))
-                    .sorted(java.util.Comparator.comparingLong(p -> Long.parseLong(p.getFileName().toString()))).toList()) {
+                    .sorted(java.util.Comparator.comparingLong(
+                            p -> Long.parseLong(p.getFileName().toString())))
+                    .toList()) {
                 if (holders.size() >= MAX_REPORTED) {
                     break;
                 }
@@ -41,8 +43,8 @@ final class DeviceHolders {
         return holders;
     }
 
-    private static void describe(Path pid, Path device, DeviceNumber number, Set<String> namespacesSeen,
-                                 List<String> holders) {
+    private static void describe(
+            Path pid, Path device, DeviceNumber number, Set<String> namespacesSeen, List<String> holders) {
         String who = "pid " + pid.getFileName() + " (" + read(pid.resolve("comm")) + ")";
         try (Stream<Path> fds = Files.list(pid.resolve("fd"))) {
             if (fds.anyMatch(fd -> device.equals(readLink(fd)))) {
@@ -55,9 +57,10 @@ final class DeviceHolders {
         if (namespacesSeen.add(namespace)) {
             try {
                 MountInfoParser.parse(Files.readString(pid.resolve("mountinfo"))).stream()
-                        .filter(m -> m.device().equals(number)).findFirst()
-                        .ifPresent(m -> holders.add(who + " still mounts it at " + m.mountPoint()
-                                + " in mount namespace " + namespace));
+                        .filter(m -> m.device().equals(number))
+                        .findFirst()
+                        .ifPresent(m -> holders.add(
+                                who + " still mounts it at " + m.mountPoint() + " in mount namespace " + namespace));
             } catch (IOException | RuntimeException e) {
                 // exited meanwhile
             }

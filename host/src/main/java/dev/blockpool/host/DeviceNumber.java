@@ -8,7 +8,8 @@ public record DeviceNumber(int major, int minor) {
         if (colon <= 0) {
             throw new IllegalArgumentException("not a major:minor device number: " + text);
         }
-        return new DeviceNumber(Integer.parseInt(text.substring(0, colon).strip()),
+        return new DeviceNumber(
+                Integer.parseInt(text.substring(0, colon).strip()),
                 Integer.parseInt(text.substring(colon + 1).strip()));
     }
 

@@ -12,8 +12,8 @@ import java.util.Optional;
  * @param flags         allow-listed filesystem flags, without "ro"/"rw"
  * @param readOnly      whether the mount is read-only
  */
-public record FilesystemRequest(Optional<FsType> requestedType, FsType defaultType, List<String> flags,
-                                boolean readOnly) {
+public record FilesystemRequest(
+        Optional<FsType> requestedType, FsType defaultType, List<String> flags, boolean readOnly) {
 
     public FilesystemRequest {
         flags = List.copyOf(flags);

@@ -41,6 +41,5 @@ public interface Filesystems {
      * ext4's error record, which the kernel keeps in the superblock from the first error until
      * e2fsck clears it: how many, and the first one's time and the kernel function that met it.
      */
-    record RecordedErrors(long count, Optional<Instant> first, String function) {
-    }
+    record RecordedErrors(long count, Optional<Instant> first, String function) {}
 }

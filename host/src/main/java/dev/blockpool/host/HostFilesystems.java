@@ -24,8 +24,8 @@ import org.slf4j.LoggerFactory;
 public final class HostFilesystems implements Filesystems {
 
     /** Every program this class runs: a node is ready only where all of them are found. */
-    public static final List<String> TOOLS = List.of("blkid", "mkfs.ext4", "mkfs.xfs", "e2fsck", "resize2fs",
-            "xfs_growfs");
+    public static final List<String> TOOLS =
+            List.of("blkid", "mkfs.ext4", "mkfs.xfs", "e2fsck", "resize2fs", "xfs_growfs");
 
     private static final Logger log = LoggerFactory.getLogger(HostFilesystems.class);
     private static final Duration PROBE_TIMEOUT = Duration.ofSeconds(30);
@@ -46,16 +46,17 @@ public final class HostFilesystems implements Filesystems {
     @Override
     public Probe probe(Path device) {
         // -p: low-level probe of the device itself, bypassing the blkid cache.
-        CommandRunner.Result result = runner.run(PROBE_TIMEOUT,
-                List.of("blkid", "-p", "-o", "export", device.toString()));
+        CommandRunner.Result result =
+                runner.run(PROBE_TIMEOUT, List.of("blkid", "-p", "-o", "export", device.toString()));
         return switch (result.exitCode()) {
             case 0 -> Probe.parseExport(result.stdout());
             // Nothing identified, but blkid says the same of a device it could not open at all:
             // "empty" only once the device was opened and its first blocks read.
             case 2 -> requireReadable(device);
             // 8: ambivalent result (several signatures); anything else: the probe failed.
-            default -> throw StorageException.internal("cannot tell what is on %s, so it will not be formatted: %s",
-                    device, result.describe());
+            default ->
+                throw StorageException.internal(
+                        "cannot tell what is on %s, so it will not be formatted: %s", device, result.describe());
         };
     }
 
@@ -67,8 +68,8 @@ public final class HostFilesystems implements Filesystems {
             }
             return Probe.EMPTY;
         } catch (IOException e) {
-            throw StorageException.io(e, "cannot read %s, so it cannot be told empty and will not be formatted",
-                    device);
+            throw StorageException.io(
+                    e, "cannot read %s, so it cannot be told empty and will not be formatted", device);
         }
     }
 
@@ -91,8 +92,8 @@ public final class HostFilesystems implements Filesystems {
                 // advised, meaningless for an unmounted data volume); 4 and up: not usable.
                 CommandRunner.Result result = runner.run(CHECK_TIMEOUT, List.of("e2fsck", "-p", device.toString()));
                 if (result.exitCode() > 2) {
-                    throw StorageException.internal("the ext4 filesystem on %s needs manual repair: %s", device,
-                            result.describe());
+                    throw StorageException.internal(
+                            "the ext4 filesystem on %s needs manual repair: %s", device, result.describe());
                 }
             }
             case XFS -> {
@@ -114,9 +115,10 @@ public final class HostFilesystems implements Filesystems {
         if (!result.ok()) {
             // The kernel's online-resize ioctls need CAP_SYS_RESOURCE (ext4) / CAP_SYS_ADMIN (xfs).
             String hint = result.stderr().contains("Permission denied")
-                    ? " (online growth needs the driver to run with CAP_SYS_RESOURCE and CAP_SYS_ADMIN)" : "";
-            throw StorageException.internal("cannot grow the %s filesystem mounted at %s: %s%s", type, mountPoint,
-                    result.describe(), hint);
+                    ? " (online growth needs the driver to run with CAP_SYS_RESOURCE and CAP_SYS_ADMIN)"
+                    : "";
+            throw StorageException.internal(
+                    "cannot grow the %s filesystem mounted at %s: %s%s", type, mountPoint, result.describe(), hint);
         }
     }
 
@@ -149,12 +151,15 @@ public final class HostFilesystems implements Filesystems {
     public Optional<RecordedErrors> recordedErrors(LoopDevice device) {
         Path dir = EXT4_SYSFS.resolve(device.name());
         try {
-            long count = Long.parseLong(Files.readString(dir.resolve("errors_count")).strip());
+            long count =
+                    Long.parseLong(Files.readString(dir.resolve("errors_count")).strip());
             if (count == 0) {
                 return Optional.empty();
             }
-            long first = Long.parseLong(Files.readString(dir.resolve("first_error_time")).strip());
-            return Optional.of(new RecordedErrors(count,
+            long first = Long.parseLong(
+                    Files.readString(dir.resolve("first_error_time")).strip());
+            return Optional.of(new RecordedErrors(
+                    count,
                     first > 0 ? Optional.of(Instant.ofEpochSecond(first)) : Optional.empty(),
                     Files.readString(dir.resolve("first_error_func")).strip()));
         } catch (NoSuchFileException e) {

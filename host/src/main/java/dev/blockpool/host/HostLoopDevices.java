@@ -67,14 +67,17 @@ public final class HostLoopDevices implements LoopDevices {
     @Override
     public LoopDevice attach(Path image, boolean readOnly) {
         String name = calls.attach(image, readOnly);
-        LoopDevice device = sysfs.read(name).orElseThrow(() -> StorageException.internal(
-                "the kernel bound %s to /dev/%s, but sysfs shows no image bound to it", image, name));
+        LoopDevice device = sysfs.read(name)
+                .orElseThrow(() -> StorageException.internal(
+                        "the kernel bound %s to /dev/%s, but sysfs shows no image bound to it", image, name));
         log.info("attached {} to {}{}", image, device.device(), readOnly ? " read-only" : "");
         Path pool = image.toAbsolutePath().getParent();
         if (!sysfs.directIo(name) && bufferedSaid.add(pool)) {
-            log.warn("the filesystem of {} takes no direct I/O in 512-byte sectors (e.g. ramfs, or a disk with "
-                    + "larger sectors): loop devices of its images go through the page cache, which costs memory and "
-                    + "a second copy of every block", pool);
+            log.warn(
+                    "the filesystem of {} takes no direct I/O in 512-byte sectors (e.g. ramfs, or a disk with "
+                            + "larger sectors): loop devices of its images go through the page cache, which costs memory and "
+                            + "a second copy of every block",
+                    pool);
         }
         return device;
     }
@@ -82,8 +85,9 @@ public final class HostLoopDevices implements LoopDevices {
     @Override
     public LoopDevice refreshCapacity(LoopDevice device) {
         calls.setCapacity(device);
-        return sysfs.read(device.name()).orElseThrow(() -> StorageException.internal(
-                "loop device %s vanished while its capacity was refreshed", device.device()));
+        return sysfs.read(device.name())
+                .orElseThrow(() -> StorageException.internal(
+                        "loop device %s vanished while its capacity was refreshed", device.device()));
     }
 
     /**
@@ -104,8 +108,8 @@ public final class HostLoopDevices implements LoopDevices {
             int errno = calls.detach(device);
             // ENXIO, "No such device or address": it was detached meanwhile, which is what we want.
             if (errno != 0 && sysfs.current(device).isPresent()) {
-                throw StorageException.internal("cannot detach %s from %s: %s", device.device(), device.backingFile(),
-                        Libc.strerror(errno));
+                throw StorageException.internal(
+                        "cannot detach %s from %s: %s", device.device(), device.backingFile(), Libc.strerror(errno));
             }
         }
         long deadline = System.nanoTime() + detachGrace.toNanos();
@@ -114,11 +118,15 @@ public final class HostLoopDevices implements LoopDevices {
                 List<String> holders = new DeviceHolders(Path.of("/proc")).of(device.device(), device.number());
                 String held = holders.isEmpty() ? "" : ": " + String.join("; ", holders);
                 if (still.get().autoclear()) {
-                    log.warn("{} of {} is still in use{}; it detaches itself once released", device.device(),
-                            device.backingFile(), held);
+                    log.warn(
+                            "{} of {} is still in use{}; it detaches itself once released",
+                            device.device(),
+                            device.backingFile(),
+                            held);
                     return;
                 }
-                throw StorageException.busy("%s is still bound to %s after its detach, so it is still in use%s",
+                throw StorageException.busy(
+                        "%s is still bound to %s after its detach, so it is still in use%s",
                         device.device(), device.backingFile(), held);
             }
             sleep();

@@ -1,8 +1,8 @@
 package dev.blockpool.host;
 
 import dev.blockpool.common.BlockingCalls;
-import dev.blockpool.common.Libc;
 import dev.blockpool.common.FsType;
+import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -34,16 +34,21 @@ public final class HostMounter implements Mounter {
     @Override
     public void mount(Path device, Path target, FsType type, List<String> options) {
         MountFlags flags = MountFlags.of(options);
-        log.info("mounting {} ({}{}) at {}", device, type, options.isEmpty() ? "" : " " + String.join(",", options),
+        log.info(
+                "mounting {} ({}{}) at {}",
+                device,
+                type,
+                options.isEmpty() ? "" : " " + String.join(",", options),
                 target);
-        calls.mount(device.toString(), target, MountCalls.TargetKind.DIRECTORY, type.fsName(), flags.flags(),
-                flags.data());
+        calls.mount(
+                device.toString(), target, MountCalls.TargetKind.DIRECTORY, type.fsName(), flags.flags(), flags.data());
     }
 
     @Override
     public void bind(Path source, Path target, boolean readOnly, List<String> options) {
         MountCalls.TargetKind kind = Files.isDirectory(source, LinkOption.NOFOLLOW_LINKS)
-                ? MountCalls.TargetKind.DIRECTORY : MountCalls.TargetKind.FILE;
+                ? MountCalls.TargetKind.DIRECTORY
+                : MountCalls.TargetKind.FILE;
         // Routine for every publish, which the call's own log line records: debug, as mount-utils does.
         log.debug("binding {} at {}{}", source, target, readOnly ? " read-only" : "");
         calls.mount(source.toString(), target, kind, null, Libc.MS_BIND, null);
@@ -88,8 +93,11 @@ public final class HostMounter implements Mounter {
             left = table.allAt(target);
         }
         if (isStill(mount, left)) {
-            throw StorageException.internal("%s is still mounted after umount%s", target,
-                    errno == 0 ? " (mount " + mount.mountId() + " of " + mount.source() + ")"
+            throw StorageException.internal(
+                    "%s is still mounted after umount%s",
+                    target,
+                    errno == 0
+                            ? " (mount " + mount.mountId() + " of " + mount.source() + ")"
                             : ": " + (errno == Libc.EBUSY ? "target is busy" : Libc.strerror(errno)));
         }
         return left;

@@ -30,17 +30,17 @@ public final class KubeletPaths {
         Path path = MountTable.asListed(given);
         for (Path system : SYSTEM) {
             if (path.startsWith(system)) {
-                throw StorageException.invalid("%s %s is inside %s, where no volume is ever staged or published",
-                        field, given, system);
+                throw StorageException.invalid(
+                        "%s %s is inside %s, where no volume is ever staged or published", field, given, system);
             }
         }
         if (path.startsWith(pool) || pool.startsWith(path)) {
-            throw StorageException.invalid("%s %s overlaps the driver's pool %s; kubelet's paths never do", field,
-                    given, pool);
+            throw StorageException.invalid(
+                    "%s %s overlaps the driver's pool %s; kubelet's paths never do", field, given, pool);
         }
         if (path.equals(socket) || path.equals(workingDirectory)) {
-            throw StorageException.invalid("%s %s is the driver's own %s", field, given,
-                    path.equals(socket) ? "socket" : "working directory");
+            throw StorageException.invalid(
+                    "%s %s is the driver's own %s", field, given, path.equals(socket) ? "socket" : "working directory");
         }
         return path;
     }

@@ -1,7 +1,7 @@
 package dev.blockpool.host;
 
-import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.Libc;
@@ -42,6 +42,7 @@ final class LinuxLoopCalls implements LoopCalls {
     private static final int SECTOR_SIZE = 512;
     /** struct loop_config: fd, block_size, struct loop_info64 (232 bytes), 8 reserved u64s. */
     private static final long LOOP_CONFIG_SIZE = 304;
+
     private static final long INFO_OFFSET = 8;
     private static final long INFO_SIZE = 232;
     private static final long INFO_FLAGS = 52;
@@ -49,6 +50,7 @@ final class LinuxLoopCalls implements LoopCalls {
     private static final int LO_NAME_SIZE = 64;
     /** Another process may take the free device before we bind it (EBUSY): ask again, this often. */
     private static final int ATTEMPTS = 32;
+
     private static final Duration DEADLINE = Duration.ofSeconds(30);
     /** The only device nodes this class ever makes: /dev/loopN. */
     private static final Pattern LOOP_NAME = Pattern.compile("loop[0-9]+");
@@ -81,11 +83,13 @@ final class LinuxLoopCalls implements LoopCalls {
                         return name;
                     }
                     if (errno != Libc.EBUSY || attempt == ATTEMPTS) {
-                        throw StorageException.internal("cannot attach %s to %s: %s", image, devDir.resolve(name),
-                                Libc.strerror(errno));
+                        throw StorageException.internal(
+                                "cannot attach %s to %s: %s", image, devDir.resolve(name), Libc.strerror(errno));
                     }
-                    log.debug("{} was taken by another process before {} was bound to it; trying again",
-                            devDir.resolve(name), image);
+                    log.debug(
+                            "{} was taken by another process before {} was bound to it; trying again",
+                            devDir.resolve(name),
+                            image);
                     pause(attempt);
                 }
             } finally {
@@ -123,8 +127,8 @@ final class LinuxLoopCalls implements LoopCalls {
             try {
                 Libc.ioctl(fd, LOOP_SET_CAPACITY, 0L);
             } catch (Libc.ErrnoException e) {
-                throw StorageException.internal("cannot refresh the capacity of %s: %s", device.device(),
-                        e.getMessage());
+                throw StorageException.internal(
+                        "cannot refresh the capacity of %s: %s", device.device(), e.getMessage());
             } finally {
                 Libc.close(fd);
             }
@@ -224,8 +228,8 @@ final class LinuxLoopCalls implements LoopCalls {
             throw StorageException.internal("%s is not the name of a loop device", name);
         }
         Path node = devDir.resolve(name);
-        DeviceNumber number = sysfs.deviceNumber(name).orElseThrow(() -> StorageException.internal(
-                "the loop device %s has gone from sysfs", name));
+        DeviceNumber number = sysfs.deviceNumber(name)
+                .orElseThrow(() -> StorageException.internal("the loop device %s has gone from sysfs", name));
         int fd;
         try {
             fd = Libc.open(node.toString(), flags | Libc.O_NOFOLLOW, 0);
@@ -239,8 +243,8 @@ final class LinuxLoopCalls implements LoopCalls {
         Libc.Stat stat = Descriptors.statOrClose(fd, node);
         if (!stat.isBlockDevice() || stat.rdevMajor() != number.major() || stat.rdevMinor() != number.minor()) {
             Libc.close(fd);
-            throw StorageException.internal("%s is not the device node of the loop device %s (%s); it is left as it is",
-                    node, name, number);
+            throw StorageException.internal(
+                    "%s is not the device node of the loop device %s (%s); it is left as it is", node, name, number);
         }
         return fd;
     }
@@ -255,8 +259,8 @@ final class LinuxLoopCalls implements LoopCalls {
             log.info("made the missing device node {} ({})", node, number);
         } catch (Libc.ErrnoException e) {
             if (e.errno() != Libc.EEXIST) { // made meanwhile (udev): opened and checked like any other
-                throw StorageException.internal("cannot make the missing device node %s (%s): %s", node, number,
-                        e.getMessage());
+                throw StorageException.internal(
+                        "cannot make the missing device node %s (%s): %s", node, number, e.getMessage());
             }
         }
     }

@@ -31,7 +31,9 @@ final class LinuxMountCalls implements MountCalls {
             mountNow(source, target, kind, type, flags, data);
             return;
         }
-        blocking.run(DEADLINE, "mount(2) of " + source + " at " + target,
+        blocking.run(
+                DEADLINE,
+                "mount(2) of " + source + " at " + target,
                 () -> mountNow(source, target, kind, type, flags, data));
     }
 
@@ -47,8 +49,10 @@ final class LinuxMountCalls implements MountCalls {
                 if (e.errno() == Libc.EBUSY) {
                     // The filesystem is mounted elsewhere on this node with other flags (read-write
                     // where read-only is asked): the caller's view of the node is wrong, not the host.
-                    throw StorageException.precondition("cannot mount %s at %s: it is mounted elsewhere on this node "
-                            + "in a way this mount cannot share (%s)", source, target, e.getMessage());
+                    throw StorageException.precondition(
+                            "cannot mount %s at %s: it is mounted elsewhere on this node "
+                                    + "in a way this mount cannot share (%s)",
+                            source, target, e.getMessage());
                 }
                 throw StorageException.internal("cannot mount %s at %s: %s", source, target, e.getMessage());
             } finally {
@@ -74,8 +78,8 @@ final class LinuxMountCalls implements MountCalls {
         try {
             Libc.mount(null, Libc.fdPath(fd), null, Libc.MS_REMOUNT | Libc.MS_BIND | flags, null);
         } catch (Libc.ErrnoException e) {
-            throw StorageException.internal("cannot change the flags of the bind mount at %s: %s", target,
-                    e.getMessage());
+            throw StorageException.internal(
+                    "cannot change the flags of the bind mount at %s: %s", target, e.getMessage());
         } finally {
             Libc.close(fd);
         }
@@ -104,8 +108,10 @@ final class LinuxMountCalls implements MountCalls {
             fd = Libc.openPathNoSymlinks(MountTable.asListed(path).toString(), kind == TargetKind.DIRECTORY);
         } catch (Libc.ErrnoException e) {
             if (e.errno() == Libc.ELOOP) {
-                throw StorageException.precondition("%s is or passes through a symlink; the driver mounts only on "
-                        + "the path it was given, never where a symlink points", path);
+                throw StorageException.precondition(
+                        "%s is or passes through a symlink; the driver mounts only on "
+                                + "the path it was given, never where a symlink points",
+                        path);
             }
             throw StorageException.precondition("cannot open %s to mount on it: %s", path, e.getMessage());
         }
@@ -113,8 +119,9 @@ final class LinuxMountCalls implements MountCalls {
         boolean fits = kind == null || (kind == TargetKind.DIRECTORY ? stat.isDirectory() : stat.isRegularFile());
         if (!fits) {
             Libc.close(fd);
-            throw StorageException.precondition("%s is not a %s; nothing is mounted on it", path,
-                    kind == TargetKind.DIRECTORY ? "directory" : "regular file");
+            throw StorageException.precondition(
+                    "%s is not a %s; nothing is mounted on it",
+                    path, kind == TargetKind.DIRECTORY ? "directory" : "regular file");
         }
         return fd;
     }

@@ -30,8 +30,7 @@ public final class LoopAttachments {
     }
 
     /** The device {@link #acquire} gave, and whether it attached it now (rather than reusing it). */
-    public record Acquired(LoopDevice device, boolean attached) {
-    }
+    public record Acquired(LoopDevice device, boolean attached) {}
 
     /**
      * The image's device, attached now or reused: one device per image, so that two filesystem
@@ -115,8 +114,12 @@ public final class LoopAttachments {
         Optional<LoopDevice> staged = loops.reusableFor(image);
         Optional<LoopDevice> current = loops.byNumber(device.number())
                 .filter(l -> l.name().equals(device.name()) && l.backingFile().equals(device.backingFile()));
-        if (current.isEmpty() || !current.get().readOnly() || current.get().autoclear() || staged.isEmpty()
-                || staged.get().readOnly() || staged.get().name().equals(device.name())
+        if (current.isEmpty()
+                || !current.get().readOnly()
+                || current.get().autoclear()
+                || staged.isEmpty()
+                || staged.get().readOnly()
+                || staged.get().name().equals(device.name())
                 || !usersOf(current.get()).isEmpty()) {
             return;
         }
@@ -130,8 +133,10 @@ public final class LoopAttachments {
 
     /** Picks up a grown image: every usable device of it re-reads its size; returns them afresh. */
     public List<LoopDevice> refreshCapacity(Path image) {
-        return loops.boundTo(image).stream().filter(l -> !l.autoclear() && !l.backingFileDeleted())
-                .map(loops::refreshCapacity).toList();
+        return loops.boundTo(image).stream()
+                .filter(l -> !l.autoclear() && !l.backingFileDeleted())
+                .map(loops::refreshCapacity)
+                .toList();
     }
 
     /** Whose the mount is, from the device behind it. */
@@ -151,17 +156,19 @@ public final class LoopAttachments {
 
     /** Whether the loop device with this number is bound to the image: one read of its backing file. */
     public boolean isBoundTo(DeviceNumber number, Path image) {
-        return loops.backingFileOf(number).filter(file -> LoopSysfs.isBackingFile(file, image)).isPresent();
+        return loops.backingFileOf(number)
+                .filter(file -> LoopSysfs.isBackingFile(file, image))
+                .isPresent();
     }
 
     static MountOwner ownerOf(MountInfo mount, Path image, Optional<LoopDevice> loop) {
         if (loop.isPresent()) {
-            return LoopSysfs.isBackingFile(loop.get().backingFile(), image) ? MountOwner.THIS_VOLUME
-                    : MountOwner.OTHER;
+            return LoopSysfs.isBackingFile(loop.get().backingFile(), image) ? MountOwner.THIS_VOLUME : MountOwner.OTHER;
         }
         // A vanished loop device: its filesystem's number, or a device-node bind of it whose
         // node has gone (an ext4 or xfs mount of a directory named loopN is not one).
-        boolean deviceNodeBind = boundLoopName(mount).isPresent() && !mount.fsType().startsWith("ext")
+        boolean deviceNodeBind = boundLoopName(mount).isPresent()
+                && !mount.fsType().startsWith("ext")
                 && !mount.fsType().equals("xfs");
         return mount.device().major() == LoopSysfs.LOOP_MAJOR || deviceNodeBind ? MountOwner.BROKEN : MountOwner.OTHER;
     }

@@ -10,6 +10,12 @@ import java.nio.file.Path;
  *                           on a device that is still open, so a device with this flag is on its
  *                           way out and is never reused
  */
-public record LoopDevice(String name, Path device, DeviceNumber number, Path backingFile,
-                         boolean backingFileDeleted, boolean readOnly, boolean autoclear, long sizeBytes) {
-}
+public record LoopDevice(
+        String name,
+        Path device,
+        DeviceNumber number,
+        Path backingFile,
+        boolean backingFileDeleted,
+        boolean readOnly,
+        boolean autoclear,
+        long sizeBytes) {}

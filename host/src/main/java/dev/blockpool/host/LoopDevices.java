@@ -35,7 +35,8 @@ public interface LoopDevices {
 
     /** {@link #reusableFor} among the devices bound to one image, read once. */
     static Optional<LoopDevice> reusableAmong(List<LoopDevice> boundToImage) {
-        return boundToImage.stream().filter(d -> !d.autoclear() && !d.backingFileDeleted())
+        return boundToImage.stream()
+                .filter(d -> !d.autoclear() && !d.backingFileDeleted())
                 .min(java.util.Comparator.comparing(LoopDevice::readOnly));
     }
 

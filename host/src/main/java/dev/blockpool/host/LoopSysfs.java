@@ -23,6 +23,7 @@ public final class LoopSysfs {
 
     /** The block major of every loop device (its minor depends on the module's max_part). */
     public static final int LOOP_MAJOR = 7;
+
     private static final String DELETED = " (deleted)";
 
     private final Path sysBlock;
@@ -56,7 +57,9 @@ public final class LoopSysfs {
     private List<LoopDevice> scan(Optional<Path> image) {
         List<LoopDevice> devices = new ArrayList<>();
         try (Stream<Path> entries = Files.list(sysBlock)) {
-            for (Path entry : entries.filter(p -> p.getFileName().toString().startsWith("loop")).sorted().toList()) {
+            for (Path entry : entries.filter(p -> p.getFileName().toString().startsWith("loop"))
+                    .sorted()
+                    .toList()) {
                 read(entry.getFileName().toString(), image, Optional.empty()).ifPresent(devices::add);
             }
         } catch (IOException e) {
@@ -85,7 +88,8 @@ public final class LoopSysfs {
      * every file of the device.
      */
     public Optional<Path> backingFileByNumber(DeviceNumber number) {
-        return directoryOf(number).flatMap(dir -> whileBound(dir, d -> backingFile(d).map(BackingFile::path)));
+        return directoryOf(number)
+                .flatMap(dir -> whileBound(dir, d -> backingFile(d).map(BackingFile::path)));
     }
 
     /**
@@ -112,8 +116,7 @@ public final class LoopSysfs {
         }
     }
 
-    private record BackingFile(Path path, boolean deleted) {
-    }
+    private record BackingFile(Path path, boolean deleted) {}
 
     /** The device's backing file; empty when it is unbound. */
     private static Optional<BackingFile> backingFile(Path dir) throws IOException {
@@ -123,8 +126,8 @@ public final class LoopSysfs {
         }
         String file = backing.get();
         boolean deleted = file.endsWith(DELETED);
-        return Optional.of(new BackingFile(Path.of(deleted ? file.substring(0, file.length() - DELETED.length()) : file),
-                deleted));
+        return Optional.of(new BackingFile(
+                Path.of(deleted ? file.substring(0, file.length() - DELETED.length()) : file), deleted));
     }
 
     /** The device as it is now, if it is still bound to the same image. */
@@ -144,7 +147,9 @@ public final class LoopSysfs {
     /** Whether the bound device does direct I/O on its backing file (LO_FLAGS_DIRECT_IO took). */
     public boolean directIo(String name) {
         try {
-            return "1".equals(readIfExists(sysBlock.resolve(name).resolve("loop/dio")).orElse("0"));
+            return "1"
+                    .equals(readIfExists(sysBlock.resolve(name).resolve("loop/dio"))
+                            .orElse("0"));
         } catch (IOException e) {
             throw StorageException.io(e, "cannot read the loop device %s", sysBlock.resolve(name));
         }
@@ -166,13 +171,19 @@ public final class LoopSysfs {
         }
         return whileBound(dir, d -> {
             Optional<BackingFile> backing = backingFile(d);
-            if (backing.isEmpty() || image.isPresent() && !image.get().equals(backing.get().path())) {
+            if (backing.isEmpty()
+                    || image.isPresent() && !image.get().equals(backing.get().path())) {
                 return Optional.empty();
             }
-            DeviceNumber read = number.isPresent() ? number.get()
+            DeviceNumber read = number.isPresent()
+                    ? number.get()
                     : DeviceNumber.parse(Files.readString(d.resolve("dev")).strip());
-            return Optional.of(new LoopDevice(name, devDir.resolve(name), read,
-                    backing.get().path(), backing.get().deleted(),
+            return Optional.of(new LoopDevice(
+                    name,
+                    devDir.resolve(name),
+                    read,
+                    backing.get().path(),
+                    backing.get().deleted(),
                     "1".equals(Files.readString(d.resolve("ro")).strip()),
                     "1".equals(readIfExists(d.resolve("loop/autoclear")).orElse("0")),
                     Long.parseLong(Files.readString(d.resolve("size")).strip()) * 512));

@@ -10,7 +10,10 @@ import java.nio.file.Path;
 interface MountCalls {
 
     /** What a mount may be made on: a directory, or a regular file for a device node's bind. */
-    enum TargetKind { DIRECTORY, FILE }
+    enum TargetKind {
+        DIRECTORY,
+        FILE
+    }
 
     /**
      * mount(2) of {@code source} onto the {@code kind} at {@code target}, with {@code flags}

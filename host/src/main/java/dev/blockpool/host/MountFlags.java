@@ -12,12 +12,20 @@ import java.util.Map;
 record MountFlags(long flags, String data) {
 
     private static final Map<String, Long> FLAGS = Map.ofEntries(
-            Map.entry("ro", Libc.MS_RDONLY), Map.entry("rw", 0L), Map.entry("nosuid", Libc.MS_NOSUID),
-            Map.entry("nodev", Libc.MS_NODEV), Map.entry("noexec", Libc.MS_NOEXEC),
-            Map.entry("sync", Libc.MS_SYNCHRONOUS), Map.entry("async", 0L), Map.entry("dirsync", Libc.MS_DIRSYNC),
-            Map.entry("noatime", Libc.MS_NOATIME), Map.entry("nodiratime", Libc.MS_NODIRATIME),
-            Map.entry("relatime", Libc.MS_RELATIME), Map.entry("strictatime", Libc.MS_STRICTATIME),
-            Map.entry("lazytime", Libc.MS_LAZYTIME), Map.entry("defaults", 0L));
+            Map.entry("ro", Libc.MS_RDONLY),
+            Map.entry("rw", 0L),
+            Map.entry("nosuid", Libc.MS_NOSUID),
+            Map.entry("nodev", Libc.MS_NODEV),
+            Map.entry("noexec", Libc.MS_NOEXEC),
+            Map.entry("sync", Libc.MS_SYNCHRONOUS),
+            Map.entry("async", 0L),
+            Map.entry("dirsync", Libc.MS_DIRSYNC),
+            Map.entry("noatime", Libc.MS_NOATIME),
+            Map.entry("nodiratime", Libc.MS_NODIRATIME),
+            Map.entry("relatime", Libc.MS_RELATIME),
+            Map.entry("strictatime", Libc.MS_STRICTATIME),
+            Map.entry("lazytime", Libc.MS_LAZYTIME),
+            Map.entry("defaults", 0L));
 
     /** Options already checked against the allow-list; anything that is not a flag goes to the filesystem. */
     static MountFlags of(List<String> options) {

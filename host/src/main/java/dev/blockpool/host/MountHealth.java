@@ -44,17 +44,19 @@ public final class MountHealth {
                 continue;
             }
             if (owner == MountOwner.BROKEN || device.isEmpty()) {
-                problems.add(HealthProblem.inaccessible("LoopDeviceDetached",
-                        "the loop device behind " + mount.mountPoint() + " is gone"));
+                problems.add(HealthProblem.inaccessible(
+                        "LoopDeviceDetached", "the loop device behind " + mount.mountPoint() + " is gone"));
                 continue;
             }
             LoopDevice loop = device.get();
             if (loop.backingFileDeleted()) {
-                problems.add(HealthProblem.dataLoss("ImageDeleted", "the image " + image
-                        + " was deleted while " + loop.device() + " at " + mount.mountPoint() + " still uses it"));
+                problems.add(HealthProblem.dataLoss(
+                        "ImageDeleted",
+                        "the image " + image + " was deleted while " + loop.device() + " at " + mount.mountPoint()
+                                + " still uses it"));
             } else if (loop.autoclear()) {
-                problems.add(HealthProblem.inaccessible("LoopDeviceDetached", loop.device()
-                        + " was detached while in use at " + mount.mountPoint()));
+                problems.add(HealthProblem.inaccessible(
+                        "LoopDeviceDetached", loop.device() + " was detached while in use at " + mount.mountPoint()));
             }
             // A device's filesystem is the same at each of its mounts (staging, the pods' binds): asked once.
             if (FsType.find(mount.fsType()).isPresent() && checked.add(loop.device())) {
@@ -68,22 +70,34 @@ public final class MountHealth {
         String what = "the " + mount.fsType() + " filesystem on " + loop.device() + " at " + mount.mountPoint();
         List<HealthProblem> problems = new ArrayList<>();
         switch (filesystems.answer(mount.mountPoint())) {
-            case FilesystemAnswer.Answered answered -> {
-            }
-            case FilesystemAnswer.Silent silent -> problems.add(HealthProblem.inaccessible("FilesystemNotResponding",
-                    what + " " + silent.describe() + ": its I/O waits on the pool's storage; see the pool's health"));
-            case FilesystemAnswer.Failed failed -> problems.add(HealthProblem.inaccessible("FilesystemFailed",
-                    what + " fails with \"" + failed.error() + "\": the kernel stopped it after an error (xfs shuts a "
-                    + "filesystem down so; see the kernel log). Once no pod uses the volume, NodeUnstageVolume and "
-                    + "NodeStageVolume mount it again, which replays its log; if that fails, repair the image "
-                    + "(xfs_repair)"));
+            case FilesystemAnswer.Answered answered -> {}
+            case FilesystemAnswer.Silent silent ->
+                problems.add(HealthProblem.inaccessible(
+                        "FilesystemNotResponding",
+                        what + " " + silent.describe()
+                                + ": its I/O waits on the pool's storage; see the pool's health"));
+            case FilesystemAnswer.Failed failed ->
+                problems.add(HealthProblem.inaccessible(
+                        "FilesystemFailed",
+                        what + " fails with \"" + failed.error()
+                                + "\": the kernel stopped it after an error (xfs shuts a "
+                                + "filesystem down so; see the kernel log). Once no pod uses the volume, NodeUnstageVolume and "
+                                + "NodeStageVolume mount it again, which replays its log; if that fails, repair the image "
+                                + "(xfs_repair)"));
         }
-        filesystems.recordedErrors(loop).ifPresent(errors -> problems.add(HealthProblem.degraded("FilesystemErrors",
-                "the kernel recorded " + errors.count() + " error(s) in " + what
-                + errors.first().map(t -> ", the first at " + t).orElse("")
-                + (errors.function().isEmpty() ? "" : " in " + errors.function())
-                + ": its data may be damaged. Once no pod uses the volume, its next NodeStageVolume checks and repairs "
-                + "it (e2fsck -p) before mounting it, or fails if it needs a manual repair (e2fsck on the image)")));
+        filesystems
+                .recordedErrors(loop)
+                .ifPresent(
+                        errors -> problems.add(
+                                HealthProblem.degraded(
+                                        "FilesystemErrors",
+                                        "the kernel recorded " + errors.count() + " error(s) in " + what
+                                                + errors.first()
+                                                        .map(t -> ", the first at " + t)
+                                                        .orElse("")
+                                                + (errors.function().isEmpty() ? "" : " in " + errors.function())
+                                                + ": its data may be damaged. Once no pod uses the volume, its next NodeStageVolume checks and repairs "
+                                                + "it (e2fsck -p) before mounting it, or fails if it needs a manual repair (e2fsck on the image)")));
         return problems;
     }
 }

@@ -8,9 +8,17 @@ import java.util.List;
  * device ({@code major:minor}) behind it. For a bind mount, {@code root} is the directory (or
  * device node) inside the source filesystem that was bound.
  */
-public record MountInfo(int mountId, int parentId, DeviceNumber device, String root, Path mountPoint,
-                        List<String> mountOptions, List<String> optionalFields, String fsType, String source,
-                        List<String> superOptions) {
+public record MountInfo(
+        int mountId,
+        int parentId,
+        DeviceNumber device,
+        String root,
+        Path mountPoint,
+        List<String> mountOptions,
+        List<String> optionalFields,
+        String fsType,
+        String source,
+        List<String> superOptions) {
 
     public MountInfo {
         mountOptions = List.copyOf(mountOptions);

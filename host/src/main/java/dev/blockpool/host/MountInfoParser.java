@@ -13,11 +13,11 @@ import java.util.List;
  */
 public final class MountInfoParser {
 
-    private MountInfoParser() {
-    }
+    private MountInfoParser() {}
 
     /** The fields a caller may select lines by (counted from 0): each line's device and mount point. */
     static final int DEVICE = 2;
+
     static final int MOUNT_POINT = 4;
 
     public static List<MountInfo> parse(String content) {
@@ -37,7 +37,9 @@ public final class MountInfoParser {
             if (end < 0) {
                 end = content.length();
             }
-            if (field < 0 ? !content.substring(start, end).isBlank() : fieldIsOneOf(content, start, end, field, values)) {
+            if (field < 0
+                    ? !content.substring(start, end).isBlank()
+                    : fieldIsOneOf(content, start, end, field, values)) {
                 mounts.add(parseLine(content.substring(start, end)));
             }
             start = end + 1;

@@ -19,8 +19,7 @@ final class MountPoints {
 
     private static final Logger log = LoggerFactory.getLogger(MountPoints.class);
 
-    private MountPoints() {
-    }
+    private MountPoints() {}
 
     /**
      * The directory a filesystem is mounted on; an existing empty directory is reused. A mount
@@ -31,8 +30,9 @@ final class MountPoints {
         if (state instanceof PathState.Directory) {
             try (DirectoryStream<Path> entries = Files.newDirectoryStream(path)) {
                 if (entries.iterator().hasNext()) {
-                    throw StorageException.precondition("%s is not empty; a volume is mounted only on an empty "
-                            + "directory, never over content", path);
+                    throw StorageException.precondition(
+                            "%s is not empty; a volume is mounted only on an empty " + "directory, never over content",
+                            path);
                 }
             } catch (IOException e) {
                 throw StorageException.io(e, "cannot look into %s", path);
@@ -40,8 +40,8 @@ final class MountPoints {
             return;
         }
         if (!(state instanceof PathState.Missing)) {
-            throw StorageException.precondition("%s exists and is not a directory (%s); nothing is mounted over it",
-                    path, describe(state));
+            throw StorageException.precondition(
+                    "%s exists and is not a directory (%s); nothing is mounted over it", path, describe(state));
         }
         try {
             Files.createDirectories(path);
@@ -57,8 +57,10 @@ final class MountPoints {
             return;
         }
         if (!(state instanceof PathState.Missing)) {
-            throw StorageException.precondition("%s exists and is %s; a block volume is published onto an empty file "
-                    + "the driver makes, never over anything else", path, describe(state));
+            throw StorageException.precondition(
+                    "%s exists and is %s; a block volume is published onto an empty file "
+                            + "the driver makes, never over anything else",
+                    path, describe(state));
         }
         try {
             Files.createDirectories(path.getParent());
@@ -100,8 +102,9 @@ final class MountPoints {
     /** A repeated call must ask for what is mounted: CONFLICT when read-only differs. */
     static void requireSameReadOnly(MountInfo mount, boolean readOnly, Path path) {
         if (mount.readOnly() != readOnly) {
-            throw StorageException.conflict("the volume is mounted at %s %s, not %s as requested", path,
-                    mount.readOnly() ? "read-only" : "read-write", readOnly ? "read-only" : "read-write");
+            throw StorageException.conflict(
+                    "the volume is mounted at %s %s, not %s as requested",
+                    path, mount.readOnly() ? "read-only" : "read-write", readOnly ? "read-only" : "read-write");
         }
     }
 

@@ -24,7 +24,8 @@ public interface MountTable {
      * last): one read of the table for all of them.
      */
     default List<MountInfo> allAt(Path... mountPoints) {
-        List<Path> wanted = Stream.of(mountPoints).map(p -> p.toAbsolutePath().normalize()).toList();
+        List<Path> wanted =
+                Stream.of(mountPoints).map(p -> p.toAbsolutePath().normalize()).toList();
         return mounts().stream().filter(m -> wanted.contains(m.mountPoint())).toList();
     }
 
@@ -42,7 +43,10 @@ public interface MountTable {
     static Path asListed(Path path) {
         Path parent = path.getParent();
         Path last = path.getFileName();
-        if (parent != null && last != null && !last.toString().equals(".") && !last.toString().equals("..")) {
+        if (parent != null
+                && last != null
+                && !last.toString().equals(".")
+                && !last.toString().equals("..")) {
             try {
                 return parent.toRealPath().resolve(last);
             } catch (IOException | SecurityException e) {

@@ -10,14 +10,20 @@ import dev.blockpool.common.Libc;
  * from the live mount table and loop sysfs, so a restarted driver continues exactly where the
  * host is.
  */
-public record NodeHost(Staging staging, Publishing publishing, VolumeStats stats, MountHealth health,
-                       VolumeResizer resizer, LoopAttachments loops) {
+public record NodeHost(
+        Staging staging,
+        Publishing publishing,
+        VolumeStats stats,
+        MountHealth health,
+        VolumeResizer resizer,
+        LoopAttachments loops) {
 
     /** The host side over the given primitives (fakes in unit tests). */
     public static NodeHost of(MountTable table, LoopDevices loopDevices, Filesystems filesystems, Mounter mounter) {
         LoopAttachments loops = new LoopAttachments(loopDevices, table);
         SafeFormatAndMount formatAndMount = new SafeFormatAndMount(loops, filesystems, mounter, table);
-        return new NodeHost(new Staging(loops, formatAndMount, mounter, table),
+        return new NodeHost(
+                new Staging(loops, formatAndMount, mounter, table),
                 new Publishing(loops, formatAndMount, mounter, table),
                 new VolumeStats(loops, filesystems, table),
                 new MountHealth(loops, table, filesystems),

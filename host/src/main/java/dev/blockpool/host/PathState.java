@@ -11,11 +11,9 @@ import java.util.Optional;
  */
 public sealed interface PathState {
 
-    record Missing() implements PathState {
-    }
+    record Missing() implements PathState {}
 
-    record Directory() implements PathState {
-    }
+    record Directory() implements PathState {}
 
     /** A regular file, or a device node (what a raw block publish binds, and shows once bound). */
     record File(Optional<DeviceNumber> deviceNode, long size) implements PathState {
@@ -25,15 +23,12 @@ public sealed interface PathState {
     }
 
     /** A symlink: never followed, never made by the driver. */
-    record Symlink() implements PathState {
-    }
+    record Symlink() implements PathState {}
 
     /** A fifo or a socket: never made by the driver. */
-    record Special() implements PathState {
-    }
+    record Special() implements PathState {}
 
-    record Broken(String reason) implements PathState {
-    }
+    record Broken(String reason) implements PathState {}
 
     static PathState of(Path path) {
         Libc.Stat stat;
@@ -46,8 +41,8 @@ public sealed interface PathState {
             case Libc.S_IFDIR -> new Directory();
             case Libc.S_IFLNK -> new Symlink();
             case Libc.S_IFREG -> new File(Optional.empty(), stat.size());
-            case Libc.S_IFBLK, Libc.S_IFCHR -> new File(Optional.of(new DeviceNumber(stat.rdevMajor(),
-                    stat.rdevMinor())), 0);
+            case Libc.S_IFBLK, Libc.S_IFCHR ->
+                new File(Optional.of(new DeviceNumber(stat.rdevMajor(), stat.rdevMinor())), 0);
             default -> new Special();
         };
     }

@@ -25,7 +25,9 @@ public record Probe(Optional<String> type, Optional<String> usage, Optional<Stri
                 tags.put(line.substring(0, eq).strip(), line.substring(eq + 1).strip());
             }
         }
-        return new Probe(Optional.ofNullable(tags.get("TYPE")), Optional.ofNullable(tags.get("USAGE")),
+        return new Probe(
+                Optional.ofNullable(tags.get("TYPE")),
+                Optional.ofNullable(tags.get("USAGE")),
                 Optional.ofNullable(tags.get("PTTYPE")));
     }
 
@@ -33,6 +35,8 @@ public record Probe(Optional<String> type, Optional<String> usage, Optional<Stri
         if (partitionTable.isPresent()) {
             return "a " + partitionTable.get() + " partition table";
         }
-        return type.map(t -> "a " + t + " signature" + usage.map(u -> " (" + u + ")").orElse("")).orElse("nothing");
+        return type.map(t ->
+                        "a " + t + " signature" + usage.map(u -> " (" + u + ")").orElse(""))
+                .orElse("nothing");
     }
 }

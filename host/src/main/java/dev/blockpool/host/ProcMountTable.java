@@ -30,8 +30,12 @@ public final class ProcMountTable implements MountTable {
 
     @Override
     public List<MountInfo> allAt(Path... mountPoints) {
-        return read(MountInfoParser.MOUNT_POINT, Stream.of(mountPoints)
-                .map(p -> MountInfoParser.escape(p.toAbsolutePath().normalize().toString())).toList());
+        return read(
+                MountInfoParser.MOUNT_POINT,
+                Stream.of(mountPoints)
+                        .map(p -> MountInfoParser.escape(
+                                p.toAbsolutePath().normalize().toString()))
+                        .toList());
     }
 
     @Override

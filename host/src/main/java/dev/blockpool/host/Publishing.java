@@ -27,8 +27,8 @@ public final class Publishing {
         this.table = table;
     }
 
-    public void publishFilesystem(Path image, Path staging, Path target, boolean readOnly, List<String> flags,
-                                  boolean singleWriter) {
+    public void publishFilesystem(
+            Path image, Path staging, Path target, boolean readOnly, List<String> flags, boolean singleWriter) {
         List<MountInfo> here = table.allAt(staging, target); // one read of the table for both
         MountInfo staged = MountTable.topmost(here, staging)
                 .filter(m -> loops.ownerOf(m, image) == MountOwner.THIS_VOLUME)
@@ -58,8 +58,9 @@ public final class Publishing {
      * its own, which the kernel refuses to write; unpublish detaches it again.
      */
     public void publishBlock(Path image, Path target, boolean readOnly, boolean singleWriter) {
-        LoopDevice staged = loops.reusable(image).orElseThrow(() -> StorageException.precondition(
-                "the volume has no loop device on this node; call NodeStageVolume first"));
+        LoopDevice staged = loops.reusable(image)
+                .orElseThrow(() -> StorageException.precondition(
+                        "the volume has no loop device on this node; call NodeStageVolume first"));
         Optional<MountInfo> existing = table.at(target);
         if (existing.isPresent()) {
             requireSameBlockPublish(existing.get(), image, target, readOnly);
@@ -67,7 +68,8 @@ public final class Publishing {
         }
         if (!readOnly && staged.readOnly()) {
             throw StorageException.precondition(
-                    "the volume is staged read-only on this node (%s); a read-write publish is refused", staged.device());
+                    "the volume is staged read-only on this node (%s); a read-write publish is refused",
+                    staged.device());
         }
         if (singleWriter) {
             requireNoOtherPublish(loops.usersOf(image), List.of(target));
@@ -106,16 +108,15 @@ public final class Publishing {
             if (owner == MountOwner.THIS_VOLUME && LoopAttachments.isDeviceNodeBind(mount)) {
                 loops.loopOf(mount).ifPresent(unbound::add);
             }
-            stack = mounter.unmountTop(stack,
-                    owner == MountOwner.BROKEN || PathState.of(target) instanceof PathState.Broken);
+            stack = mounter.unmountTop(
+                    stack, owner == MountOwner.BROKEN || PathState.of(target) instanceof PathState.Broken);
         }
         MountPoints.removeUnmounted(target);
         unbound.forEach(device -> loops.releaseReadOnlyCopy(image, device));
     }
 
     private void requireSameBlockPublish(MountInfo mount, Path image, Path target, boolean readOnly) {
-        Optional<LoopDevice> bound = loops.loopOf(mount)
-                .filter(l -> LoopSysfs.isBackingFile(l.backingFile(), image));
+        Optional<LoopDevice> bound = loops.loopOf(mount).filter(l -> LoopSysfs.isBackingFile(l.backingFile(), image));
         if (bound.isEmpty()) {
             throw StorageException.conflict("%s already has another device or filesystem mounted", target);
         }
@@ -126,7 +127,10 @@ public final class Publishing {
     }
 
     private static void requireNoOtherPublish(List<MountInfo> mounts, List<Path> allowed) {
-        List<Path> others = mounts.stream().map(MountInfo::mountPoint).filter(p -> !allowed.contains(p)).toList();
+        List<Path> others = mounts.stream()
+                .map(MountInfo::mountPoint)
+                .filter(p -> !allowed.contains(p))
+                .toList();
         if (!others.isEmpty()) {
             throw StorageException.precondition(
                     "the volume is SINGLE_NODE_SINGLE_WRITER and already published at %s", others);

@@ -35,11 +35,14 @@ public final class SafeFormatAndMount {
     public void mountStaged(Path image, Path staging, FilesystemRequest request) {
         Optional<MountInfo> existing = table.at(staging);
         if (existing.isEmpty()) {
-            List<Path> elsewhere = loops.usersOf(image).stream().filter(m -> !LoopAttachments.isDeviceNodeBind(m))
-                    .map(MountInfo::mountPoint).toList();
+            List<Path> elsewhere = loops.usersOf(image).stream()
+                    .filter(m -> !LoopAttachments.isDeviceNodeBind(m))
+                    .map(MountInfo::mountPoint)
+                    .toList();
             if (!elsewhere.isEmpty()) {
-                throw StorageException.precondition("the volume is already staged on this node (mounted at %s); "
-                        + "unstage it there first", elsewhere);
+                throw StorageException.precondition(
+                        "the volume is already staged on this node (mounted at %s); " + "unstage it there first",
+                        elsewhere);
             }
         }
         mount(image, staging, existing, request, request.readOnly());
@@ -54,8 +57,12 @@ public final class SafeFormatAndMount {
     }
 
     /** {@code existing}: what the table has at {@code mountPoint}, read by the caller for this call. */
-    private void mount(Path image, Path mountPoint, Optional<MountInfo> existing, FilesystemRequest request,
-                       boolean readOnlyDevice) {
+    private void mount(
+            Path image,
+            Path mountPoint,
+            Optional<MountInfo> existing,
+            FilesystemRequest request,
+            boolean readOnlyDevice) {
         if (existing.isPresent()) {
             requireSameMount(existing.get(), image, mountPoint, request);
             return;
@@ -67,7 +74,8 @@ public final class SafeFormatAndMount {
             FsType type = prepare(loop, request, readOnlyDevice);
             MountOptions.requireAllowedFor(request.flags(), type);
             List<String> options = request.readOnly()
-                    ? Stream.concat(request.flags().stream(), Stream.of("ro")).toList() : request.flags();
+                    ? Stream.concat(request.flags().stream(), Stream.of("ro")).toList()
+                    : request.flags();
             mounter.mount(loop.device(), mountPoint, type, options);
         } catch (RuntimeException e) {
             if (acquired.attached()) {
@@ -89,14 +97,17 @@ public final class SafeFormatAndMount {
             filesystems.format(loop.device(), type);
             return type;
         }
-        Optional<FsType> found = probe.partitionTable().isPresent() ? Optional.empty()
+        Optional<FsType> found = probe.partitionTable().isPresent()
+                ? Optional.empty()
                 : probe.type().flatMap(FsType::find);
         if (found.isEmpty()) {
-            throw StorageException.precondition("the volume holds %s, not an %s filesystem; it is left as it is",
+            throw StorageException.precondition(
+                    "the volume holds %s, not an %s filesystem; it is left as it is",
                     probe.describe(), FsType.supported());
         }
         if (request.requestedType().isPresent() && request.requestedType().get() != found.get()) {
-            throw StorageException.precondition("the volume holds an %s filesystem, but %s was requested",
+            throw StorageException.precondition(
+                    "the volume holds an %s filesystem, but %s was requested",
                     found.get(), request.requestedType().get());
         }
         // Never fsck a filesystem that is mounted (somewhere else on this node): e2fsck would
@@ -110,12 +121,15 @@ public final class SafeFormatAndMount {
     private void requireSameMount(MountInfo mount, Path image, Path path, FilesystemRequest request) {
         MountOwner owner = loops.ownerOf(mount, image);
         if (owner != MountOwner.THIS_VOLUME) {
-            throw StorageException.conflict("%s already has %s mounted", path,
-                    owner == MountOwner.BROKEN ? "a broken mount" : "another filesystem");
+            throw StorageException.conflict(
+                    "%s already has %s mounted",
+                    path, owner == MountOwner.BROKEN ? "a broken mount" : "another filesystem");
         }
-        if (request.requestedType().isPresent() && !request.requestedType().get().fsName().equals(mount.fsType())) {
-            throw StorageException.conflict("the volume is mounted at %s as %s, not %s", path, mount.fsType(),
-                    request.requestedType().get());
+        if (request.requestedType().isPresent()
+                && !request.requestedType().get().fsName().equals(mount.fsType())) {
+            throw StorageException.conflict(
+                    "the volume is mounted at %s as %s, not %s",
+                    path, mount.fsType(), request.requestedType().get());
         }
         MountPoints.requireSameReadOnly(mount, request.readOnly(), path);
     }

@@ -62,15 +62,17 @@ public final class Staging {
                 throw StorageException.precondition("%s holds another filesystem, not this volume's", staging);
             }
             if (owner == MountOwner.THIS_VOLUME) {
-                List<Path> published = table.ofDevice(mount.get().device()).stream().map(MountInfo::mountPoint)
-                        .filter(p -> !p.equals(mount.get().mountPoint())).toList();
+                List<Path> published = table.ofDevice(mount.get().device()).stream()
+                        .map(MountInfo::mountPoint)
+                        .filter(p -> !p.equals(mount.get().mountPoint()))
+                        .toList();
                 if (!published.isEmpty()) {
-                    throw StorageException.precondition("the volume is still published at %s; unpublish it first",
-                            published);
+                    throw StorageException.precondition(
+                            "the volume is still published at %s; unpublish it first", published);
                 }
             }
-            mounter.unmount(mount.get(),
-                    owner == MountOwner.BROKEN || PathState.of(staging) instanceof PathState.Broken);
+            mounter.unmount(
+                    mount.get(), owner == MountOwner.BROKEN || PathState.of(staging) instanceof PathState.Broken);
         }
         loops.releaseAll(image);
     }

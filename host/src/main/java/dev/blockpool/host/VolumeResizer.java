@@ -28,23 +28,26 @@ public final class VolumeResizer {
      * other path is NOT_FOUND. Returns the size of the device behind {@code path}.
      */
     public long expand(Path image, Path path, boolean block) {
-        MountInfo mount = table.at(path).filter(m -> loops.ownerOf(m, image) == MountOwner.THIS_VOLUME)
+        MountInfo mount = table.at(path)
+                .filter(m -> loops.ownerOf(m, image) == MountOwner.THIS_VOLUME)
                 .orElseThrow(() -> StorageException.notFound(
                         "the volume is not mounted at %s: volume_path must be a mount or a block target of it", path));
-        LoopDevice mounted = loops.loopOf(mount).orElseThrow(() -> StorageException.notFound(
-                "the loop device behind %s went away", path));
+        LoopDevice mounted = loops.loopOf(mount)
+                .orElseThrow(() -> StorageException.notFound("the loop device behind %s went away", path));
         if (mounted.autoclear() || mounted.backingFileDeleted()) {
-            throw StorageException.precondition("%s behind %s was detached or lost its image while in use",
-                    mounted.device(), path);
+            throw StorageException.precondition(
+                    "%s behind %s was detached or lost its image while in use", mounted.device(), path);
         }
         // The staged device and those of read-only block publishes.
         LoopDevice refreshed = loops.refreshCapacity(image).stream()
-                .filter(l -> l.name().equals(mounted.name())).findFirst().orElse(mounted);
+                .filter(l -> l.name().equals(mounted.name()))
+                .findFirst()
+                .orElse(mounted);
         if (block || PathState.of(path) instanceof PathState.File) {
             return refreshed.sizeBytes();
         }
-        FsType type = FsType.find(mount.fsType()).orElseThrow(() -> StorageException.precondition(
-                "cannot grow a %s filesystem", mount.fsType()));
+        FsType type = FsType.find(mount.fsType())
+                .orElseThrow(() -> StorageException.precondition("cannot grow a %s filesystem", mount.fsType()));
         filesystems.growMounted(refreshed.device(), path, type);
         return refreshed.sizeBytes();
     }

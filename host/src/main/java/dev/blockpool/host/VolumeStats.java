@@ -12,8 +12,7 @@ import java.util.OptionalInt;
 public final class VolumeStats {
 
     /** Usage of a volume at a path; empty parts when it cannot be measured (its device is gone). */
-    public record Usage(Optional<FsStats> filesystem, Optional<Long> blockBytes) {
-    }
+    public record Usage(Optional<FsStats> filesystem, Optional<Long> blockBytes) {}
 
     private final LoopAttachments loops;
     private final Filesystems filesystems;
@@ -86,7 +85,8 @@ public final class VolumeStats {
         }
         if (state instanceof PathState.File) {
             // detached since the owner was read: no size to give, as for a broken mount
-            return Optional.of(new Usage(Optional.empty(), loops.loopOf(mount.get()).map(LoopDevice::sizeBytes)));
+            return Optional.of(
+                    new Usage(Optional.empty(), loops.loopOf(mount.get()).map(LoopDevice::sizeBytes)));
         }
         return Optional.of(new Usage(Optional.of(filesystems.stats(path)), Optional.empty()));
     }

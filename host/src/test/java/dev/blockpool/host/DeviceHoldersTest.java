@@ -35,9 +35,11 @@ class DeviceHoldersTest {
         process("12", "buildah-chroot", "mnt:[2]", withCopy, null);
         process("13", "sh", "mnt:[2]", withCopy, null); // same namespace: reported once
 
-        assertThat(new DeviceHolders(proc).of(Path.of("/dev/loop7"), new DeviceNumber(7, 7))).containsExactly(
-                "pid 11 (dd) has /dev/loop7 open",
-                "pid 12 (buildah-chroot) still mounts it at /tmp/staging in mount namespace mnt:[2]");
-        assertThat(new DeviceHolders(proc).of(Path.of("/dev/loop8"), new DeviceNumber(7, 8))).isEmpty();
+        assertThat(new DeviceHolders(proc).of(Path.of("/dev/loop7"), new DeviceNumber(7, 7)))
+                .containsExactly(
+                        "pid 11 (dd) has /dev/loop7 open",
+                        "pid 12 (buildah-chroot) still mounts it at /tmp/staging in mount namespace mnt:[2]");
+        assertThat(new DeviceHolders(proc).of(Path.of("/dev/loop8"), new DeviceNumber(7, 8)))
+                .isEmpty();
     }
 }

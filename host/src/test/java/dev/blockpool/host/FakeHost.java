@@ -39,7 +39,9 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
 
     @Override
     public List<LoopDevice> list() {
-        return loops.values().stream().sorted(java.util.Comparator.comparing(LoopDevice::name)).toList();
+        return loops.values().stream()
+                .sorted(java.util.Comparator.comparing(LoopDevice::name))
+                .toList();
     }
 
     @Override
@@ -48,8 +50,15 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
         while (loops.containsKey("loop" + n)) {
             n++;
         }
-        LoopDevice loop = new LoopDevice("loop" + n, devDir.resolve("loop" + n), new DeviceNumber(7, n),
-                LoopSysfs.canonical(image), false, readOnly, false, 1L << 30);
+        LoopDevice loop = new LoopDevice(
+                "loop" + n,
+                devDir.resolve("loop" + n),
+                new DeviceNumber(7, n),
+                LoopSysfs.canonical(image),
+                false,
+                readOnly,
+                false,
+                1L << 30);
         loops.put(loop.name(), loop);
         log.add("attach " + image.getFileName() + (readOnly ? " ro" : ""));
         return loop;
@@ -60,8 +69,15 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
         log.add("refresh " + device.name());
         LoopDevice l = loops.get(device.name());
         try {
-            LoopDevice refreshed = new LoopDevice(l.name(), l.device(), l.number(), l.backingFile(),
-                    l.backingFileDeleted(), l.readOnly(), l.autoclear(), java.nio.file.Files.size(l.backingFile()));
+            LoopDevice refreshed = new LoopDevice(
+                    l.name(),
+                    l.device(),
+                    l.number(),
+                    l.backingFile(),
+                    l.backingFileDeleted(),
+                    l.readOnly(),
+                    l.autoclear(),
+                    java.nio.file.Files.size(l.backingFile()));
             loops.put(l.name(), refreshed);
             return refreshed;
         } catch (java.io.IOException e) {
@@ -108,8 +124,8 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
 
     @Override
     public FilesystemAnswer answer(Path mountPoint) {
-        return answers.getOrDefault(mountPoint,
-                new FilesystemAnswer.Answered(new Libc.StatFs(4096, 1000, 900, 900, 100, 90, 0)));
+        return answers.getOrDefault(
+                mountPoint, new FilesystemAnswer.Answered(new Libc.StatFs(4096, 1000, 900, 900, 100, 90, 0)));
     }
 
     @Override
@@ -130,16 +146,34 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
         }
         LoopDevice loop = loops.get(device.getFileName().toString());
         log.add("mount " + device.getFileName() + " " + type + " " + options);
-        mounts.add(new MountInfo(nextMountId++, 1, loop.number(), "/", target, options.contains("ro")
-                ? List.of("ro") : List.of("rw"), List.of(), type.fsName(), device.toString(), List.of("rw")));
+        mounts.add(new MountInfo(
+                nextMountId++,
+                1,
+                loop.number(),
+                "/",
+                target,
+                options.contains("ro") ? List.of("ro") : List.of("rw"),
+                List.of(),
+                type.fsName(),
+                device.toString(),
+                List.of("rw")));
     }
 
     @Override
     public void bind(Path source, Path target, boolean readOnly, List<String> options) {
         MountInfo from = at(source).orElseThrow();
         log.add("bind " + target.getFileName() + (readOnly ? " ro" : "") + (options.isEmpty() ? "" : " " + options));
-        mounts.add(new MountInfo(nextMountId++, 1, from.device(), "/", target,
-                readOnly ? List.of("ro") : List.of("rw"), List.of(), from.fsType(), from.source(), List.of("rw")));
+        mounts.add(new MountInfo(
+                nextMountId++,
+                1,
+                from.device(),
+                "/",
+                target,
+                readOnly ? List.of("ro") : List.of("rw"),
+                List.of(),
+                from.fsType(),
+                from.source(),
+                List.of("rw")));
     }
 
     @Override

@@ -45,6 +45,7 @@ class HostLoopDevicesRealTest {
     private final LoopDevices loops = new HostLoopDevices(blocking);
     /** What to undo, last made first. */
     private final Deque<Runnable> undo = new ArrayDeque<>();
+
     private Path dir;
 
     @BeforeEach
@@ -100,7 +101,8 @@ class HostLoopDevicesRealTest {
         assertThat(device.backingFile()).isEqualTo(LoopSysfs.canonical(image));
         assertThat(device.sizeBytes()).isEqualTo(8 * MiB);
         assertThat(device.readOnly()).isFalse();
-        assertThat(Files.readString(Path.of("/sys/block", device.name(), "queue/logical_block_size")).strip())
+        assertThat(Files.readString(Path.of("/sys/block", device.name(), "queue/logical_block_size"))
+                        .strip())
                 .isEqualTo("512");
         assertThat(loops.boundTo(image)).containsExactly(device);
         assertThat(loops.byNumber(device.number())).contains(device);
@@ -128,7 +130,8 @@ class HostLoopDevicesRealTest {
             images.add(image(dir, "vol-" + i + ".img", MiB));
         }
         List<Callable<LoopDevice>> attaches = images.stream()
-                .map(image -> (Callable<LoopDevice>) () -> loops.attach(image, false)).toList();
+                .map(image -> (Callable<LoopDevice>) () -> loops.attach(image, false))
+                .toList();
         List<LoopDevice> attached = new ArrayList<>();
         try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
             for (Future<LoopDevice> result : threads.invokeAll(attaches)) {
@@ -149,19 +152,24 @@ class HostLoopDevicesRealTest {
         Path dev = Files.createDirectories(dir.resolve("dev"));
         Files.createSymbolicLink(dev.resolve("loop-control"), Path.of("/dev/loop-control"));
         LoopSysfs sysfs = new LoopSysfs(Path.of("/sys/block"), dev);
-        LoopDevices inContainer = new HostLoopDevices(new LinuxLoopCalls(blocking, sysfs, dev), sysfs,
-                Duration.ofSeconds(5));
+        LoopDevices inContainer =
+                new HostLoopDevices(new LinuxLoopCalls(blocking, sysfs, dev), sysfs, Duration.ofSeconds(5));
         // The control device is never reached through a symlink either.
         assertThat(org.assertj.core.api.Assertions.catchThrowable(
-                () -> inContainer.attach(image(dir, "refused.img", MiB), false))).hasMessageContaining("loop-control");
+                        () -> inContainer.attach(image(dir, "refused.img", MiB), false)))
+                .hasMessageContaining("loop-control");
         Files.delete(dev.resolve("loop-control"));
-        RUNNER.runChecked("cp", "-a", "/dev/loop-control", dev.resolve("loop-control").toString());
-        assumeThat(deviceNodesWork(dev.resolve("loop-control"))).as("device nodes work in " + dir).isTrue();
+        RUNNER.runChecked(
+                "cp", "-a", "/dev/loop-control", dev.resolve("loop-control").toString());
+        assumeThat(deviceNodesWork(dev.resolve("loop-control")))
+                .as("device nodes work in " + dir)
+                .isTrue();
 
         Path image = image(dir, "vol.img", 4 * MiB);
         LoopDevice device = attach(inContainer, image, false);
         assertThat(device.device()).isEqualTo(dev.resolve(device.name()));
-        assertThat(PathState.of(device.device())).isEqualTo(new PathState.File(java.util.Optional.of(device.number()), 0));
+        assertThat(PathState.of(device.device()))
+                .isEqualTo(new PathState.File(java.util.Optional.of(device.number()), 0));
         assertThat(loops.boundTo(image)).extracting(LoopDevice::name).containsExactly(device.name());
     }
 
@@ -175,7 +183,8 @@ class HostLoopDevicesRealTest {
         Path ext4Pool = dir.resolve("ext4-pool");
         mount(ext4Pool, "mount", "-t", "ext4", ext4Disk.device().toString(), ext4Pool.toString());
         LoopDevice direct = attach(loops, image(ext4Pool, "vol.img", 8 * MiB), false);
-        assertThat(new LoopSysfs(Path.of("/sys/block"), Path.of("/dev")).directIo(direct.name())).isTrue();
+        assertThat(new LoopSysfs(Path.of("/sys/block"), Path.of("/dev")).directIo(direct.name()))
+                .isTrue();
 
         // ramfs has no direct I/O at all: buffered, and said so once for the pool.
         Path ramPool = dir.resolve("ram-pool");
@@ -189,11 +198,19 @@ class HostLoopDevicesRealTest {
             }
         });
         List<LoopDevice> buffered = loops.list().stream()
-                .filter(l -> l.backingFile().startsWith(LoopSysfs.canonical(ramPool))).toList();
-        assertThat(buffered).hasSize(2).allSatisfy(l -> assertThat(
-                new LoopSysfs(Path.of("/sys/block"), Path.of("/dev")).directIo(l.name())).isFalse());
-        assertThat(warnings.lines().filter(l -> l.contains("takes no direct I/O")).toList()).singleElement()
-                .asString().contains(ramPool.toString()).contains("page cache");
+                .filter(l -> l.backingFile().startsWith(LoopSysfs.canonical(ramPool)))
+                .toList();
+        assertThat(buffered)
+                .hasSize(2)
+                .allSatisfy(l -> assertThat(new LoopSysfs(Path.of("/sys/block"), Path.of("/dev")).directIo(l.name()))
+                        .isFalse());
+        assertThat(warnings.lines()
+                        .filter(l -> l.contains("takes no direct I/O"))
+                        .toList())
+                .singleElement()
+                .asString()
+                .contains(ramPool.toString())
+                .contains("page cache");
     }
 
     /** A filesystem mounted nodev refuses to open device nodes on it. */

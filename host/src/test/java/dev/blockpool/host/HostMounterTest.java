@@ -1,10 +1,10 @@
 package dev.blockpool.host;
 
-import dev.blockpool.common.Libc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.FsType;
+import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -17,8 +17,17 @@ class HostMounterTest {
 
     private static final Path TARGET = Path.of("/var/lib/kubelet/pods/p/volumes/v");
 
-    private final List<MountInfo> mounts = new ArrayList<>(List.of(new MountInfo(40, 1, new DeviceNumber(7, 3), "/",
-            TARGET, List.of("rw"), List.of(), "ext4", "/dev/loop3", List.of("rw"))));
+    private final List<MountInfo> mounts = new ArrayList<>(List.of(new MountInfo(
+            40,
+            1,
+            new DeviceNumber(7, 3),
+            "/",
+            TARGET,
+            List.of("rw"),
+            List.of(),
+            "ext4",
+            "/dev/loop3",
+            List.of("rw"))));
     private final MountTable table = () -> List.copyOf(mounts);
     private final List<String> calls = new ArrayList<>();
 
@@ -52,19 +61,25 @@ class HostMounterTest {
 
     @Test
     void optionsBecomeFlagsAndFilesystemData() {
-        new HostMounter(kernel(() -> 0), table).mount(Path.of("/dev/loop3"), TARGET, FsType.EXT4,
-                List.of("ro", "noatime", "errors=remount-ro", "nodev"));
+        new HostMounter(kernel(() -> 0), table)
+                .mount(
+                        Path.of("/dev/loop3"),
+                        TARGET,
+                        FsType.EXT4,
+                        List.of("ro", "noatime", "errors=remount-ro", "nodev"));
         long flags = Libc.MS_RDONLY | Libc.MS_NOATIME | Libc.MS_NODEV;
-        assertThat(calls).containsExactly("mount /dev/loop3 " + TARGET + " DIRECTORY ext4 flags=" + flags
-                + " data=errors=remount-ro");
+        assertThat(calls)
+                .containsExactly(
+                        "mount /dev/loop3 " + TARGET + " DIRECTORY ext4 flags=" + flags + " data=errors=remount-ro");
     }
 
     @Test
     void aReadOnlyBindIsABindThenARemount() {
         new HostMounter(kernel(() -> 0), table).bind(Path.of("/no/such/staging"), TARGET, true, List.of("nosuid"));
-        assertThat(calls).containsExactly(
-                "mount /no/such/staging " + TARGET + " FILE null flags=" + Libc.MS_BIND + " data=null",
-                "remount " + TARGET + " FILE flags=" + (Libc.MS_NOSUID | Libc.MS_RDONLY));
+        assertThat(calls)
+                .containsExactly(
+                        "mount /no/such/staging " + TARGET + " FILE null flags=" + Libc.MS_BIND + " data=null",
+                        "remount " + TARGET + " FILE flags=" + (Libc.MS_NOSUID | Libc.MS_RDONLY));
     }
 
     @Test
@@ -77,13 +92,15 @@ class HostMounterTest {
 
     @Test
     void aCorruptedMountThatCannotBeUnmountedIsLazilyDetached() {
-        HostMounter mounter = new HostMounter(kernel(() -> {
-            if (calls.getLast().contains("--lazy")) {
-                mounts.clear();
-                return 0;
-            }
-            return Libc.EINVAL;
-        }), table);
+        HostMounter mounter = new HostMounter(
+                kernel(() -> {
+                    if (calls.getLast().contains("--lazy")) {
+                        mounts.clear();
+                        return 0;
+                    }
+                    return Libc.EINVAL;
+                }),
+                table);
         assertThat(mounter.unmount(mounts.getFirst(), true)).isEmpty();
         assertThat(calls).containsExactly("umount " + TARGET, "umount --lazy " + TARGET);
         assertThat(mounts).isEmpty();
@@ -91,21 +108,32 @@ class HostMounterTest {
 
     @Test
     void aSuccessfulUnmountWhoseMountIsStillThereIsAnError() {
-        assertInternal(() -> new HostMounter(kernel(() -> 0), table).unmount(mounts.getFirst(), false),
-                "still mounted");
+        assertInternal(
+                () -> new HostMounter(kernel(() -> 0), table).unmount(mounts.getFirst(), false), "still mounted");
         assertThat(calls).containsExactly("umount " + TARGET);
     }
 
     @Test
     void whatIsLeftMountedBelowIsAnswered() {
         MountInfo below = mounts.getFirst();
-        MountInfo top = new MountInfo(41, 1, new DeviceNumber(7, 4), "/", TARGET, List.of("rw"), List.of(), "ext4",
-                "/dev/loop4", List.of("rw"));
+        MountInfo top = new MountInfo(
+                41,
+                1,
+                new DeviceNumber(7, 4),
+                "/",
+                TARGET,
+                List.of("rw"),
+                List.of(),
+                "ext4",
+                "/dev/loop4",
+                List.of("rw"));
         mounts.add(top);
-        HostMounter mounter = new HostMounter(kernel(() -> {
-            mounts.remove(top);
-            return 0;
-        }), table);
+        HostMounter mounter = new HostMounter(
+                kernel(() -> {
+                    mounts.remove(top);
+                    return 0;
+                }),
+                table);
         assertThat(mounter.unmount(top, false)).containsExactly(below);
     }
 
@@ -114,12 +142,16 @@ class HostMounterTest {
         MountTable unread = () -> {
             throw new AssertionError("the table is not read again");
         };
-        assertThat(new HostMounter(kernel(() -> 0), unread).unmountTop(List.copyOf(mounts), false)).isEmpty();
+        assertThat(new HostMounter(kernel(() -> 0), unread).unmountTop(List.copyOf(mounts), false))
+                .isEmpty();
         assertThat(calls).containsExactly("umount " + TARGET);
         // umount2 failed, or another mount lay below: the table tells what is left
-        assertInternal(() -> new HostMounter(kernel(() -> 0), table).unmountTop(List.of(mounts.getFirst(),
-                mounts.getFirst()), false), "still mounted");
-        assertInternal(() -> new HostMounter(kernel(() -> Libc.EBUSY), table).unmountTop(List.copyOf(mounts), false),
+        assertInternal(
+                () -> new HostMounter(kernel(() -> 0), table)
+                        .unmountTop(List.of(mounts.getFirst(), mounts.getFirst()), false),
+                "still mounted");
+        assertInternal(
+                () -> new HostMounter(kernel(() -> Libc.EBUSY), table).unmountTop(List.copyOf(mounts), false),
                 "target is busy");
     }
 }

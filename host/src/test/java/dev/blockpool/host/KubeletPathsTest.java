@@ -23,8 +23,10 @@ class KubeletPathsTest {
     }
 
     private static void assertInvalid(KubeletPaths paths, Path path) {
-        assertThatThrownBy(() -> paths.check("target_path", path)).isInstanceOfSatisfying(StorageException.class,
-                e -> assertThat(e.kind()).as(e.getMessage()).isEqualTo(StorageException.Kind.INVALID));
+        assertThatThrownBy(() -> paths.check("target_path", path))
+                .isInstanceOfSatisfying(
+                        StorageException.class,
+                        e -> assertThat(e.kind()).as(e.getMessage()).isEqualTo(StorageException.Kind.INVALID));
     }
 
     @ParameterizedTest
@@ -52,6 +54,7 @@ class KubeletPathsTest {
     @Test
     void kubeletsPathsPass() throws IOException {
         Path pods = Files.createDirectories(dir.resolve("kubelet/pods/uid/volumes"));
-        assertThat(paths().check("target_path", pods.resolve("pvc"))).isEqualTo(pods.toRealPath().resolve("pvc"));
+        assertThat(paths().check("target_path", pods.resolve("pvc")))
+                .isEqualTo(pods.toRealPath().resolve("pvc"));
     }
 }

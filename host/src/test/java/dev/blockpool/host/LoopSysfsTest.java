@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.StorageException;
-import java.time.Duration;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.BeforeEach;
@@ -18,6 +18,7 @@ class LoopSysfsTest {
 
     @TempDir
     Path root;
+
     private Path sys;
 
     /** A made-up /sys: block/loopN, and dev/block/MAJOR:MINOR links to them, as the kernel has them. */
@@ -104,13 +105,21 @@ class LoopSysfsTest {
         device("loop0", "7:0", 2048, "0", "/pool/volumes/vol-a.img", "1");
         device("loop1", "7:1", 2048, "0", "/pool/volumes/vol-a.img", "0");
         LoopSysfs sysfs = new LoopSysfs(sys, Path.of("/dev"));
-        LoopDevices loops = new HostLoopDevices(new RecordedCalls(() -> {
-            throw new AssertionError("no call expected");
-        }), sysfs, Duration.ofMillis(300));
+        LoopDevices loops = new HostLoopDevices(
+                new RecordedCalls(() -> {
+                    throw new AssertionError("no call expected");
+                }),
+                sysfs,
+                Duration.ofMillis(300));
         assertThat(loops.boundTo(Path.of("/pool/volumes/vol-a.img"))).hasSize(2);
-        assertThat(loops.reusableFor(Path.of("/pool/volumes/vol-a.img"))).get()
-                .extracting(LoopDevice::name).isEqualTo("loop1");
-        assertThat(loops.byNumber(new DeviceNumber(7, 0))).get().extracting(LoopDevice::name).isEqualTo("loop0");
+        assertThat(loops.reusableFor(Path.of("/pool/volumes/vol-a.img")))
+                .get()
+                .extracting(LoopDevice::name)
+                .isEqualTo("loop1");
+        assertThat(loops.byNumber(new DeviceNumber(7, 0)))
+                .get()
+                .extracting(LoopDevice::name)
+                .isEqualTo("loop0");
         assertThat(loops.byNumber(new DeviceNumber(7, 9))).isEmpty();
         assertThat(loops.byName("loop1")).get().extracting(LoopDevice::number).isEqualTo(new DeviceNumber(7, 1));
     }
@@ -120,11 +129,15 @@ class LoopSysfsTest {
         // With max_part, loopN's minor is N shifted: the number is looked up, never guessed.
         device("loop3", "7:48", 2048, "0", "/pool/volumes/vol-a.img", "0");
         device("loop4", "7:64", 2048, "0", "/pool/volumes/vol-b.img", "0");
-        LoopDevices loops = new HostLoopDevices(new RecordedCalls(() -> { }), new LoopSysfs(sys, Path.of("/dev")),
-                Duration.ofMillis(300));
-        assertThat(loops.byNumber(new DeviceNumber(7, 48))).get().extracting(LoopDevice::name).isEqualTo("loop3");
+        LoopDevices loops = new HostLoopDevices(
+                new RecordedCalls(() -> {}), new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(300));
+        assertThat(loops.byNumber(new DeviceNumber(7, 48)))
+                .get()
+                .extracting(LoopDevice::name)
+                .isEqualTo("loop3");
         assertThat(loops.byNumber(new DeviceNumber(7, 3))).isEmpty();
-        assertThat(loops.boundTo(Path.of("/pool/volumes/vol-b.img"))).extracting(LoopDevice::name)
+        assertThat(loops.boundTo(Path.of("/pool/volumes/vol-b.img")))
+                .extracting(LoopDevice::name)
                 .containsExactly("loop4");
     }
 
@@ -132,7 +145,7 @@ class LoopSysfsTest {
     void anAutoclearDeviceIsNeverDetachedAgainOnlyWaitedFor() throws Exception {
         device("loop4", "7:4", 2048, "0", "/pool/volumes/vol-a.img", "1");
         LoopDevice leaving = new LoopSysfs(sys, Path.of("/dev")).read("loop4").orElseThrow();
-        RecordedCalls runner = new RecordedCalls(() -> { });
+        RecordedCalls runner = new RecordedCalls(() -> {});
         LoopDevices loops = new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(300));
 
         // Still held elsewhere after the grace period (another mount namespace): it frees itself
@@ -144,7 +157,9 @@ class LoopSysfsTest {
         device("loop4", "7:4", 2048, "0", "/pool/volumes/vol-b.img", "0");
         loops.detach(leaving);
         assertThat(runner.calls).isEmpty();
-        assertThat(new LoopSysfs(sys, Path.of("/dev")).read("loop4")).get().extracting(LoopDevice::backingFile)
+        assertThat(new LoopSysfs(sys, Path.of("/dev")).read("loop4"))
+                .get()
+                .extracting(LoopDevice::backingFile)
                 .isEqualTo(Path.of("/pool/volumes/vol-b.img"));
     }
 
@@ -167,7 +182,7 @@ class LoopSysfsTest {
     void aDeviceThatWillNotDetachIsBusyWithItsHoldersForARetry() throws IOException {
         device("loop6", "7:6", 2048, "0", "/pool/volumes/vol-a.img", "0");
         LoopDevice loop = new LoopSysfs(sys, Path.of("/dev")).read("loop6").orElseThrow();
-        RecordedCalls runner = new RecordedCalls(() -> { }); // the call succeeds, the kernel keeps it bound
+        RecordedCalls runner = new RecordedCalls(() -> {}); // the call succeeds, the kernel keeps it bound
         LoopDevices loops = new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(200));
         assertThatThrownBy(() -> loops.detach(loop)).isInstanceOfSatisfying(StorageException.class, e -> {
             assertThat(e.kind()).isEqualTo(StorageException.Kind.BUSY);
@@ -178,8 +193,9 @@ class LoopSysfsTest {
     @Test
     void aDeviceRemovedWhileItsFilesAreReadIsGoneWhicheverWayTheErrorComes() {
         // Opening a file of a removed device, and reading one opened before it went.
-        assertThat(LoopSysfs.isGone(new java.nio.file.FileSystemException("/sys/block/loop9/loop/backing_file", null,
-                "No such device"))).isTrue();
+        assertThat(LoopSysfs.isGone(new java.nio.file.FileSystemException(
+                        "/sys/block/loop9/loop/backing_file", null, "No such device")))
+                .isTrue();
         assertThat(LoopSysfs.isGone(new IOException("No such device"))).isTrue();
         assertThat(LoopSysfs.isGone(new IOException("Permission denied"))).isFalse();
     }

@@ -61,7 +61,10 @@ class MountInfoParserTest {
                 31 30 7:2 / /mnt/x rw - ext4 /dev/loop2 rw
                 """;
         MountTable table = () -> MountInfoParser.parse(stacked);
-        assertThat(table.at(Path.of("/mnt/x/"))).get().extracting(MountInfo::mountId).isEqualTo(31);
+        assertThat(table.at(Path.of("/mnt/x/")))
+                .get()
+                .extracting(MountInfo::mountId)
+                .isEqualTo(31);
         assertThat(table.at(Path.of("/mnt/y"))).isEmpty();
         assertThat(table.ofDevice(new DeviceNumber(7, 1))).hasSize(1);
     }
@@ -69,9 +72,11 @@ class MountInfoParserTest {
     @Test
     void theProcTableParsesOnlyTheLinesAskedForAndAnswersLikeTheWholeTable(@org.junit.jupiter.api.io.TempDir Path dir)
             throws java.io.IOException {
-        Path file = java.nio.file.Files.writeString(dir.resolve("mountinfo"), SAMPLE
-                + "105 27 7:3 / /var/lib/kubelet/pods/uid/volumes/my\\040vol/mount rw - ext4 /dev/loop3 rw\n"
-                + "106 27 7:9 / /mnt/broken rw this line is malformed but never asked about\n");
+        Path file = java.nio.file.Files.writeString(
+                dir.resolve("mountinfo"),
+                SAMPLE
+                        + "105 27 7:3 / /var/lib/kubelet/pods/uid/volumes/my\\040vol/mount rw - ext4 /dev/loop3 rw\n"
+                        + "106 27 7:9 / /mnt/broken rw this line is malformed but never asked about\n");
         MountTable proc = new ProcMountTable(file);
         MountTable whole = () -> MountInfoParser.parse(SAMPLE);
         Path spaced = Path.of("/var/lib/kubelet/pods/uid/volumes/my vol/mount");
@@ -80,10 +85,14 @@ class MountInfoParserTest {
         assertThat(proc.at(Path.of("/tmp/tab\tand\nnewline"))).isEqualTo(whole.at(Path.of("/tmp/tab\tand\nnewline")));
         assertThat(proc.at(Path.of("/var/lib/kubelet/pods/uid/volumes/my"))).isEmpty();
         assertThat(proc.at(Path.of("/"))).get().extracting(MountInfo::mountId).isEqualTo(27);
-        assertThat(proc.ofDevice(new DeviceNumber(7, 3))).extracting(MountInfo::mountId).containsExactly(101, 102, 105);
+        assertThat(proc.ofDevice(new DeviceNumber(7, 3)))
+                .extracting(MountInfo::mountId)
+                .containsExactly(101, 102, 105);
         assertThat(proc.ofDevice(new DeviceNumber(7, 30))).isEmpty();
-        assertThatThrownBy(proc::mounts).isInstanceOfSatisfying(dev.blockpool.common.StorageException.class,
-                e -> assertThat(e.getMessage()).contains("cannot parse the mount table"));
+        assertThatThrownBy(proc::mounts)
+                .isInstanceOfSatisfying(
+                        dev.blockpool.common.StorageException.class,
+                        e -> assertThat(e.getMessage()).contains("cannot parse the mount table"));
     }
 
     @Test

@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.FilesystemAnswer;
+import dev.blockpool.common.FsType;
 import dev.blockpool.common.HealthProblem;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.common.StorageException.Kind;
-import dev.blockpool.common.FsType;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -41,8 +41,10 @@ class NodeHostTest {
     }
 
     private static void assertCode(Runnable call, Kind kind) {
-        assertThatThrownBy(call::run).isInstanceOfSatisfying(StorageException.class,
-                e -> assertThat(e.kind()).as(e.getMessage()).isEqualTo(kind));
+        assertThatThrownBy(call::run)
+                .isInstanceOfSatisfying(
+                        StorageException.class,
+                        e -> assertThat(e.kind()).as(e.getMessage()).isEqualTo(kind));
     }
 
     @Test
@@ -73,7 +75,8 @@ class NodeHostTest {
     void aVolumeIsStagedAtOnePathOnlyAndNeverCheckedWhileMounted() {
         host.staging().stageFilesystem(image, staging, ext4(false));
         fake.log.clear();
-        assertCode(() -> host.staging().stageFilesystem(image, dir.resolve("second-staging"), ext4(false)),
+        assertCode(
+                () -> host.staging().stageFilesystem(image, dir.resolve("second-staging"), ext4(false)),
                 Kind.PRECONDITION);
         assertThat(fake.log).isEmpty();
     }
@@ -81,10 +84,15 @@ class NodeHostTest {
     @Test
     void mountsWhatIsThereUnlessAnotherTypeWasAskedFor() {
         fake.attach(image, false);
-        fake.content.put(dir.resolve("dev/loop0"), new Probe(Optional.of("xfs"), Optional.of("filesystem"),
-                Optional.empty()));
-        assertCode(() -> host.staging().stageFilesystem(image, staging, new FilesystemRequest(Optional.of(FsType.EXT4),
-                FsType.EXT4, List.of(), false)), Kind.PRECONDITION);
+        fake.content.put(
+                dir.resolve("dev/loop0"), new Probe(Optional.of("xfs"), Optional.of("filesystem"), Optional.empty()));
+        assertCode(
+                () -> host.staging()
+                        .stageFilesystem(
+                                image,
+                                staging,
+                                new FilesystemRequest(Optional.of(FsType.EXT4), FsType.EXT4, List.of(), false)),
+                Kind.PRECONDITION);
         host.staging().stageFilesystem(image, staging, ext4(false));
         assertThat(fake.mounts).singleElement().extracting(MountInfo::fsType).isEqualTo("xfs");
     }
@@ -92,7 +100,9 @@ class NodeHostTest {
     @Test
     void readOnlyStageNeitherFormatsNorChecks() {
         assertCode(() -> host.staging().stageFilesystem(image, staging, ext4(true)), Kind.PRECONDITION);
-        assertThat(fake.loops).as("the device attached for the failed stage is detached again").isEmpty();
+        assertThat(fake.loops)
+                .as("the device attached for the failed stage is detached again")
+                .isEmpty();
 
         fake.attach(image, true);
         fake.content.put(dir.resolve("dev/loop0"), new Probe(Optional.of("ext4"), Optional.empty(), Optional.empty()));
@@ -117,12 +127,14 @@ class NodeHostTest {
     void publishBindsTheStagedMountAndEnforcesSingleWriter() {
         Path a = dir.resolve("pods/a/mount");
         Path b = dir.resolve("pods/b/mount");
-        assertCode(() -> host.publishing().publishFilesystem(image, staging, a, false, List.of(), true),
+        assertCode(
+                () -> host.publishing().publishFilesystem(image, staging, a, false, List.of(), true),
                 Kind.PRECONDITION);
         host.staging().stageFilesystem(image, staging, ext4(false));
         host.publishing().publishFilesystem(image, staging, a, false, List.of(), true);
         host.publishing().publishFilesystem(image, staging, a, false, List.of(), true);
-        assertCode(() -> host.publishing().publishFilesystem(image, staging, b, false, List.of(), true),
+        assertCode(
+                () -> host.publishing().publishFilesystem(image, staging, b, false, List.of(), true),
                 Kind.PRECONDITION);
         assertCode(() -> host.publishing().publishFilesystem(image, staging, a, true, List.of(), true), Kind.CONFLICT);
         host.publishing().publishFilesystem(image, staging, b, true, List.of(), false);
@@ -142,10 +154,22 @@ class NodeHostTest {
     @Test
     void aMountWhoseLoopDeviceIsGoneIsBrokenAndStillUnmounted() throws IOException {
         Files.createDirectories(staging);
-        fake.mounts.add(new MountInfo(5, 1, new DeviceNumber(7, 9), "/", staging, List.of("rw"), List.of(), "ext4",
-                "/dev/loop9", List.of("rw")));
-        assertThat(host.stats().usage(image, staging)).get().satisfies(u -> assertThat(u.filesystem()).isEmpty());
-        assertThat(host.health().problems(image, List.of(staging))).singleElement()
+        fake.mounts.add(new MountInfo(
+                5,
+                1,
+                new DeviceNumber(7, 9),
+                "/",
+                staging,
+                List.of("rw"),
+                List.of(),
+                "ext4",
+                "/dev/loop9",
+                List.of("rw")));
+        assertThat(host.stats().usage(image, staging))
+                .get()
+                .satisfies(u -> assertThat(u.filesystem()).isEmpty());
+        assertThat(host.health().problems(image, List.of(staging)))
+                .singleElement()
                 .satisfies(p -> assertThat(p.reason()).isEqualTo("LoopDeviceDetached"));
         host.staging().unstage(image, staging);
         assertThat(fake.mounts).isEmpty();
@@ -166,7 +190,8 @@ class NodeHostTest {
             assertThat(p.message()).contains("does not answer within 5 s");
         });
         fake.answers.put(staging, new FilesystemAnswer.Failed(5, "Input/output error"));
-        assertThat(host.health().problems(image, List.of(pod))).singleElement()
+        assertThat(host.health().problems(image, List.of(pod)))
+                .singleElement()
                 .satisfies(p -> assertThat(p.reason()).isEqualTo("FilesystemFailed"));
         fake.answers.clear();
         String device = fake.loops.keySet().iterator().next();
@@ -181,8 +206,15 @@ class NodeHostTest {
     void neverAttachesASecondDeviceWhileADetachedOneStillHoldsTheImage() {
         host.staging().stageFilesystem(image, staging, ext4(false));
         host.publishing().unpublish(image, staging); // as an administrator's umount would
-        fake.loops.replaceAll((name, l) -> new dev.blockpool.host.LoopDevice(l.name(), l.device(), l.number(),
-                l.backingFile(), false, false, true, l.sizeBytes())); // losetup -d while still open elsewhere
+        fake.loops.replaceAll((name, l) -> new dev.blockpool.host.LoopDevice(
+                l.name(),
+                l.device(),
+                l.number(),
+                l.backingFile(),
+                false,
+                false,
+                true,
+                l.sizeBytes())); // losetup -d while still open elsewhere
         assertCode(() -> host.staging().stageFilesystem(image, staging, ext4(false)), Kind.PRECONDITION);
         assertThat(fake.loops).hasSize(1);
     }

@@ -3,8 +3,8 @@ package dev.blockpool.host;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.BlockingCalls;
+import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.FsType;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
@@ -53,13 +53,19 @@ class ProbeAndStatsTest {
     @Test
     void blkidExitCodesDistinguishEmptyFromFailure() throws IOException {
         Path device = Files.write(dir.resolve("zeros.img"), new byte[128 * 1024]); // stands in for a device
-        assertThat(new HostFilesystems(answering(2, "", ""), CALLS).probe(device).empty()).isTrue();
-        assertThat(new HostFilesystems(answering(0, "TYPE=xfs\n", ""), CALLS).probe(device).type()).contains("xfs");
+        assertThat(new HostFilesystems(answering(2, "", ""), CALLS)
+                        .probe(device)
+                        .empty())
+                .isTrue();
+        assertThat(new HostFilesystems(answering(0, "TYPE=xfs\n", ""), CALLS)
+                        .probe(device)
+                        .type())
+                .contains("xfs");
         // 8: ambivalent (several signatures); 4: usage/IO error. Neither may ever read as "empty".
         for (int code : List.of(8, 4, 1)) {
             assertThatThrownBy(() -> new HostFilesystems(answering(code, "", "blkid: error"), CALLS).probe(device))
-                    .isInstanceOfSatisfying(StorageException.class,
-                            e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.INTERNAL))
+                    .isInstanceOfSatisfying(
+                            StorageException.class, e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.INTERNAL))
                     .hasMessageContaining("will not be formatted");
         }
     }
@@ -75,7 +81,8 @@ class ProbeAndStatsTest {
             filesystems.check(device, type);
             filesystems.growMounted(device, dir, type);
         }
-        assertThat(runner.commands).isNotEmpty()
+        assertThat(runner.commands)
+                .isNotEmpty()
                 .allSatisfy(command -> assertThat(HostFilesystems.TOOLS).contains(command.split(" ")[0]));
     }
 
@@ -84,9 +91,10 @@ class ProbeAndStatsTest {
         // blkid -p exits 2 ("nothing found") for a missing device node too.
         Path gone = dir.resolve("loop-gone");
         assertThatThrownBy(() -> new HostFilesystems(answering(2, "", ""), CALLS).probe(gone))
-                .isInstanceOfSatisfying(StorageException.class,
-                        e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.INTERNAL))
-                .hasMessageContaining("cannot read " + gone).hasMessageContaining("will not be formatted");
+                .isInstanceOfSatisfying(
+                        StorageException.class, e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.INTERNAL))
+                .hasMessageContaining("cannot read " + gone)
+                .hasMessageContaining("will not be formatted");
     }
 
     @Test
@@ -94,8 +102,10 @@ class ProbeAndStatsTest {
         Path device = Path.of("/dev/loop0");
         new HostFilesystems(answering(1, "", "errors corrected"), CALLS).check(device, FsType.EXT4);
         new HostFilesystems(answering(2, "", ""), CALLS).check(device, FsType.EXT4);
-        assertThatThrownBy(() -> new HostFilesystems(answering(4, "", "UNEXPECTED INCONSISTENCY"), CALLS).check(device, FsType.EXT4))
-                .hasMessageContaining("manual repair").hasMessageContaining("UNEXPECTED INCONSISTENCY");
+        assertThatThrownBy(() -> new HostFilesystems(answering(4, "", "UNEXPECTED INCONSISTENCY"), CALLS)
+                        .check(device, FsType.EXT4))
+                .hasMessageContaining("manual repair")
+                .hasMessageContaining("UNEXPECTED INCONSISTENCY");
     }
 
     @Test

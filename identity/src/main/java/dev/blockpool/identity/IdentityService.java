@@ -1,5 +1,6 @@
 package dev.blockpool.identity;
 
+import com.google.protobuf.BoolValue;
 import csi.v1.Csi.GetPluginCapabilitiesRequest;
 import csi.v1.Csi.GetPluginCapabilitiesResponse;
 import csi.v1.Csi.GetPluginInfoRequest;
@@ -8,7 +9,6 @@ import csi.v1.Csi.PluginCapability;
 import csi.v1.Csi.ProbeRequest;
 import csi.v1.Csi.ProbeResponse;
 import csi.v1.IdentityGrpc;
-import com.google.protobuf.BoolValue;
 import dev.blockpool.csi.UnaryReply;
 import io.grpc.stub.StreamObserver;
 import java.util.List;
@@ -25,8 +25,8 @@ public final class IdentityService extends IdentityGrpc.IdentityImplBase {
     private final List<PluginCapability> capabilities;
     private final Readiness readiness;
 
-    public IdentityService(String driverName, String version, List<PluginCapability> capabilities,
-                           Readiness readiness) {
+    public IdentityService(
+            String driverName, String version, List<PluginCapability> capabilities, Readiness readiness) {
         this.driverName = driverName;
         this.version = version;
         this.capabilities = List.copyOf(capabilities);
@@ -36,24 +36,35 @@ public final class IdentityService extends IdentityGrpc.IdentityImplBase {
     /** Capability of a service the plugin serves, e.g. CONTROLLER_SERVICE. */
     public static PluginCapability service(PluginCapability.Service.Type type) {
         return PluginCapability.newBuilder()
-                .setService(PluginCapability.Service.newBuilder().setType(type)).build();
+                .setService(PluginCapability.Service.newBuilder().setType(type))
+                .build();
     }
 
     public static PluginCapability expansion(PluginCapability.VolumeExpansion.Type type) {
         return PluginCapability.newBuilder()
-                .setVolumeExpansion(PluginCapability.VolumeExpansion.newBuilder().setType(type)).build();
+                .setVolumeExpansion(
+                        PluginCapability.VolumeExpansion.newBuilder().setType(type))
+                .build();
     }
 
     @Override
     public void getPluginInfo(GetPluginInfoRequest request, StreamObserver<GetPluginInfoResponse> response) {
-        UnaryReply.send(response,
-                GetPluginInfoResponse.newBuilder().setName(driverName).setVendorVersion(version).build());
+        UnaryReply.send(
+                response,
+                GetPluginInfoResponse.newBuilder()
+                        .setName(driverName)
+                        .setVendorVersion(version)
+                        .build());
     }
 
     @Override
-    public void getPluginCapabilities(GetPluginCapabilitiesRequest request,
-                                      StreamObserver<GetPluginCapabilitiesResponse> response) {
-        UnaryReply.send(response, GetPluginCapabilitiesResponse.newBuilder().addAllCapabilities(capabilities).build());
+    public void getPluginCapabilities(
+            GetPluginCapabilitiesRequest request, StreamObserver<GetPluginCapabilitiesResponse> response) {
+        UnaryReply.send(
+                response,
+                GetPluginCapabilitiesResponse.newBuilder()
+                        .addAllCapabilities(capabilities)
+                        .build());
     }
 
     @Override
@@ -62,6 +73,10 @@ public final class IdentityService extends IdentityGrpc.IdentityImplBase {
         if (!problems.isEmpty()) {
             log.warn("not ready: {}", String.join("; ", problems));
         }
-        UnaryReply.send(response, ProbeResponse.newBuilder().setReady(BoolValue.of(problems.isEmpty())).build());
+        UnaryReply.send(
+                response,
+                ProbeResponse.newBuilder()
+                        .setReady(BoolValue.of(problems.isEmpty()))
+                        .build());
     }
 }

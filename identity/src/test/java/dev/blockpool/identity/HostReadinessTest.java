@@ -17,7 +17,8 @@ class HostReadinessTest {
     @Test
     void readyWithWritablePoolAndAllTools() throws Exception {
         Path bin = tool("mkfs.ext4");
-        assertThat(new HostReadiness(dir, List.of("mkfs.ext4"), List.of(bin)).problems()).isEmpty();
+        assertThat(new HostReadiness(dir, List.of("mkfs.ext4"), List.of(bin)).problems())
+                .isEmpty();
     }
 
     @Test
@@ -38,7 +39,8 @@ class HostReadinessTest {
     void nonExecutableFileIsNotATool() throws Exception {
         Path bin = Files.createDirectories(dir.resolve("bin"));
         Files.createFile(bin.resolve("losetup"));
-        assertThat(new HostReadiness(dir, List.of("losetup"), List.of(bin)).problems()).hasSize(1);
+        assertThat(new HostReadiness(dir, List.of("losetup"), List.of(bin)).problems())
+                .hasSize(1);
     }
 
     private Path tool(String name) throws Exception {

@@ -24,9 +24,12 @@ class IdentityServiceTest {
 
     private IdentityGrpc.IdentityBlockingStub start(List<PluginCapability> capabilities) throws Exception {
         String name = InProcessServerBuilder.generateName();
-        server = InProcessServerBuilder.forName(name).directExecutor()
-                .addService(new IdentityService("blockpool.csi.dev", "1.2.3", capabilities, () -> List.copyOf(problems)))
-                .build().start();
+        server = InProcessServerBuilder.forName(name)
+                .directExecutor()
+                .addService(
+                        new IdentityService("blockpool.csi.dev", "1.2.3", capabilities, () -> List.copyOf(problems)))
+                .build()
+                .start();
         channel = InProcessChannelBuilder.forName(name).directExecutor().build();
         return IdentityGrpc.newBlockingStub(channel);
     }
@@ -54,7 +57,8 @@ class IdentityServiceTest {
     @Test
     void probeFollowsReadiness() throws Exception {
         var identity = start(List.of());
-        assertThat(identity.probe(ProbeRequest.getDefaultInstance()).getReady().getValue()).isTrue();
+        assertThat(identity.probe(ProbeRequest.getDefaultInstance()).getReady().getValue())
+                .isTrue();
         problems.add("pool directory /nope does not exist");
         var probe = identity.probe(ProbeRequest.getDefaultInstance());
         assertThat(probe.hasReady()).isTrue();

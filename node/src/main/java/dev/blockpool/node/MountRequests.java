@@ -12,8 +12,7 @@ import java.util.Optional;
 /** What a node request's capability asks of a volume: read-only or not, and which filesystem. */
 final class MountRequests {
 
-    private MountRequests() {
-    }
+    private MountRequests() {}
 
     /**
      * Whether the volume is to be mounted read-only: asked by the request (publish's readonly),
@@ -25,8 +24,11 @@ final class MountRequests {
 
     /** The filesystem when the request names none: the volume context's, else the volume's, else ext4. */
     static FsType fallbackType(Map<String, String> volumeContext, Optional<String> volumeFsType) {
-        return Optional.ofNullable(volumeContext.get(CsiKeys.FS_TYPE)).filter(s -> !s.isEmpty()).or(() -> volumeFsType)
-                .map(FsType::parse).orElse(FsType.EXT4);
+        return Optional.ofNullable(volumeContext.get(CsiKeys.FS_TYPE))
+                .filter(s -> !s.isEmpty())
+                .or(() -> volumeFsType)
+                .map(FsType::parse)
+                .orElse(FsType.EXT4);
     }
 
     /**
@@ -38,27 +40,31 @@ final class MountRequests {
             throw CsiException.failedPrecondition("%s", reason);
         });
         if (capability.block() && !volume.blockable()) {
-            throw CsiException.failedPrecondition("volume %s was created as a filesystem volume, not for block access",
-                    volume.id());
+            throw CsiException.failedPrecondition(
+                    "volume %s was created as a filesystem volume, not for block access", volume.id());
         }
         if (!capability.block() && !volume.mountable()) {
-            throw CsiException.failedPrecondition("volume %s was created for block access, not as a filesystem",
-                    volume.id());
+            throw CsiException.failedPrecondition(
+                    "volume %s was created for block access, not as a filesystem", volume.id());
         }
         Optional<FsType> requested = capability.fsType();
-        if (!capability.block() && requested.isPresent() && volume.fsType().isPresent()
+        if (!capability.block()
+                && requested.isPresent()
+                && volume.fsType().isPresent()
                 && !volume.fsType().get().equals(requested.get().fsName())) {
-            throw CsiException.failedPrecondition("volume %s was created for %s, not %s", volume.id(),
-                    volume.fsType().get(), requested.get());
+            throw CsiException.failedPrecondition(
+                    "volume %s was created for %s, not %s",
+                    volume.id(), volume.fsType().get(), requested.get());
         }
     }
 
     /** The filesystem to mount: the requested type, else the volume context's or the volume's, else ext4. */
-    static FilesystemRequest filesystem(Capability capability, NodeVolume volume, Map<String, String> volumeContext,
-                                        boolean readOnly) {
+    static FilesystemRequest filesystem(
+            Capability capability, NodeVolume volume, Map<String, String> volumeContext, boolean readOnly) {
         FsType fallback = fallbackType(volumeContext, volume.fsType());
         // Checked again at the mount against what is on the disk.
-        MountOptions.requireAllowedFor(capability.filesystemFlags(), capability.fsType().orElse(fallback));
+        MountOptions.requireAllowedFor(
+                capability.filesystemFlags(), capability.fsType().orElse(fallback));
         return new FilesystemRequest(capability.fsType(), fallback, capability.filesystemFlags(), readOnly);
     }
 }

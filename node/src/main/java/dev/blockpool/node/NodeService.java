@@ -50,8 +50,8 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
     private final KubeletPaths paths;
     private final OperationLocks locks;
 
-    public NodeService(NodeIdentity identity, VolumeCatalog volumes, NodeHost host, KubeletPaths paths,
-                       OperationLocks locks) {
+    public NodeService(
+            NodeIdentity identity, VolumeCatalog volumes, NodeHost host, KubeletPaths paths, OperationLocks locks) {
         this.identity = identity;
         this.volumes = volumes;
         this.host = host;
@@ -60,8 +60,8 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
     }
 
     @Override
-    public void nodeStageVolume(Csi.NodeStageVolumeRequest request,
-                                StreamObserver<Csi.NodeStageVolumeResponse> response) {
+    public void nodeStageVolume(
+            Csi.NodeStageVolumeRequest request, StreamObserver<Csi.NodeStageVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Path staging = kubeletPath("staging_target_path", request.getStagingTargetPath());
         Capability capability = Capability.required(request.hasVolumeCapability(), request.getVolumeCapability());
@@ -72,23 +72,27 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             if (capability.block()) {
                 host.staging().stageBlock(volume.image(), staging, readOnly);
             } else {
-                host.staging().stageFilesystem(volume.image(), staging,
-                        MountRequests.filesystem(capability, volume, request.getVolumeContextMap(), readOnly));
+                host.staging()
+                        .stageFilesystem(
+                                volume.image(),
+                                staging,
+                                MountRequests.filesystem(capability, volume, request.getVolumeContextMap(), readOnly));
             }
             return Csi.NodeStageVolumeResponse.getDefaultInstance();
         }));
     }
 
     @Override
-    public void nodeUnstageVolume(Csi.NodeUnstageVolumeRequest request,
-                                  StreamObserver<Csi.NodeUnstageVolumeResponse> response) {
+    public void nodeUnstageVolume(
+            Csi.NodeUnstageVolumeRequest request, StreamObserver<Csi.NodeUnstageVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Path staging = kubeletPath("staging_target_path", request.getStagingTargetPath());
         UnaryReply.send(response, locked(volumeId, () -> {
             Optional<Path> image = volumes.imageOf(volumeId);
             if (image.isPresent()) {
                 host.staging().unstage(image.get(), staging);
-            } else if (!(PathState.of(staging) instanceof PathState.Missing) && host.staging().isMountPoint(staging)) {
+            } else if (!(PathState.of(staging) instanceof PathState.Missing)
+                    && host.staging().isMountPoint(staging)) {
                 throw CsiException.notFound("volume %s does not exist; %s is left as it is", volumeId, staging);
             }
             return Csi.NodeUnstageVolumeResponse.getDefaultInstance();
@@ -96,8 +100,8 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
     }
 
     @Override
-    public void nodePublishVolume(Csi.NodePublishVolumeRequest request,
-                                  StreamObserver<Csi.NodePublishVolumeResponse> response) {
+    public void nodePublishVolume(
+            Csi.NodePublishVolumeRequest request, StreamObserver<Csi.NodePublishVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Path target = kubeletPath("target_path", request.getTargetPath());
         Capability capability = Capability.required(request.hasVolumeCapability(), request.getVolumeCapability());
@@ -109,17 +113,21 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             }
             if (volumes.isVolumeId(volumeId)) {
                 // kubelet names an inline volume csi-<hash>; a volume ID with this context is a PV's attributes.
-                throw CsiException.invalidArgument("volume %s is a volume of the pool, not an ephemeral inline volume: "
-                        + "its volume_context must not set %s", volumeId, CsiKeys.EPHEMERAL);
+                throw CsiException.invalidArgument(
+                        "volume %s is a volume of the pool, not an ephemeral inline volume: "
+                                + "its volume_context must not set %s",
+                        volumeId, CsiKeys.EPHEMERAL);
             }
-            UnaryReply.send(response, locked(volumeId, () -> publishInline(volumeId, target, capability, context,
-                    readOnly)));
+            UnaryReply.send(
+                    response, locked(volumeId, () -> publishInline(volumeId, target, capability, context, readOnly)));
             return;
         }
         Path staging = kubeletPath("staging_target_path", request.getStagingTargetPath());
         if (target.startsWith(staging) || staging.startsWith(target)) {
-            throw CsiException.invalidArgument("target_path %s and staging_target_path %s overlap; a pod's target is "
-                    + "never the node's staging path, nor inside it", target, staging);
+            throw CsiException.invalidArgument(
+                    "target_path %s and staging_target_path %s overlap; a pod's target is "
+                            + "never the node's staging path, nor inside it",
+                    target, staging);
         }
         UnaryReply.send(response, locked(volumeId, () -> {
             NodeVolume volume = existing(volumeId);
@@ -127,26 +135,37 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             if (capability.block()) {
                 host.publishing().publishBlock(volume.image(), target, readOnly, capability.singleWriter());
             } else {
-                host.publishing().publishFilesystem(volume.image(), staging, target, readOnly,
-                        capability.filesystemFlags(), capability.singleWriter());
+                host.publishing()
+                        .publishFilesystem(
+                                volume.image(),
+                                staging,
+                                target,
+                                readOnly,
+                                capability.filesystemFlags(),
+                                capability.singleWriter());
             }
             return Csi.NodePublishVolumeResponse.getDefaultInstance();
         }));
     }
 
-    private Csi.NodePublishVolumeResponse publishInline(String handle, Path target, Capability capability,
-                                                        Map<String, String> context, boolean readOnly) {
+    private Csi.NodePublishVolumeResponse publishInline(
+            String handle, Path target, Capability capability, Map<String, String> context, boolean readOnly) {
         if (capability.block()) {
-            throw CsiException.invalidArgument("an ephemeral inline volume is a filesystem; block access is not offered");
+            throw CsiException.invalidArgument(
+                    "an ephemeral inline volume is a filesystem; block access is not offered");
         }
         FsType fsType = capability.fsType().orElseGet(() -> MountRequests.fallbackType(context, Optional.empty()));
         // As large as asked, and at least what its filesystem can be made on.
-        long size = Math.max(fsType.minimumBytes(), Optional.ofNullable(context.get(CsiKeys.EPHEMERAL_SIZE))
-                .map(s -> Quantity.parseBytes(CsiKeys.EPHEMERAL_SIZE, s)).orElse(DEFAULT_EPHEMERAL_BYTES));
+        long size = Math.max(
+                fsType.minimumBytes(),
+                Optional.ofNullable(context.get(CsiKeys.EPHEMERAL_SIZE))
+                        .map(s -> Quantity.parseBytes(CsiKeys.EPHEMERAL_SIZE, s))
+                        .orElse(DEFAULT_EPHEMERAL_BYTES));
         NodeVolume volume = volumes.createEphemeral(handle, size, fsType.fsName());
         try {
-            host.publishing().publishInline(volume.image(), target,
-                    MountRequests.filesystem(capability, volume, context, readOnly));
+            host.publishing()
+                    .publishInline(
+                            volume.image(), target, MountRequests.filesystem(capability, volume, context, readOnly));
         } catch (RuntimeException e) {
             // Nobody will unpublish what was never published: unless a retry finds the volume
             // mounted (an earlier publish succeeded), it is released and deleted here.
@@ -163,8 +182,8 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
     }
 
     @Override
-    public void nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest request,
-                                    StreamObserver<Csi.NodeUnpublishVolumeResponse> response) {
+    public void nodeUnpublishVolume(
+            Csi.NodeUnpublishVolumeRequest request, StreamObserver<Csi.NodeUnpublishVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Path target = kubeletPath("target_path", request.getTargetPath());
         UnaryReply.send(response, locked(volumeId, () -> {
@@ -179,7 +198,9 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                 throw CsiException.notFound("volume %s does not exist; %s is left as it is", volumeId, target);
             }
             // An inline volume goes with its last publish (a retry may have published it twice).
-            if (inline.isPresent() && inline.get().ephemeral() && host.loops().releaseAllIfUnused(inline.get().image())) {
+            if (inline.isPresent()
+                    && inline.get().ephemeral()
+                    && host.loops().releaseAllIfUnused(inline.get().image())) {
                 volumes.delete(inline.get());
             }
             return Csi.NodeUnpublishVolumeResponse.getDefaultInstance();
@@ -187,8 +208,8 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
     }
 
     @Override
-    public void nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest request,
-                                   StreamObserver<Csi.NodeGetVolumeStatsResponse> response) {
+    public void nodeGetVolumeStats(
+            Csi.NodeGetVolumeStatsRequest request, StreamObserver<Csi.NodeGetVolumeStatsResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         String volumePath = RequestFields.bounded("volume_path", request.getVolumePath(), RequestFields.MAX_PATH_BYTES);
         // Answered from the kernel's view of this node, not from the pool: kubelet asks every
@@ -198,20 +219,23 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         // that holds no mount of the volume's image is NOT_FOUND, whether or not the volume exists.
         Path path = Path.of(volumePath);
         Path image = volumes.imageFor(volumeId);
-        Optional<VolumeStats.Usage> cached = path.isAbsolute() ? host.stats().usageFromCaches(image, path)
-                : Optional.empty();
+        Optional<VolumeStats.Usage> cached =
+                path.isAbsolute() ? host.stats().usageFromCaches(image, path) : Optional.empty();
         if (cached.isPresent()) {
             UnaryReply.send(response, VolumeStatsMapper.toResponse(cached.get()));
             return;
         }
-        InPlaceCalls.elsewhere(() -> UnaryReply.sendFrom(response,
+        InPlaceCalls.elsewhere(() -> UnaryReply.sendFrom(
+                response,
                 NodeGrpc.getNodeGetVolumeStatsMethod().getFullMethodName(),
                 () -> VolumeStatsMapper.toResponse(usageInMountTable(volumeId, image, volumePath))));
     }
 
     private VolumeStats.Usage usageInMountTable(String volumeId, Path image, String volumePath) {
         Path path = Path.of(volumePath);
-        return (path.isAbsolute() ? host.stats().usage(image, MountTable.asListed(path)) : Optional.<VolumeStats.Usage>empty())
+        return (path.isAbsolute()
+                        ? host.stats().usage(image, MountTable.asListed(path))
+                        : Optional.<VolumeStats.Usage>empty())
                 .orElseThrow(() -> CsiException.notFound("volume %s is not mounted at %s", volumeId, volumePath));
     }
 
@@ -220,40 +244,47 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
      * image, and the paths given, which may still show a mount whose device has gone.
      */
     @Override
-    public void nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest request,
-                                    StreamObserver<Csi.NodeGetVolumeHealthResponse> response) {
+    public void nodeGetVolumeHealth(
+            Csi.NodeGetVolumeHealthRequest request, StreamObserver<Csi.NodeGetVolumeHealthResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         List<Path> paths = new ArrayList<>();
         if (!request.getVolumePublishPath().isEmpty()) {
-            paths.add(MountTable.asListed(RequestFields.absolutePath("volume_publish_path", request.getVolumePublishPath())));
+            paths.add(MountTable.asListed(
+                    RequestFields.absolutePath("volume_publish_path", request.getVolumePublishPath())));
         }
         if (!request.getStagingTargetPath().isEmpty()) {
-            paths.add(MountTable.asListed(RequestFields.absolutePath("staging_target_path", request.getStagingTargetPath())));
+            paths.add(MountTable.asListed(
+                    RequestFields.absolutePath("staging_target_path", request.getStagingTargetPath())));
         }
         List<HealthProblem> problems = new ArrayList<>(volumes.health(volumeId));
         // On a pool that does not answer, even where its image is cannot be resolved: that is the answer.
         if (!PoolHealth.unavailable(problems)) {
-            volumes.imageOf(volumeId).or(() -> volumes.find(volumeId).map(NodeVolume::image))
+            volumes.imageOf(volumeId)
+                    .or(() -> volumes.find(volumeId).map(NodeVolume::image))
                     .ifPresent(image -> problems.addAll(host.health().problems(image, paths)));
         }
-        UnaryReply.send(response, Csi.NodeGetVolumeHealthResponse.newBuilder()
-                .setVolumeHealth(HealthMessages.volume(volumeId, problems)).build());
+        UnaryReply.send(
+                response,
+                Csi.NodeGetVolumeHealthResponse.newBuilder()
+                        .setVolumeHealth(HealthMessages.volume(volumeId, problems))
+                        .build());
     }
 
     @Override
-    public void nodeGetStorageHealth(Csi.NodeGetStorageHealthRequest request,
-                                     StreamObserver<Csi.NodeGetStorageHealthResponse> response) {
+    public void nodeGetStorageHealth(
+            Csi.NodeGetStorageHealthRequest request, StreamObserver<Csi.NodeGetStorageHealthResponse> response) {
         var result = Csi.NodeGetStorageHealthResponse.newBuilder();
         volumes.storageHealth().forEach(problem -> result.addBackendHealth(HealthMessages.storage(problem)));
         UnaryReply.send(response, result.build());
     }
 
     @Override
-    public void nodeExpandVolume(Csi.NodeExpandVolumeRequest request,
-                                 StreamObserver<Csi.NodeExpandVolumeResponse> response) {
+    public void nodeExpandVolume(
+            Csi.NodeExpandVolumeRequest request, StreamObserver<Csi.NodeExpandVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         String volumePath = RequestFields.bounded("volume_path", request.getVolumePath(), RequestFields.MAX_PATH_BYTES);
-        boolean block = request.hasVolumeCapability() && request.getVolumeCapability().hasBlock();
+        boolean block =
+                request.hasVolumeCapability() && request.getVolumeCapability().hasBlock();
         long required = request.getCapacityRange().getRequiredBytes();
         UnaryReply.send(response, locked(volumeId, () -> {
             NodeVolume volume = existing(volumeId);
@@ -268,13 +299,15 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                         "the volume's image is %d bytes, less than the %d requested: ControllerExpandVolume grows it first",
                         capacity, required);
             }
-            return Csi.NodeExpandVolumeResponse.newBuilder().setCapacityBytes(capacity).build();
+            return Csi.NodeExpandVolumeResponse.newBuilder()
+                    .setCapacityBytes(capacity)
+                    .build();
         }));
     }
 
     @Override
-    public void nodeGetCapabilities(Csi.NodeGetCapabilitiesRequest request,
-                                    StreamObserver<Csi.NodeGetCapabilitiesResponse> response) {
+    public void nodeGetCapabilities(
+            Csi.NodeGetCapabilitiesRequest request, StreamObserver<Csi.NodeGetCapabilitiesResponse> response) {
         Csi.NodeGetCapabilitiesResponse.Builder builder = Csi.NodeGetCapabilitiesResponse.newBuilder();
         for (Csi.NodeServiceCapability.RPC.Type type : CAPABILITIES) {
             builder.addCapabilities(Csi.NodeServiceCapability.newBuilder()
@@ -285,11 +318,13 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
 
     @Override
     public void nodeGetInfo(Csi.NodeGetInfoRequest request, StreamObserver<Csi.NodeGetInfoResponse> response) {
-        UnaryReply.send(response, Csi.NodeGetInfoResponse.newBuilder()
-                .setNodeId(identity.nodeId())
-                .setMaxVolumesPerNode(identity.maxVolumesPerNode())
-                .setAccessibleTopology(Csi.Topology.newBuilder().putAllSegments(identity.topology()))
-                .build());
+        UnaryReply.send(
+                response,
+                Csi.NodeGetInfoResponse.newBuilder()
+                        .setNodeId(identity.nodeId())
+                        .setMaxVolumesPerNode(identity.maxVolumesPerNode())
+                        .setAccessibleTopology(Csi.Topology.newBuilder().putAllSegments(identity.topology()))
+                        .build());
     }
 
     private NodeVolume existing(String volumeId) {

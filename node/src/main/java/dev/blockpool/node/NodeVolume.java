@@ -11,6 +11,5 @@ import java.util.Optional;
  * @param blockable   the volume may be consumed as a raw block device
  * @param ephemeral   created by NodePublish for a CSI inline volume, deleted by NodeUnpublish
  */
-public record NodeVolume(String id, Path image, Optional<String> fsType,
-                         boolean mountable, boolean blockable, boolean ephemeral) {
-}
+public record NodeVolume(
+        String id, Path image, Optional<String> fsType, boolean mountable, boolean blockable, boolean ephemeral) {}

@@ -41,8 +41,10 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
             return pool.volumes().find(volumeId).map(v -> toNodeVolume(v, false));
         }
         String name = EPHEMERAL_NAME_PREFIX + volumeId;
-        return pool.volumes().find(poolIdOf(volumeId))
-                .filter(v -> name.equals(v.name()) && "true".equals(v.parameters().get(CsiKeys.EPHEMERAL)))
+        return pool.volumes()
+                .find(poolIdOf(volumeId))
+                .filter(v ->
+                        name.equals(v.name()) && "true".equals(v.parameters().get(CsiKeys.EPHEMERAL)))
                 .map(v -> toNodeVolume(v, true));
     }
 
@@ -74,8 +76,15 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
     @Override
     public NodeVolume createEphemeral(String handle, long capacityBytes, String fsType) {
         RequestFields.id("volume_id", handle);
-        Volume volume = pool.volumes().create(new VolumeSpec(EPHEMERAL_NAME_PREFIX + handle, capacityBytes, fsType,
-                Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(CsiKeys.EPHEMERAL, "true"), Optional.empty()));
+        Volume volume = pool.volumes()
+                .create(new VolumeSpec(
+                        EPHEMERAL_NAME_PREFIX + handle,
+                        capacityBytes,
+                        fsType,
+                        Allocation.SPARSE,
+                        Set.of(AccessType.MOUNT),
+                        Map.of(CsiKeys.EPHEMERAL, "true"),
+                        Optional.empty()));
         return toNodeVolume(volume, true);
     }
 
@@ -86,7 +95,9 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
 
     private NodeVolume toNodeVolume(Volume volume, boolean ephemeral) {
         boolean any = volume.accessTypes().isEmpty();
-        return new NodeVolume(volume.id(), pool.volumes().imagePath(volume.id()),
+        return new NodeVolume(
+                volume.id(),
+                pool.volumes().imagePath(volume.id()),
                 Optional.ofNullable(volume.fsType()).filter(s -> !s.isEmpty()),
                 any || volume.accessTypes().contains(AccessType.MOUNT),
                 any || volume.accessTypes().contains(AccessType.BLOCK),

@@ -63,8 +63,12 @@ class NodePathSafetyRealHostTest {
         staging = Files.createDirectories(dir.resolve("kubelet/staging/globalmount"));
         Files.createDirectories(dir.resolve("kubelet/pods"));
         socket = dir.resolve("csi.sock");
-        served = InProcessCsi.serve(new NodeService(NodeIdentity.of("it-node", 64), new PoolVolumeCatalog(pool),
-                NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()), new KubeletPaths(pool.root(), socket), new OperationLocks()));
+        served = InProcessCsi.serve(new NodeService(
+                NodeIdentity.of("it-node", 64),
+                new PoolVolumeCatalog(pool),
+                NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()),
+                new KubeletPaths(pool.root(), socket),
+                new OperationLocks()));
         node = NodeGrpc.newBlockingStub(served.channel());
     }
 
@@ -79,24 +83,33 @@ class NodePathSafetyRealHostTest {
     }
 
     private Volume volume(String name, AccessType type) {
-        return pool.volumes().create(new VolumeSpec(name, 64L << 20, "ext4", Allocation.SPARSE, Set.of(type),
-                Map.of(), Optional.empty()));
+        return pool.volumes()
+                .create(new VolumeSpec(
+                        name, 64L << 20, "ext4", Allocation.SPARSE, Set.of(type), Map.of(), Optional.empty()));
     }
 
     private Csi.NodeUnpublishVolumeRequest unpublish(String volumeId, Path target) {
-        return Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId(volumeId).setTargetPath(target.toString())
+        return Csi.NodeUnpublishVolumeRequest.newBuilder()
+                .setVolumeId(volumeId)
+                .setTargetPath(target.toString())
                 .build();
     }
 
     private Csi.NodePublishVolumeRequest publish(Volume volume, Path target, Csi.VolumeCapability capability) {
-        return Csi.NodePublishVolumeRequest.newBuilder().setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString()).setTargetPath(target.toString())
-                .setVolumeCapability(capability).build();
+        return Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString())
+                .setTargetPath(target.toString())
+                .setVolumeCapability(capability)
+                .build();
     }
 
     private void stage(Volume volume, Csi.VolumeCapability capability) {
-        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString()).setVolumeCapability(capability).build());
+        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString())
+                .setVolumeCapability(capability)
+                .build());
     }
 
     @Test
@@ -115,7 +128,9 @@ class NodePathSafetyRealHostTest {
 
         for (Path target : new Path[] {file, link, device, fifo}) {
             node.nodeUnpublishVolume(unpublish(volume.id(), target)); // not published there: nothing to undo
-            assertThat(Files.exists(target, LinkOption.NOFOLLOW_LINKS)).as("%s is kept", target).isTrue();
+            assertThat(Files.exists(target, LinkOption.NOFOLLOW_LINKS))
+                    .as("%s is kept", target)
+                    .isTrue();
         }
         assertCode(() -> node.nodeUnpublishVolume(unpublish(volume.id(), full)), Status.Code.FAILED_PRECONDITION);
         assertThat(full.resolve("data")).exists();
@@ -139,7 +154,8 @@ class NodePathSafetyRealHostTest {
         Path metadata = image.resolveSibling(volume.id() + ".json");
         for (Path inPool : new Path[] {image, metadata, pool.root(), pool.root().resolve("volumes/new-dir")}) {
             assertCode(() -> node.nodeUnpublishVolume(unpublish(volume.id(), inPool)), Status.Code.INVALID_ARGUMENT);
-            assertCode(() -> node.nodePublishVolume(publish(volume, inPool, mount(Mode.SINGLE_NODE_WRITER))),
+            assertCode(
+                    () -> node.nodePublishVolume(publish(volume, inPool, mount(Mode.SINGLE_NODE_WRITER))),
                     Status.Code.INVALID_ARGUMENT);
         }
         assertThat(image).exists();
@@ -152,16 +168,19 @@ class NodePathSafetyRealHostTest {
         Volume fs = volume("fs", AccessType.MOUNT);
         stage(fs, mount(Mode.SINGLE_NODE_WRITER));
         Path elsewhere = Files.createDirectories(dir.resolve("elsewhere"));
-        Path target = Files.createDirectories(dir.resolve("kubelet/pods/p1/volumes"))
-                .resolve("vol");
+        Path target =
+                Files.createDirectories(dir.resolve("kubelet/pods/p1/volumes")).resolve("vol");
         Files.createSymbolicLink(target, elsewhere);
 
-        assertCode(() -> node.nodePublishVolume(publish(fs, target, mount(Mode.SINGLE_NODE_WRITER))),
+        assertCode(
+                () -> node.nodePublishVolume(publish(fs, target, mount(Mode.SINGLE_NODE_WRITER))),
                 Status.Code.FAILED_PRECONDITION);
         assertThat(RealHost.mountsAt(elsewhere)).isEmpty();
         assertThat(RealHost.mountsAt(target)).isEmpty();
         node.nodeUnpublishVolume(unpublish(fs.id(), target));
-        assertThat(Files.isSymbolicLink(target)).as("the symlink is not the driver's to delete").isTrue();
+        assertThat(Files.isSymbolicLink(target))
+                .as("the symlink is not the driver's to delete")
+                .isTrue();
     }
 
     @Test
@@ -169,10 +188,12 @@ class NodePathSafetyRealHostTest {
         Volume raw = volume("raw", AccessType.BLOCK);
         stage(raw, block(Mode.SINGLE_NODE_WRITER));
         Path elsewhere = Files.createFile(dir.resolve("elsewhere-file"));
-        Path target = Files.createDirectories(dir.resolve("kubelet/pods/p2/volumeDevices")).resolve("vol");
+        Path target = Files.createDirectories(dir.resolve("kubelet/pods/p2/volumeDevices"))
+                .resolve("vol");
         Files.createSymbolicLink(target, elsewhere);
 
-        assertCode(() -> node.nodePublishVolume(publish(raw, target, block(Mode.SINGLE_NODE_WRITER))),
+        assertCode(
+                () -> node.nodePublishVolume(publish(raw, target, block(Mode.SINGLE_NODE_WRITER))),
                 Status.Code.FAILED_PRECONDITION);
         assertThat(RealHost.mountsAt(elsewhere)).isEmpty();
         assertThat(Files.size(elsewhere)).isZero();
@@ -182,9 +203,11 @@ class NodePathSafetyRealHostTest {
     void aBlockTargetOverAFileWithContentIsRefusedAndKept() throws IOException {
         Volume raw = volume("raw-over-file", AccessType.BLOCK);
         stage(raw, block(Mode.SINGLE_NODE_WRITER));
-        Path target = Files.createDirectories(dir.resolve("kubelet/pods/p3/volumeDevices")).resolve("vol");
+        Path target = Files.createDirectories(dir.resolve("kubelet/pods/p3/volumeDevices"))
+                .resolve("vol");
         Files.writeString(target, "a pod's data");
-        assertCode(() -> node.nodePublishVolume(publish(raw, target, block(Mode.SINGLE_NODE_WRITER))),
+        assertCode(
+                () -> node.nodePublishVolume(publish(raw, target, block(Mode.SINGLE_NODE_WRITER))),
                 Status.Code.FAILED_PRECONDITION);
         assertThat(Files.readString(target)).isEqualTo("a pod's data");
         assertThat(RealHost.mountsAt(target)).isEmpty();
@@ -194,17 +217,23 @@ class NodePathSafetyRealHostTest {
     void aTargetThatIsTheStagingPathOrInsideItIsInvalid() {
         Volume fs = volume("same", AccessType.MOUNT);
         stage(fs, mount(Mode.SINGLE_NODE_WRITER));
-        assertCode(() -> node.nodePublishVolume(publish(fs, staging, mount(Mode.SINGLE_NODE_WRITER))),
+        assertCode(
+                () -> node.nodePublishVolume(publish(fs, staging, mount(Mode.SINGLE_NODE_WRITER))),
                 Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodePublishVolume(publish(fs, staging.resolve("inner"),
-                mount(Mode.SINGLE_NODE_WRITER))), Status.Code.INVALID_ARGUMENT);
+        assertCode(
+                () -> node.nodePublishVolume(publish(fs, staging.resolve("inner"), mount(Mode.SINGLE_NODE_WRITER))),
+                Status.Code.INVALID_ARGUMENT);
         assertThat(RealHost.mountsAt(staging)).hasSize(1);
     }
 
     private Csi.NodePublishVolumeRequest inline(String handle, Path target) {
-        return Csi.NodePublishVolumeRequest.newBuilder().setVolumeId(handle).setTargetPath(target.toString())
-                .setVolumeCapability(mount(Mode.SINGLE_NODE_WRITER)).putVolumeContext(CsiKeys.EPHEMERAL, "true")
-                .putVolumeContext(CsiKeys.EPHEMERAL_SIZE, "16Mi").build();
+        return Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId(handle)
+                .setTargetPath(target.toString())
+                .setVolumeCapability(mount(Mode.SINGLE_NODE_WRITER))
+                .putVolumeContext(CsiKeys.EPHEMERAL, "true")
+                .putVolumeContext(CsiKeys.EPHEMERAL_SIZE, "16Mi")
+                .build();
     }
 
     @Test
@@ -212,8 +241,12 @@ class NodePathSafetyRealHostTest {
         Volume fs = volume("over-content", AccessType.MOUNT);
         Path full = Files.createDirectories(dir.resolve("kubelet/pods/p4/volumes/vol"));
         Files.writeString(full.resolve("data"), "a pod's data");
-        assertCode(() -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(fs.id())
-                .setStagingTargetPath(full.toString()).setVolumeCapability(mount(Mode.SINGLE_NODE_WRITER)).build()),
+        assertCode(
+                () -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                        .setVolumeId(fs.id())
+                        .setStagingTargetPath(full.toString())
+                        .setVolumeCapability(mount(Mode.SINGLE_NODE_WRITER))
+                        .build()),
                 Status.Code.FAILED_PRECONDITION);
         assertCode(() -> node.nodePublishVolume(inline("csi-over-content", full)), Status.Code.FAILED_PRECONDITION);
         assertThat(RealHost.mountsAt(full)).isEmpty();
@@ -226,11 +259,13 @@ class NodePathSafetyRealHostTest {
         Path first = dir.resolve("kubelet/pods/p5/volumes/vol");
         Path second = dir.resolve("kubelet/pods/p6/volumes/vol");
         Csi.NodePublishVolumeRequest xfs = inline("csi-twice", first).toBuilder()
-                .setVolumeCapability(mount("xfs", Mode.SINGLE_NODE_WRITER)).build();
+                .setVolumeCapability(mount("xfs", Mode.SINGLE_NODE_WRITER))
+                .build();
         node.nodePublishVolume(xfs); // 16Mi asked; mkfs.xfs needs 300 MiB
         node.nodePublishVolume(xfs.toBuilder().setTargetPath(second.toString()).build());
-        assertThat(pool.volumes().list()).singleElement().satisfies(v -> assertThat(v.capacityBytes())
-                .isEqualTo(300L << 20));
+        assertThat(pool.volumes().list())
+                .singleElement()
+                .satisfies(v -> assertThat(v.capacityBytes()).isEqualTo(300L << 20));
 
         node.nodeUnpublishVolume(unpublish("csi-twice", first));
         assertThat(RealHost.mountsAt(second)).hasSize(1);
@@ -245,8 +280,10 @@ class NodePathSafetyRealHostTest {
         Volume fs = volume("staged-elsewhere", AccessType.MOUNT);
         stage(fs, mount(Mode.SINGLE_NODE_WRITER));
         Path other = Files.createDirectories(dir.resolve("kubelet/staging/other"));
-        node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(fs.id())
-                .setStagingTargetPath(other.toString()).build());
+        node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
+                .setVolumeId(fs.id())
+                .setStagingTargetPath(other.toString())
+                .build());
         assertThat(RealHost.mountsAt(staging)).hasSize(1);
     }
 }

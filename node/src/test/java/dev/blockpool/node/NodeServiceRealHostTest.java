@@ -6,8 +6,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import csi.v1.Csi;
-import csi.v1.NodeGrpc;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
+import csi.v1.NodeGrpc;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.NeedsRoot;
@@ -16,10 +16,10 @@ import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.InProcessCsi;
 import dev.blockpool.host.KubeletPaths;
-import dev.blockpool.host.NodeHost;
-import dev.blockpool.host.VolumeStats;
 import dev.blockpool.host.LoopDevice;
 import dev.blockpool.host.MountInfo;
+import dev.blockpool.host.NodeHost;
+import dev.blockpool.host.VolumeStats;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Pool;
@@ -68,8 +68,7 @@ class NodeServiceRealHostTest {
     @BeforeEach
     void setUp() throws IOException {
         HostRequirements.assumeRootWithLoopDevices();
-        for (String tool : List.of("losetup", "blkid", "mkfs.ext4", "mkfs.xfs", "e2fsck", "resize2fs",
-                "xfs_growfs")) {
+        for (String tool : List.of("losetup", "blkid", "mkfs.ext4", "mkfs.xfs", "e2fsck", "resize2fs", "xfs_growfs")) {
             HostRequirements.assumeCommand(tool);
         }
         dir = Files.createTempDirectory("blockpool-node-it-");
@@ -88,17 +87,21 @@ class NodeServiceRealHostTest {
 
     /** A freshly built service: every call below goes through a "restarted" driver. */
     private NodeGrpc.NodeBlockingStub node() {
-        NodeService fresh = new NodeService(NodeIdentity.of("it-node", 64), new PoolVolumeCatalog(pool),
+        NodeService fresh = new NodeService(
+                NodeIdentity.of("it-node", 64),
+                new PoolVolumeCatalog(pool),
                 NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()),
-                new KubeletPaths(pool.root(), dir.resolve("csi.sock")), locks);
+                new KubeletPaths(pool.root(), dir.resolve("csi.sock")),
+                locks);
         InProcessCsi server = InProcessCsi.serve(fresh);
         served.add(server);
         return NodeGrpc.newBlockingStub(server.channel());
     }
 
     private Volume createVolume(String name, long bytes, String fsType, AccessType type) {
-        return pool.volumes().create(new VolumeSpec(name, bytes, fsType, Allocation.SPARSE, Set.of(type), Map.of(),
-                Optional.empty()));
+        return pool.volumes()
+                .create(new VolumeSpec(
+                        name, bytes, fsType, Allocation.SPARSE, Set.of(type), Map.of(), Optional.empty()));
     }
 
     private Path target(String pod) {
@@ -108,44 +111,61 @@ class NodeServiceRealHostTest {
     private static Csi.VolumeCapability mountCapability(Mode mode) {
         return Csi.VolumeCapability.newBuilder()
                 .setMount(Csi.VolumeCapability.MountVolume.getDefaultInstance())
-                .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(mode)).build();
+                .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(mode))
+                .build();
     }
 
     private static Csi.VolumeCapability blockCapability(Mode mode) {
         return Csi.VolumeCapability.newBuilder()
                 .setBlock(Csi.VolumeCapability.BlockVolume.getDefaultInstance())
-                .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(mode)).build();
+                .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(mode))
+                .build();
     }
 
     private void stage(Volume volume, Csi.VolumeCapability capability) {
-        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString()).setVolumeCapability(capability)
-                .putVolumeContext("fsType", volume.fsType()).build());
+        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString())
+                .setVolumeCapability(capability)
+                .putVolumeContext("fsType", volume.fsType())
+                .build());
     }
 
     private void publish(Volume volume, Path target, Csi.VolumeCapability capability, boolean readOnly) {
-        node().nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder().setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString()).setTargetPath(target.toString())
-                .setVolumeCapability(capability).setReadonly(readOnly).build());
+        node().nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString())
+                .setTargetPath(target.toString())
+                .setVolumeCapability(capability)
+                .setReadonly(readOnly)
+                .build());
     }
 
     private void unpublish(String volumeId, Path target) {
-        node().nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId(volumeId)
-                .setTargetPath(target.toString()).build());
+        node().nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
+                .setVolumeId(volumeId)
+                .setTargetPath(target.toString())
+                .build());
     }
 
     private void unstage(Volume volume) {
-        node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString()).build());
+        node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
+                .setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString())
+                .build());
     }
 
     private Csi.NodeGetVolumeStatsResponse stats(String volumeId, Path path) {
-        return node().nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder().setVolumeId(volumeId)
-                .setVolumePath(path.toString()).build());
+        return node().nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
+                .setVolumeId(volumeId)
+                .setVolumePath(path.toString())
+                .build());
     }
 
     private Csi.VolumeHealth health(String volumeId) {
-        return node().nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder().setVolumeId(volumeId).build())
+        return node().nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .build())
                 .getVolumeHealth();
     }
 
@@ -162,9 +182,10 @@ class NodeServiceRealHostTest {
     }
 
     private void assertOneLoop(Volume volume) {
-        assertThat(RealHost.loopsOf(pool.volumes().imagePath(volume.id()))).as("loop devices of the image").hasSize(1);
+        assertThat(RealHost.loopsOf(pool.volumes().imagePath(volume.id())))
+                .as("loop devices of the image")
+                .hasSize(1);
     }
-
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"ext4", "xfs"})
@@ -194,8 +215,12 @@ class NodeServiceRealHostTest {
         });
         pool.volumes().delete(volume.id());
 
-        assertThat(RealHost.mountsUnder(dir)).as("mounts left below the test directory").isEmpty();
-        assertThat(RealHost.loopsUnder(dir)).as("loop devices left on the test's images").isEmpty();
+        assertThat(RealHost.mountsUnder(dir))
+                .as("mounts left below the test directory")
+                .isEmpty();
+        assertThat(RealHost.loopsUnder(dir))
+                .as("loop devices left on the test's images")
+                .isEmpty();
         assertThat(pool.volumes().list()).isEmpty();
         assertThat(staging).isEmptyDirectory();
     }
@@ -236,10 +261,15 @@ class NodeServiceRealHostTest {
         Volume volume = createVolume("flags", 64 * MiB, "ext4", AccessType.MOUNT);
         Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER).toBuilder()
                 .setMount(Csi.VolumeCapability.MountVolume.newBuilder()
-                        .addMountFlags("errors=remount-ro,data=journal").addMountFlags("noexec")).build();
+                        .addMountFlags("errors=remount-ro,data=journal")
+                        .addMountFlags("noexec"))
+                .build();
         Path target = target("flags");
-        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString()).setVolumeCapability(capability).build());
+        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString())
+                .setVolumeCapability(capability)
+                .build());
         publish(volume, target, capability, true);
         assertThat(RealHost.mountsAt(staging).getFirst().superOptions()).contains("data=journal");
         assertThat(RealHost.mountsAt(target).getFirst().mountOptions()).contains("ro", "noexec");
@@ -257,18 +287,31 @@ class NodeServiceRealHostTest {
         String linkedStaging = link.resolve("staging/globalmount").toString();
         Path linkedTarget = link.resolve("pods/linked/volumes/vol");
         Runnable stageThroughLink = () -> node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                .setVolumeId(volume.id()).setStagingTargetPath(linkedStaging).setVolumeCapability(capability).build());
+                .setVolumeId(volume.id())
+                .setStagingTargetPath(linkedStaging)
+                .setVolumeCapability(capability)
+                .build());
         Runnable publishThroughLink = () -> node().nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
-                .setVolumeId(volume.id()).setStagingTargetPath(linkedStaging).setTargetPath(linkedTarget.toString())
-                .setVolumeCapability(capability).build());
+                .setVolumeId(volume.id())
+                .setStagingTargetPath(linkedStaging)
+                .setTargetPath(linkedTarget.toString())
+                .setVolumeCapability(capability)
+                .build());
 
         twice(stageThroughLink, () -> assertMountedOnce(staging));
         twice(publishThroughLink, () -> assertMountedOnce(linkedTarget));
-        assertThat(bytes(stats(volume.id(), linkedTarget)).getTotal()).isGreaterThan(48 * MiB)
+        assertThat(bytes(stats(volume.id(), linkedTarget)).getTotal())
+                .isGreaterThan(48 * MiB)
                 .isLessThanOrEqualTo(64 * MiB);
-        twice(() -> unpublish(volume.id(), linkedTarget), () -> assertThat(linkedTarget).doesNotExist());
-        twice(() -> node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(volume.id())
-                .setStagingTargetPath(linkedStaging).build()), () -> assertThat(RealHost.mountsUnder(dir)).isEmpty());
+        twice(
+                () -> unpublish(volume.id(), linkedTarget),
+                () -> assertThat(linkedTarget).doesNotExist());
+        twice(
+                () -> node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
+                        .setVolumeId(volume.id())
+                        .setStagingTargetPath(linkedStaging)
+                        .build()),
+                () -> assertThat(RealHost.mountsUnder(dir)).isEmpty());
         assertThat(RealHost.loopsUnder(dir)).isEmpty();
     }
 
@@ -288,10 +331,14 @@ class NodeServiceRealHostTest {
         assertCode(() -> publish(fs, target("two"), single, false), Status.Code.FAILED_PRECONDITION);
         assertCode(() -> publish(fs, target("one"), single, true), Status.Code.ALREADY_EXISTS);
         assertCode(() -> unstage(fs), Status.Code.FAILED_PRECONDITION); // still published
-        assertCode(() -> node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                .setVolumeId(fs.id()).setStagingTargetPath(staging.toString())
-                .setVolumeCapability(single.toBuilder().setMount(single.getMount().toBuilder()
-                        .addMountFlags("loop,offset=0"))).build()), Status.Code.INVALID_ARGUMENT);
+        assertCode(
+                () -> node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                        .setVolumeId(fs.id())
+                        .setStagingTargetPath(staging.toString())
+                        .setVolumeCapability(single.toBuilder()
+                                .setMount(single.getMount().toBuilder().addMountFlags("loop,offset=0")))
+                        .build()),
+                Status.Code.INVALID_ARGUMENT);
 
         unpublish(fs.id(), target("one"));
         unstage(fs);
@@ -308,7 +355,8 @@ class NodeServiceRealHostTest {
         publish(volume, target("ro"), capability, true);
         Files.writeString(target("rw").resolve("f"), "x");
         assertThat(Files.readString(target("ro").resolve("f"))).isEqualTo("x");
-        assertThatThrownBy(() -> Files.writeString(target("ro").resolve("g"), "y")).isInstanceOf(IOException.class)
+        assertThatThrownBy(() -> Files.writeString(target("ro").resolve("g"), "y"))
+                .isInstanceOf(IOException.class)
                 .hasMessageContaining("Read-only");
         unpublish(volume.id(), target("rw"));
         unpublish(volume.id(), target("ro"));
@@ -323,8 +371,8 @@ class NodeServiceRealHostTest {
         Path target = target("busy");
         stage(volume, capability);
         publish(volume, target, capability, false);
-        try (FileChannel open = FileChannel.open(target.resolve("held"), StandardOpenOption.CREATE,
-                StandardOpenOption.WRITE)) {
+        try (FileChannel open =
+                FileChannel.open(target.resolve("held"), StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
             assertCode(() -> unpublish(volume.id(), target), Status.Code.INTERNAL);
             assertMountedOnce(target);
             assertThat(open.isOpen()).isTrue();
@@ -340,7 +388,8 @@ class NodeServiceRealHostTest {
     @ValueSource(strings = {"ext4", "xfs"})
     void onlineExpansionIsVisibleInStatfsAndStatsMatchDf(String fsType) throws IOException {
         if (fsType.equals("ext4")) {
-            assumeTrue(HostRequirements.hasCapability(HostRequirements.CAP_SYS_RESOURCE),
+            assumeTrue(
+                    HostRequirements.hasCapability(HostRequirements.CAP_SYS_RESOURCE),
                     "skipped: growing a mounted ext4 needs CAP_SYS_RESOURCE, which this process lacks");
         }
         Volume volume = createVolume("grow-" + fsType, 512 * MiB, fsType, AccessType.MOUNT);
@@ -352,8 +401,11 @@ class NodeServiceRealHostTest {
 
         long before = bytes(stats(volume.id(), target)).getTotal();
         pool.volumes().expand(volume.id(), 1024 * MiB);
-        Csi.NodeExpandVolumeResponse expanded = node().nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder().setVolumeId(volume.id()).setVolumePath(target.toString())
-                        .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(1024 * MiB)).build());
+        Csi.NodeExpandVolumeResponse expanded = node().nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder()
+                .setVolumeId(volume.id())
+                .setVolumePath(target.toString())
+                .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(1024 * MiB))
+                .build());
         assertThat(expanded.getCapacityBytes()).isEqualTo(1024 * MiB);
 
         Csi.NodeGetVolumeStatsResponse after = stats(volume.id(), target);
@@ -362,21 +414,39 @@ class NodeServiceRealHostTest {
 
         // df(1) reads the same statfs(2): its numbers must be exactly ours.
         String[] df = RealHost.run("df", "-B1", "--output=size,used,avail,itotal,iused,iavail", target.toString())
-                .strip().split("\n")[1].strip().split("\\s+");
+                .strip()
+                .split("\n")[1]
+                .strip()
+                .split("\\s+");
         Csi.VolumeUsage inodes = after.getUsageList().stream()
-                .filter(u -> u.getUnit() == Csi.VolumeUsage.Unit.INODES).findFirst().orElseThrow();
-        assertThat(List.of(bytes(after).getTotal(), bytes(after).getUsed(), bytes(after).getAvailable(),
-                inodes.getTotal(), inodes.getUsed(), inodes.getAvailable()))
-                .containsExactly(Long.parseLong(df[0]), Long.parseLong(df[1]), Long.parseLong(df[2]),
-                        Long.parseLong(df[3]), Long.parseLong(df[4]), Long.parseLong(df[5]));
+                .filter(u -> u.getUnit() == Csi.VolumeUsage.Unit.INODES)
+                .findFirst()
+                .orElseThrow();
+        assertThat(List.of(
+                        bytes(after).getTotal(),
+                        bytes(after).getUsed(),
+                        bytes(after).getAvailable(),
+                        inodes.getTotal(),
+                        inodes.getUsed(),
+                        inodes.getAvailable()))
+                .containsExactly(
+                        Long.parseLong(df[0]),
+                        Long.parseLong(df[1]),
+                        Long.parseLong(df[2]),
+                        Long.parseLong(df[3]),
+                        Long.parseLong(df[4]),
+                        Long.parseLong(df[5]));
 
         unpublish(volume.id(), target);
         unstage(volume);
     }
 
     private Csi.NodeExpandVolumeResponse expand(Volume volume, Path path, Csi.VolumeCapability capability) {
-        return node().nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder().setVolumeId(volume.id())
-                .setVolumePath(path.toString()).setVolumeCapability(capability).build());
+        return node().nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder()
+                .setVolumeId(volume.id())
+                .setVolumePath(path.toString())
+                .setVolumeCapability(capability)
+                .build());
     }
 
     /** Only a mount or a block target of the volume is expanded; nothing is mounted anywhere else for it. */
@@ -386,8 +456,11 @@ class NodeServiceRealHostTest {
         Volume other = createVolume("expand-other", 64 * MiB, "ext4", AccessType.MOUNT);
         Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
         Path otherStaging = Files.createDirectories(dir.resolve("kubelet/staging/other"));
-        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(other.id())
-                .setStagingTargetPath(otherStaging.toString()).setVolumeCapability(capability).build());
+        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId(other.id())
+                .setStagingTargetPath(otherStaging.toString())
+                .setVolumeCapability(capability)
+                .build());
         pool.volumes().expand(volume.id(), 128 * MiB);
 
         assertCode(() -> expand(volume, dir, capability), Status.Code.NOT_FOUND); // a directory, not a mount
@@ -397,8 +470,10 @@ class NodeServiceRealHostTest {
         assertThat(RealHost.mountsUnder(dir)).hasSize(2);
 
         unstage(volume);
-        node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(other.id())
-                .setStagingTargetPath(otherStaging.toString()).build());
+        node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
+                .setVolumeId(other.id())
+                .setStagingTargetPath(otherStaging.toString())
+                .build());
         assertThat(RealHost.mountsUnder(dir)).isEmpty();
         assertThat(RealHost.loopsUnder(dir)).isEmpty();
     }
@@ -416,7 +491,8 @@ class NodeServiceRealHostTest {
 
         assertThat(expand(volume, writer, capability).getCapacityBytes()).isEqualTo(96 * MiB);
         assertThat(RealHost.loopsOf(pool.volumes().imagePath(volume.id())))
-                .extracting(LoopDevice::sizeBytes).containsExactly(96 * MiB, 96 * MiB);
+                .extracting(LoopDevice::sizeBytes)
+                .containsExactly(96 * MiB, 96 * MiB);
         assertThat(bytes(stats(volume.id(), reader)).getTotal()).isEqualTo(96 * MiB);
 
         unpublish(volume.id(), reader);
@@ -426,7 +502,9 @@ class NodeServiceRealHostTest {
     }
 
     private static Csi.VolumeUsage bytes(Csi.NodeGetVolumeStatsResponse stats) {
-        return stats.getUsageList().stream().filter(u -> u.getUnit() == Csi.VolumeUsage.Unit.BYTES).findFirst()
+        return stats.getUsageList().stream()
+                .filter(u -> u.getUnit() == Csi.VolumeUsage.Unit.BYTES)
+                .findFirst()
                 .orElseThrow();
     }
 
@@ -475,8 +553,11 @@ class NodeServiceRealHostTest {
         stage(volume, capability);
         publish(volume, writer, capability, false);
         twice(() -> publish(volume, reader, capability, true), () -> assertMountedOnce(reader));
-        assertThat(RealHost.loopsOf(image)).as("the staged device and the reader's read-only one").hasSize(2)
-                .filteredOn(LoopDevice::readOnly).hasSize(1);
+        assertThat(RealHost.loopsOf(image))
+                .as("the staged device and the reader's read-only one")
+                .hasSize(2)
+                .filteredOn(LoopDevice::readOnly)
+                .hasSize(1);
         assertCode(() -> publish(volume, reader, capability, false), Status.Code.ALREADY_EXISTS);
 
         try (FileChannel device = FileChannel.open(writer, StandardOpenOption.WRITE)) {
@@ -490,11 +571,12 @@ class NodeServiceRealHostTest {
         assertThat(read.array()).isEqualTo(payload);
         // Depending on the kernel, opening a read-only block device for writing fails, or the write does.
         assertThatThrownBy(() -> {
-            try (FileChannel device = FileChannel.open(reader, StandardOpenOption.WRITE)) {
-                device.write(ByteBuffer.wrap(new byte[512]), 4 * MiB);
-                device.force(true);
-            }
-        }).isInstanceOf(IOException.class);
+                    try (FileChannel device = FileChannel.open(reader, StandardOpenOption.WRITE)) {
+                        device.write(ByteBuffer.wrap(new byte[512]), 4 * MiB);
+                        device.force(true);
+                    }
+                })
+                .isInstanceOf(IOException.class);
         try (FileChannel device = FileChannel.open(writer, StandardOpenOption.READ)) {
             read.clear();
             device.read(read, 4 * MiB);
@@ -503,7 +585,9 @@ class NodeServiceRealHostTest {
 
         twice(() -> unpublish(volume.id(), reader), () -> {
             assertThat(reader).doesNotExist();
-            assertThat(RealHost.loopsOf(image)).as("the reader's device is detached").singleElement()
+            assertThat(RealHost.loopsOf(image))
+                    .as("the reader's device is detached")
+                    .singleElement()
                     .satisfies(l -> assertThat(l.readOnly()).isFalse());
         });
         unpublish(volume.id(), writer);
@@ -526,7 +610,8 @@ class NodeServiceRealHostTest {
         Path target = target("victim");
         stage(volume, capability);
         publish(volume, target, capability, false);
-        LoopDevice loop = RealHost.loopsOf(pool.volumes().imagePath(volume.id())).getFirst();
+        LoopDevice loop =
+                RealHost.loopsOf(pool.volumes().imagePath(volume.id())).getFirst();
 
         RealHost.run("losetup", "--detach", loop.device().toString());
         RealHost.run("umount", "--lazy", staging.toString());
@@ -551,7 +636,8 @@ class NodeServiceRealHostTest {
         Path target = target("raw-victim");
         stage(volume, capability);
         publish(volume, target, capability, false);
-        LoopDevice loop = RealHost.loopsOf(pool.volumes().imagePath(volume.id())).getFirst();
+        LoopDevice loop =
+                RealHost.loopsOf(pool.volumes().imagePath(volume.id())).getFirst();
 
         // A bind of the device node does not hold the device open: this detach really happens.
         RealHost.run("losetup", "--detach", loop.device().toString());
@@ -559,8 +645,12 @@ class NodeServiceRealHostTest {
         // gone from loop sysfs: only the path the caller names still shows the bind
         assertThat(health(volume.id()).getHealthStatusesList()).isEmpty();
         Csi.VolumeHealth health = node().nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder()
-                .setVolumeId(volume.id()).setVolumePublishPath(target.toString()).build()).getVolumeHealth();
-        assertThat(health.getHealthStatusesList()).extracting(Csi.VolumeHealth.VolumeHealthEntry::getReason)
+                        .setVolumeId(volume.id())
+                        .setVolumePublishPath(target.toString())
+                        .build())
+                .getVolumeHealth();
+        assertThat(health.getHealthStatusesList())
+                .extracting(Csi.VolumeHealth.VolumeHealthEntry::getReason)
                 .containsExactly("LoopDeviceDetached");
 
         unpublish(volume.id(), target);
@@ -574,10 +664,13 @@ class NodeServiceRealHostTest {
         String handle = "csi-0123456789abcdef";
         Path target = target("inline");
         Consumer<Boolean> publish = ignored -> node().nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
-                .setVolumeId(handle).setTargetPath(target.toString())
+                .setVolumeId(handle)
+                .setTargetPath(target.toString())
                 .setVolumeCapability(mountCapability(Mode.SINGLE_NODE_WRITER))
-                .putVolumeContext(CsiKeys.EPHEMERAL, "true").putVolumeContext("size", "64Mi")
-                .putVolumeContext("csi.storage.k8s.io/pod.name", "inline").build());
+                .putVolumeContext(CsiKeys.EPHEMERAL, "true")
+                .putVolumeContext("size", "64Mi")
+                .putVolumeContext("csi.storage.k8s.io/pod.name", "inline")
+                .build());
 
         twice(() -> publish.accept(true), () -> assertMountedOnce(target));
         assertThat(pool.volumes().list()).singleElement().satisfies(v -> {
@@ -585,7 +678,9 @@ class NodeServiceRealHostTest {
             assertThat(RealHost.loopsOf(pool.volumes().imagePath(v.id()))).hasSize(1);
         });
         Files.writeString(target.resolve("scratch"), "temporary");
-        assertThat(bytes(stats(handle, target)).getTotal()).isGreaterThan(48 * MiB).isLessThanOrEqualTo(64 * MiB);
+        assertThat(bytes(stats(handle, target)).getTotal())
+                .isGreaterThan(48 * MiB)
+                .isLessThanOrEqualTo(64 * MiB);
 
         twice(() -> unpublish(handle, target), () -> assertThat(target).doesNotExist());
         assertThat(pool.volumes().list()).isEmpty();
@@ -595,9 +690,13 @@ class NodeServiceRealHostTest {
 
     private void publishInline(String handle, Path target, boolean readOnly) {
         node().nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
-                .setVolumeId(handle).setTargetPath(target.toString()).setReadonly(readOnly)
+                .setVolumeId(handle)
+                .setTargetPath(target.toString())
+                .setReadonly(readOnly)
                 .setVolumeCapability(mountCapability(Mode.SINGLE_NODE_WRITER))
-                .putVolumeContext(CsiKeys.EPHEMERAL, "true").putVolumeContext("size", "64Mi").build());
+                .putVolumeContext(CsiKeys.EPHEMERAL, "true")
+                .putVolumeContext("size", "64Mi")
+                .build());
     }
 
     @ParameterizedTest(name = "{0}")
@@ -606,16 +705,21 @@ class NodeServiceRealHostTest {
         String handle = "csi-readonly-" + fsType;
         Path target = target("inline-ro");
         node().nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
-                .setVolumeId(handle).setTargetPath(target.toString()).setReadonly(true)
+                .setVolumeId(handle)
+                .setTargetPath(target.toString())
+                .setReadonly(true)
                 .setVolumeCapability(mountCapability(Mode.SINGLE_NODE_WRITER))
-                .putVolumeContext(CsiKeys.EPHEMERAL, "true").putVolumeContext("size", "320Mi") // xfs: 300MB at least
-                .putVolumeContext("fsType", fsType).build());
+                .putVolumeContext(CsiKeys.EPHEMERAL, "true")
+                .putVolumeContext("size", "320Mi") // xfs: 300MB at least
+                .putVolumeContext("fsType", fsType)
+                .build());
         assertMountedOnce(target);
         assertThat(RealHost.mountsAt(target).getFirst()).satisfies(m -> {
             assertThat(m.fsType()).isEqualTo(fsType);
             assertThat(m.readOnly()).isTrue();
         });
-        assertThatThrownBy(() -> Files.writeString(target.resolve("f"), "x")).isInstanceOf(IOException.class)
+        assertThatThrownBy(() -> Files.writeString(target.resolve("f"), "x"))
+                .isInstanceOf(IOException.class)
                 .hasMessageContaining("Read-only");
 
         unpublish(handle, target);
@@ -640,7 +744,9 @@ class NodeServiceRealHostTest {
         Volume volume = createVolume("stats", 64 * MiB, "ext4", AccessType.MOUNT);
         stage(volume, mountCapability(Mode.SINGLE_NODE_WRITER));
         Csi.NodeGetVolumeStatsResponse stats = stats(volume.id(), staging);
-        String[] statf = RealHost.run("stat", "-f", "-c", "%S %b", staging.toString()).strip().split(" ");
+        String[] statf = RealHost.run("stat", "-f", "-c", "%S %b", staging.toString())
+                .strip()
+                .split(" ");
         assertThat(bytes(stats).getTotal()).isEqualTo(Long.parseLong(statf[0]) * Long.parseLong(statf[1]));
         assertCode(() -> stats(volume.id(), dir.resolve("nowhere")), Status.Code.NOT_FOUND);
         assertCode(() -> stats(volume.id(), dir), Status.Code.NOT_FOUND);
@@ -655,7 +761,8 @@ class NodeServiceRealHostTest {
      */
     @Test
     void statsFromTheKernelsCachesAreWhatTheMountTableGives() throws IOException {
-        VolumeStats host = NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()).stats();
+        VolumeStats host =
+                NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()).stats();
         Volume filesystem = createVolume("cached-fs", 64 * MiB, "ext4", AccessType.MOUNT);
         Path image = pool.volumes().imagePath(filesystem.id());
         stage(filesystem, mountCapability(Mode.SINGLE_NODE_WRITER));
@@ -664,7 +771,8 @@ class NodeServiceRealHostTest {
         assertThat(cached).isEqualTo(host.usage(image, staging));
 
         Volume other = createVolume("cached-other", 16 * MiB, "", AccessType.BLOCK);
-        assertThat(host.usageFromCaches(pool.volumes().imagePath(other.id()), staging)).isEmpty();
+        assertThat(host.usageFromCaches(pool.volumes().imagePath(other.id()), staging))
+                .isEmpty();
         assertThat(host.usageFromCaches(image, staging.getParent())).isEmpty(); // no mount there
         Path linked = Files.createSymbolicLink(dir.resolve("linked"), staging.getParent())
                 .resolve(staging.getFileName());

@@ -1,17 +1,16 @@
 package dev.blockpool.node;
 
-import dev.blockpool.common.HealthProblem;
-import dev.blockpool.csi.CsiException;
 import static dev.blockpool.csi.StatusAssertions.assertCode;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import csi.v1.Csi;
-import csi.v1.NodeGrpc;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
-import dev.blockpool.csi.CsiKeys;
+import csi.v1.NodeGrpc;
+import dev.blockpool.common.HealthProblem;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.csi.CsiException;
+import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.InProcessCsi;
 import dev.blockpool.host.FakeHost;
 import dev.blockpool.host.KubeletPaths;
@@ -44,8 +43,8 @@ class NodeServiceTest {
     @BeforeEach
     void setUp() throws IOException {
         fake = new FakeHost(dir.resolve("dev"));
-        fsVolume = new NodeVolume("vol-1", Files.createFile(dir.resolve("vol-1.img")),
-                Optional.of("ext4"), true, false, false);
+        fsVolume = new NodeVolume(
+                "vol-1", Files.createFile(dir.resolve("vol-1.img")), Optional.of("ext4"), true, false, false);
         catalog.put(fsVolume.id(), fsVolume);
         VolumeCatalog volumes = new VolumeCatalog() {
             @Override
@@ -80,9 +79,13 @@ class NodeServiceTest {
             public NodeVolume createEphemeral(String handle, long capacityBytes, String fsType) {
                 return catalog.computeIfAbsent(handle, h -> {
                     try {
-                        return new NodeVolume("vol-eph-" + h,
-                                Files.createFile(dir.resolve("vol-eph-" + h + ".img")), Optional.of(fsType), true,
-                                false, true);
+                        return new NodeVolume(
+                                "vol-eph-" + h,
+                                Files.createFile(dir.resolve("vol-eph-" + h + ".img")),
+                                Optional.of(fsType),
+                                true,
+                                false,
+                                true);
                     } catch (IOException e) {
                         throw new java.io.UncheckedIOException(e);
                     }
@@ -94,8 +97,12 @@ class NodeServiceTest {
                 catalog.values().remove(volume);
             }
         };
-        served = InProcessCsi.serve(new NodeService(NodeIdentity.of("node-a", 16), volumes, fake.nodeHost(),
-                new KubeletPaths(dir.resolve("pool"), dir.resolve("csi.sock")), locks));
+        served = InProcessCsi.serve(new NodeService(
+                NodeIdentity.of("node-a", 16),
+                volumes,
+                fake.nodeHost(),
+                new KubeletPaths(dir.resolve("pool"), dir.resolve("csi.sock")),
+                locks));
         node = NodeGrpc.newBlockingStub(served.channel());
     }
 
@@ -105,15 +112,17 @@ class NodeServiceTest {
     }
 
     private static Csi.VolumeCapability mount(Mode mode) {
-        return Csi.VolumeCapability.newBuilder().setMount(Csi.VolumeCapability.MountVolume.getDefaultInstance())
-                .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(mode)).build();
+        return Csi.VolumeCapability.newBuilder()
+                .setMount(Csi.VolumeCapability.MountVolume.getDefaultInstance())
+                .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(mode))
+                .build();
     }
 
     private static final Csi.VolumeCapability WRITER = mount(Mode.SINGLE_NODE_WRITER);
     private static final Csi.VolumeCapability BLOCK = Csi.VolumeCapability.newBuilder()
             .setBlock(Csi.VolumeCapability.BlockVolume.getDefaultInstance())
-            .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(Mode.SINGLE_NODE_WRITER)).build();
-
+            .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(Mode.SINGLE_NODE_WRITER))
+            .build();
 
     private String staging() {
         return dir.resolve("staging").toString();
@@ -125,102 +134,202 @@ class NodeServiceTest {
 
     @Test
     void missingFieldsAreInvalidArguments() {
-        var stage = Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1").setStagingTargetPath(staging())
-                .setVolumeCapability(WRITER).build();
-        assertCode(() -> node.nodeStageVolume(stage.toBuilder().clearVolumeId().build()),
+        var stage = Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId("vol-1")
+                .setStagingTargetPath(staging())
+                .setVolumeCapability(WRITER)
+                .build();
+        assertCode(() -> node.nodeStageVolume(stage.toBuilder().clearVolumeId().build()), Status.Code.INVALID_ARGUMENT);
+        assertCode(
+                () -> node.nodeStageVolume(
+                        stage.toBuilder().clearStagingTargetPath().build()),
                 Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodeStageVolume(stage.toBuilder().clearStagingTargetPath().build()),
+        assertCode(
+                () -> node.nodeStageVolume(
+                        stage.toBuilder().clearVolumeCapability().build()),
                 Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodeStageVolume(stage.toBuilder().clearVolumeCapability().build()),
+        assertCode(
+                () -> node.nodeStageVolume(
+                        stage.toBuilder().setStagingTargetPath("relative").build()),
                 Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodeStageVolume(stage.toBuilder().setStagingTargetPath("relative").build()),
+        assertCode(
+                () -> node.nodeStageVolume(stage.toBuilder()
+                        .setVolumeCapability(WRITER.toBuilder()
+                                .setMount(WRITER.getMount().toBuilder().setFsType("btrfs")))
+                        .build()),
                 Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodeStageVolume(stage.toBuilder().setVolumeCapability(WRITER.toBuilder()
-                .setMount(WRITER.getMount().toBuilder().setFsType("btrfs"))).build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodeStageVolume(stage.toBuilder().setVolumeCapability(WRITER.toBuilder()
-                .clearAccessMode()).build()), Status.Code.INVALID_ARGUMENT);
+        assertCode(
+                () -> node.nodeStageVolume(stage.toBuilder()
+                        .setVolumeCapability(WRITER.toBuilder().clearAccessMode())
+                        .build()),
+                Status.Code.INVALID_ARGUMENT);
 
-        var publish = Csi.NodePublishVolumeRequest.newBuilder().setVolumeId("vol-1").setTargetPath(target())
-                .setStagingTargetPath(staging()).setVolumeCapability(WRITER).build();
-        assertCode(() -> node.nodePublishVolume(publish.toBuilder().clearVolumeId().build()),
+        var publish = Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId("vol-1")
+                .setTargetPath(target())
+                .setStagingTargetPath(staging())
+                .setVolumeCapability(WRITER)
+                .build();
+        assertCode(
+                () -> node.nodePublishVolume(publish.toBuilder().clearVolumeId().build()),
                 Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodePublishVolume(publish.toBuilder().clearTargetPath().build()),
+        assertCode(
+                () -> node.nodePublishVolume(
+                        publish.toBuilder().clearTargetPath().build()),
                 Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodePublishVolume(publish.toBuilder().clearVolumeCapability().build()),
+        assertCode(
+                () -> node.nodePublishVolume(
+                        publish.toBuilder().clearVolumeCapability().build()),
                 Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodePublishVolume(publish.toBuilder().clearStagingTargetPath().build()),
+        assertCode(
+                () -> node.nodePublishVolume(
+                        publish.toBuilder().clearStagingTargetPath().build()),
                 Status.Code.INVALID_ARGUMENT);
 
-        assertCode(() -> node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
-                .setTargetPath(target()).build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
-                .setVolumeId("vol-1").build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
-                .setStagingTargetPath(staging()).build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
-                .setVolumeId("vol-1").build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
-                .setVolumePath("some/path").build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
-                .setVolumeId("vol-1").build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder()
-                .setVolumePath(target()).build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder()
-                .setVolumeId("vol-1").build()), Status.Code.INVALID_ARGUMENT);
+        assertCode(
+                () -> node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
+                        .setTargetPath(target())
+                        .build()),
+                Status.Code.INVALID_ARGUMENT);
+        assertCode(
+                () -> node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
+                        .setVolumeId("vol-1")
+                        .build()),
+                Status.Code.INVALID_ARGUMENT);
+        assertCode(
+                () -> node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
+                        .setStagingTargetPath(staging())
+                        .build()),
+                Status.Code.INVALID_ARGUMENT);
+        assertCode(
+                () -> node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
+                        .setVolumeId("vol-1")
+                        .build()),
+                Status.Code.INVALID_ARGUMENT);
+        assertCode(
+                () -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
+                        .setVolumePath("some/path")
+                        .build()),
+                Status.Code.INVALID_ARGUMENT);
+        assertCode(
+                () -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
+                        .setVolumeId("vol-1")
+                        .build()),
+                Status.Code.INVALID_ARGUMENT);
+        assertCode(
+                () -> node.nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder()
+                        .setVolumePath(target())
+                        .build()),
+                Status.Code.INVALID_ARGUMENT);
+        assertCode(
+                () -> node.nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder()
+                        .setVolumeId("vol-1")
+                        .build()),
+                Status.Code.INVALID_ARGUMENT);
         assertThat(fake.log).isEmpty();
     }
 
     @Test
     void unknownVolumesAreNotFoundAndTheirTeardownIsOk() {
-        assertCode(() -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                .setVolumeId("vol-unknown").setStagingTargetPath(staging()).setVolumeCapability(WRITER).build()),
+        assertCode(
+                () -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                        .setVolumeId("vol-unknown")
+                        .setStagingTargetPath(staging())
+                        .setVolumeCapability(WRITER)
+                        .build()),
                 Status.Code.NOT_FOUND);
-        assertCode(() -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
-                .setVolumeId("fake-vol-id").setVolumePath("some/path").build()), Status.Code.NOT_FOUND);
-        assertCode(() -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
-                .setVolumeId("vol-1").setVolumePath("some/path").build()), Status.Code.NOT_FOUND);
-        assertCode(() -> node.nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder()
-                .setVolumeId("fake-vol-id").setVolumePath("some/path").build()), Status.Code.NOT_FOUND);
-        node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId("fake-vol-id")
-                .setTargetPath(target()).build());
-        node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId("vol-gone")
-                .setStagingTargetPath(staging()).build());
+        assertCode(
+                () -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
+                        .setVolumeId("fake-vol-id")
+                        .setVolumePath("some/path")
+                        .build()),
+                Status.Code.NOT_FOUND);
+        assertCode(
+                () -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
+                        .setVolumeId("vol-1")
+                        .setVolumePath("some/path")
+                        .build()),
+                Status.Code.NOT_FOUND);
+        assertCode(
+                () -> node.nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder()
+                        .setVolumeId("fake-vol-id")
+                        .setVolumePath("some/path")
+                        .build()),
+                Status.Code.NOT_FOUND);
+        node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
+                .setVolumeId("fake-vol-id")
+                .setTargetPath(target())
+                .build());
+        node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
+                .setVolumeId("vol-gone")
+                .setStagingTargetPath(staging())
+                .build());
     }
 
     @Test
     void aCapabilityTheVolumeCannotServeIsAFailedPrecondition() {
-        assertCode(() -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
-                .setStagingTargetPath(staging()).setVolumeCapability(BLOCK).build()), Status.Code.FAILED_PRECONDITION);
-        assertCode(() -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
-                .setStagingTargetPath(staging()).setVolumeCapability(mount(Mode.MULTI_NODE_MULTI_WRITER)).build()),
+        assertCode(
+                () -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                        .setVolumeId("vol-1")
+                        .setStagingTargetPath(staging())
+                        .setVolumeCapability(BLOCK)
+                        .build()),
                 Status.Code.FAILED_PRECONDITION);
-        assertCode(() -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
-                .setStagingTargetPath(staging()).setVolumeCapability(WRITER.toBuilder().setMount(
-                        WRITER.getMount().toBuilder().setFsType("xfs"))).build()), Status.Code.FAILED_PRECONDITION);
+        assertCode(
+                () -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                        .setVolumeId("vol-1")
+                        .setStagingTargetPath(staging())
+                        .setVolumeCapability(mount(Mode.MULTI_NODE_MULTI_WRITER))
+                        .build()),
+                Status.Code.FAILED_PRECONDITION);
+        assertCode(
+                () -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                        .setVolumeId("vol-1")
+                        .setStagingTargetPath(staging())
+                        .setVolumeCapability(WRITER.toBuilder()
+                                .setMount(WRITER.getMount().toBuilder().setFsType("xfs")))
+                        .build()),
+                Status.Code.FAILED_PRECONDITION);
     }
 
     @Test
     void stageThenPublishReadOnlyFromPublishContext() {
-        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
-                .setStagingTargetPath(staging()).setVolumeCapability(WRITER).build());
-        node.nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder().setVolumeId("vol-1")
-                .setStagingTargetPath(staging()).setTargetPath(target()).setVolumeCapability(WRITER)
-                .putPublishContext("readonly", "true").build());
+        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId("vol-1")
+                .setStagingTargetPath(staging())
+                .setVolumeCapability(WRITER)
+                .build());
+        node.nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId("vol-1")
+                .setStagingTargetPath(staging())
+                .setTargetPath(target())
+                .setVolumeCapability(WRITER)
+                .putPublishContext("readonly", "true")
+                .build());
         assertThat(fake.log).contains("format loop0 ext4", "bind target ro");
     }
 
     @Test
     void aVolumeIdIsNeverPublishedAsAnEphemeralInlineVolume() {
-        assertCode(() -> node.nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
-                .setVolumeId("vol-1").setTargetPath(target()).setVolumeCapability(WRITER)
-                .putVolumeContext(CsiKeys.EPHEMERAL, "true").build()), Status.Code.INVALID_ARGUMENT);
+        assertCode(
+                () -> node.nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
+                        .setVolumeId("vol-1")
+                        .setTargetPath(target())
+                        .setVolumeCapability(WRITER)
+                        .putVolumeContext(CsiKeys.EPHEMERAL, "true")
+                        .build()),
+                Status.Code.INVALID_ARGUMENT);
         assertThat(fake.log).isEmpty();
         assertThat(catalog).containsKey("vol-1");
     }
 
     private Csi.NodePublishVolumeRequest inline(String handle, boolean readOnly) {
-        return Csi.NodePublishVolumeRequest.newBuilder().setVolumeId(handle).setTargetPath(target())
-                .setVolumeCapability(WRITER).setReadonly(readOnly).putVolumeContext(CsiKeys.EPHEMERAL, "true")
+        return Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId(handle)
+                .setTargetPath(target())
+                .setVolumeCapability(WRITER)
+                .setReadonly(readOnly)
+                .putVolumeContext(CsiKeys.EPHEMERAL, "true")
                 .build();
     }
 
@@ -228,8 +337,9 @@ class NodeServiceTest {
     void aFailedEphemeralPublishLeavesNoVolumeAndNoLoopDevice() {
         fake.mountFailure = StorageException.internal("mount: wrong fs type");
         assertCode(() -> node.nodePublishVolume(inline("csi-abc", false)), Status.Code.INTERNAL);
-        assertThat(fake.log).containsExactly("attach vol-eph-csi-abc.img", "format loop0 ext4", "mount failed loop0",
-                "detach loop0");
+        assertThat(fake.log)
+                .containsExactly(
+                        "attach vol-eph-csi-abc.img", "format loop0 ext4", "mount failed loop0", "detach loop0");
         assertThat(fake.loops).isEmpty();
         assertThat(catalog).doesNotContainKey("csi-abc");
     }
@@ -239,7 +349,9 @@ class NodeServiceTest {
         node.nodePublishVolume(inline("csi-abc", false));
         assertCode(() -> node.nodePublishVolume(inline("csi-abc", true)), Status.Code.ALREADY_EXISTS);
         assertThat(catalog).containsKey("csi-abc");
-        assertThat(fake.mounts).singleElement().satisfies(m -> assertThat(m.readOnly()).isFalse());
+        assertThat(fake.mounts)
+                .singleElement()
+                .satisfies(m -> assertThat(m.readOnly()).isFalse());
         assertThat(fake.loops).hasSize(1);
     }
 
@@ -248,69 +360,117 @@ class NodeServiceTest {
         node.nodePublishVolume(inline("csi-ro", true));
         node.nodePublishVolume(inline("csi-ro", true));
         assertThat(fake.log).containsExactly("attach vol-eph-csi-ro.img", "format loop0 ext4", "mount loop0 ext4 [ro]");
-        assertThat(fake.mounts).singleElement().satisfies(m -> assertThat(m.readOnly()).isTrue());
+        assertThat(fake.mounts)
+                .singleElement()
+                .satisfies(m -> assertThat(m.readOnly()).isTrue());
 
-        node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId("csi-ro")
-                .setTargetPath(target()).build());
+        node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
+                .setVolumeId("csi-ro")
+                .setTargetPath(target())
+                .build());
         assertThat(fake.mounts).isEmpty();
         assertThat(fake.loops).isEmpty();
         assertThat(catalog).doesNotContainKey("csi-ro");
     }
 
     private static Csi.VolumeCapability withFlags(String... flags) {
-        return WRITER.toBuilder().setMount(WRITER.getMount().toBuilder().addAllMountFlags(List.of(flags))).build();
+        return WRITER.toBuilder()
+                .setMount(WRITER.getMount().toBuilder().addAllMountFlags(List.of(flags)))
+                .build();
     }
 
     @Test
     void mountFlagsAreCheckedAgainstTheVolumesFilesystemNotTheRequestsEmptyFsType() {
-        assertCode(() -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
-                .setStagingTargetPath(staging()).setVolumeCapability(withFlags("nouuid")).build()),
+        assertCode(
+                () -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                        .setVolumeId("vol-1")
+                        .setStagingTargetPath(staging())
+                        .setVolumeCapability(withFlags("nouuid"))
+                        .build()),
                 Status.Code.INVALID_ARGUMENT);
         assertThat(fake.log).as("refused before anything is attached").isEmpty();
 
-        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId("vol-1")
-                .setStagingTargetPath(staging()).setVolumeCapability(withFlags("errors=remount-ro,noatime")).build());
-        assertCode(() -> node.nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder().setVolumeId("vol-1")
-                .setStagingTargetPath(staging()).setTargetPath(target()).setVolumeCapability(withFlags("inode64"))
-                .build()), Status.Code.INVALID_ARGUMENT);
-        node.nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder().setVolumeId("vol-1")
-                .setStagingTargetPath(staging()).setTargetPath(target())
-                .setVolumeCapability(withFlags("errors=remount-ro,noatime,data=journal,nodev")).build());
-        assertThat(fake.log).containsExactly("attach vol-1.img", "format loop0 ext4",
-                "mount loop0 ext4 [errors=remount-ro, noatime]", "bind target [noatime, nodev]");
+        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId("vol-1")
+                .setStagingTargetPath(staging())
+                .setVolumeCapability(withFlags("errors=remount-ro,noatime"))
+                .build());
+        assertCode(
+                () -> node.nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
+                        .setVolumeId("vol-1")
+                        .setStagingTargetPath(staging())
+                        .setTargetPath(target())
+                        .setVolumeCapability(withFlags("inode64"))
+                        .build()),
+                Status.Code.INVALID_ARGUMENT);
+        node.nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId("vol-1")
+                .setStagingTargetPath(staging())
+                .setTargetPath(target())
+                .setVolumeCapability(withFlags("errors=remount-ro,noatime,data=journal,nodev"))
+                .build());
+        assertThat(fake.log)
+                .containsExactly(
+                        "attach vol-1.img",
+                        "format loop0 ext4",
+                        "mount loop0 ext4 [errors=remount-ro, noatime]",
+                        "bind target [noatime, nodev]");
     }
 
     @Test
     void aSecondOperationOnTheSameVolumeIsAborted() {
-        locks.withLock(() -> assertCode(() -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                .setVolumeId("vol-1").setStagingTargetPath(staging()).setVolumeCapability(WRITER).build()),
-                Status.Code.ABORTED), "vol-1");
+        locks.withLock(
+                () -> assertCode(
+                        () -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                                .setVolumeId("vol-1")
+                                .setStagingTargetPath(staging())
+                                .setVolumeCapability(WRITER)
+                                .build()),
+                        Status.Code.ABORTED),
+                "vol-1");
     }
 
     @Test
     void volumeHealthNeedsAKnownVolumeAndAbsolutePaths() {
-        assertCode(() -> node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.getDefaultInstance()),
+        assertCode(
+                () -> node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.getDefaultInstance()),
                 Status.Code.INVALID_ARGUMENT);
-        assertCode(() -> node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder().setVolumeId("vol-9")
-                .build()), Status.Code.NOT_FOUND);
-        assertCode(() -> node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder().setVolumeId("vol-1")
-                .setVolumePublishPath("relative/target").build()), Status.Code.INVALID_ARGUMENT);
-        assertThat(node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder().setVolumeId("vol-1")
-                .setStagingTargetPath(staging()).build()).getVolumeHealth().getHealthStatusesList()).isEmpty();
+        assertCode(
+                () -> node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder()
+                        .setVolumeId("vol-9")
+                        .build()),
+                Status.Code.NOT_FOUND);
+        assertCode(
+                () -> node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder()
+                        .setVolumeId("vol-1")
+                        .setVolumePublishPath("relative/target")
+                        .build()),
+                Status.Code.INVALID_ARGUMENT);
+        assertThat(node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder()
+                                .setVolumeId("vol-1")
+                                .setStagingTargetPath(staging())
+                                .build())
+                        .getVolumeHealth()
+                        .getHealthStatusesList())
+                .isEmpty();
         assertThat(node.nodeGetStorageHealth(Csi.NodeGetStorageHealthRequest.getDefaultInstance())
-                .getBackendHealthList()).isEmpty();
+                        .getBackendHealthList())
+                .isEmpty();
     }
 
     @Test
     void capabilitiesAndInfo() {
-        Csi.NodeGetCapabilitiesResponse caps = node.nodeGetCapabilities(Csi.NodeGetCapabilitiesRequest.getDefaultInstance());
-        assertThat(caps.getCapabilitiesList()).extracting(c -> c.getRpc().getType()).containsExactlyInAnyOrder(
-                Csi.NodeServiceCapability.RPC.Type.STAGE_UNSTAGE_VOLUME,
-                Csi.NodeServiceCapability.RPC.Type.GET_VOLUME_STATS,
-                Csi.NodeServiceCapability.RPC.Type.EXPAND_VOLUME,
-                Csi.NodeServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER,
-                Csi.NodeServiceCapability.RPC.Type.GET_VOLUME_HEALTH,
-                Csi.NodeServiceCapability.RPC.Type.GET_STORAGE_HEALTH);
+        Csi.NodeGetCapabilitiesResponse caps =
+                node.nodeGetCapabilities(Csi.NodeGetCapabilitiesRequest.getDefaultInstance());
+        assertThat(caps.getCapabilitiesList())
+                .extracting(c -> c.getRpc().getType())
+                .containsExactlyInAnyOrder(
+                        Csi.NodeServiceCapability.RPC.Type.STAGE_UNSTAGE_VOLUME,
+                        Csi.NodeServiceCapability.RPC.Type.GET_VOLUME_STATS,
+                        Csi.NodeServiceCapability.RPC.Type.EXPAND_VOLUME,
+                        Csi.NodeServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER,
+                        Csi.NodeServiceCapability.RPC.Type.GET_VOLUME_HEALTH,
+                        Csi.NodeServiceCapability.RPC.Type.GET_STORAGE_HEALTH);
 
         Csi.NodeGetInfoResponse info = node.nodeGetInfo(Csi.NodeGetInfoRequest.getDefaultInstance());
         assertThat(info.getNodeId()).isEqualTo("node-a");

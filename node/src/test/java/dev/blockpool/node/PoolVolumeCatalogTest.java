@@ -2,8 +2,8 @@ package dev.blockpool.node;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Pool;
@@ -36,9 +36,19 @@ class PoolVolumeCatalogTest {
 
     @Test
     void aVolumeFoundByItsIdIsNeverEphemeralWhateverItsParametersSay() {
-        Volume persistent = pool.volumes().create(new VolumeSpec("pvc-1", 1 << 20, "ext4", Allocation.SPARSE,
-                Set.of(AccessType.MOUNT), Map.of(CsiKeys.EPHEMERAL, "true"), Optional.empty()));
-        assertThat(catalog.find(persistent.id())).get().extracting(NodeVolume::ephemeral).isEqualTo(false);
+        Volume persistent = pool.volumes()
+                .create(new VolumeSpec(
+                        "pvc-1",
+                        1 << 20,
+                        "ext4",
+                        Allocation.SPARSE,
+                        Set.of(AccessType.MOUNT),
+                        Map.of(CsiKeys.EPHEMERAL, "true"),
+                        Optional.empty()));
+        assertThat(catalog.find(persistent.id()))
+                .get()
+                .extracting(NodeVolume::ephemeral)
+                .isEqualTo(false);
     }
 
     @Test
@@ -49,7 +59,10 @@ class PoolVolumeCatalogTest {
             assertThat(v.id()).isEqualTo(created.id());
             assertThat(v.ephemeral()).isTrue();
         });
-        assertThat(catalog.find(created.id())).get().extracting(NodeVolume::ephemeral).isEqualTo(false);
+        assertThat(catalog.find(created.id()))
+                .get()
+                .extracting(NodeVolume::ephemeral)
+                .isEqualTo(false);
         assertThat(catalog.isVolumeId(created.id())).isTrue();
         assertThat(catalog.isVolumeId("csi-0123abcd")).isFalse();
         assertThat(catalog.find("csi-other")).isEmpty();
@@ -57,8 +70,15 @@ class PoolVolumeCatalogTest {
 
     @Test
     void aVolumeNamedLikeAnEphemeralOneIsNotEphemeralWithoutTheMarker() {
-        pool.volumes().create(new VolumeSpec(PoolVolumeCatalog.EPHEMERAL_NAME_PREFIX + "csi-feed", 1 << 20, "ext4",
-                Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.empty()));
+        pool.volumes()
+                .create(new VolumeSpec(
+                        PoolVolumeCatalog.EPHEMERAL_NAME_PREFIX + "csi-feed",
+                        1 << 20,
+                        "ext4",
+                        Allocation.SPARSE,
+                        Set.of(AccessType.MOUNT),
+                        Map.of(),
+                        Optional.empty()));
         assertThat(catalog.find("csi-feed")).isEmpty();
     }
 }

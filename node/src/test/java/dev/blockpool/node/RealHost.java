@@ -23,22 +23,25 @@ final class RealHost {
     static final CommandRunner RUNNER = new ProcessCommandRunner();
     private static final LoopSysfs LOOPS = new LoopSysfs(Path.of("/sys/block"), Path.of("/dev"));
 
-    private RealHost() {
-    }
+    private RealHost() {}
 
     static List<MountInfo> mountsUnder(Path dir) {
         Path root = LoopSysfs.canonical(dir);
-        return new ProcMountTable().mounts().stream().filter(m -> m.mountPoint().startsWith(root)).toList();
+        return new ProcMountTable()
+                .mounts().stream().filter(m -> m.mountPoint().startsWith(root)).toList();
     }
 
     static List<MountInfo> mountsAt(Path path) {
         Path wanted = LoopSysfs.canonical(path);
-        return new ProcMountTable().mounts().stream().filter(m -> m.mountPoint().equals(wanted)).toList();
+        return new ProcMountTable()
+                .mounts().stream().filter(m -> m.mountPoint().equals(wanted)).toList();
     }
 
     static List<LoopDevice> loopsUnder(Path dir) {
         Path root = LoopSysfs.canonical(dir);
-        return LOOPS.list().stream().filter(l -> l.backingFile().startsWith(root)).toList();
+        return LOOPS.list().stream()
+                .filter(l -> l.backingFile().startsWith(root))
+                .toList();
     }
 
     static List<LoopDevice> loopsOf(Path image) {
@@ -54,8 +57,11 @@ final class RealHost {
     static void cleanUp(Path dir) throws IOException {
         for (int attempt = 0; attempt < 5; attempt++) {
             List<MountInfo> mounts = mountsUnder(dir).stream()
-                    .sorted(Comparator.comparingInt((MountInfo m) -> m.mountPoint().getNameCount()).reversed()
-                            .thenComparing(Comparator.comparingInt(MountInfo::mountId).reversed()))
+                    .sorted(Comparator.comparingInt(
+                                    (MountInfo m) -> m.mountPoint().getNameCount())
+                            .reversed()
+                            .thenComparing(
+                                    Comparator.comparingInt(MountInfo::mountId).reversed()))
                     .toList();
             if (mounts.isEmpty()) {
                 break;

@@ -1,7 +1,6 @@
 package dev.blockpool.node;
 
 import static dev.blockpool.csi.StatusAssertions.assertCode;
-import static dev.blockpool.csi.StatusAssertions.failure;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -84,31 +83,46 @@ class VolumeHealthRealHostTest {
     }
 
     private NodeGrpc.NodeBlockingStub node() {
-        InProcessCsi server = InProcessCsi.serve(new NodeService(NodeIdentity.of("it-node", 64),
-                new PoolVolumeCatalog(pool), NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()),
-                new KubeletPaths(pool.root(), dir.resolve("csi.sock")), locks));
+        InProcessCsi server = InProcessCsi.serve(new NodeService(
+                NodeIdentity.of("it-node", 64),
+                new PoolVolumeCatalog(pool),
+                NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()),
+                new KubeletPaths(pool.root(), dir.resolve("csi.sock")),
+                locks));
         closing.add(server::close);
         return NodeGrpc.newBlockingStub(server.channel());
     }
 
     private Volume stagedVolume(String fsType) {
-        Volume volume = pool.volumes().create(new VolumeSpec("health-" + fsType, 320 * MiB, fsType, Allocation.SPARSE,
-                Set.of(AccessType.MOUNT), Map.of(), Optional.empty()));
+        Volume volume = pool.volumes()
+                .create(new VolumeSpec(
+                        "health-" + fsType,
+                        320 * MiB,
+                        fsType,
+                        Allocation.SPARSE,
+                        Set.of(AccessType.MOUNT),
+                        Map.of(),
+                        Optional.empty()));
         stage(volume);
         return volume;
     }
 
     private void stage(Volume volume) {
-        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString()).setVolumeCapability(Csi.VolumeCapability.newBuilder()
+        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString())
+                .setVolumeCapability(Csi.VolumeCapability.newBuilder()
                         .setMount(Csi.VolumeCapability.MountVolume.newBuilder().setFsType(volume.fsType()))
-                        .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(Mode.SINGLE_NODE_WRITER)))
+                        .setAccessMode(
+                                Csi.VolumeCapability.AccessMode.newBuilder().setMode(Mode.SINGLE_NODE_WRITER)))
                 .build());
     }
 
     private void unstage(Volume volume) {
-        node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString()).build());
+        node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
+                .setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString())
+                .build());
     }
 
     private List<Csi.VolumeHealth.VolumeHealthEntry> health(String volumeId, Path... paths) {
@@ -120,7 +134,8 @@ class VolumeHealthRealHostTest {
     }
 
     private List<Csi.NodeGetStorageHealthResponse.StorageBackendHealth> storageHealth() {
-        return node().nodeGetStorageHealth(Csi.NodeGetStorageHealthRequest.getDefaultInstance()).getBackendHealthList();
+        return node().nodeGetStorageHealth(Csi.NodeGetStorageHealthRequest.getDefaultInstance())
+                .getBackendHealthList();
     }
 
     private LoopDevice loopOf(Volume volume) {
@@ -141,7 +156,8 @@ class VolumeHealthRealHostTest {
         assertThat(health(volume.id())).singleElement().satisfies(entry -> {
             assertThat(entry.getStatus()).isEqualTo(Csi.VolumeHealthErrorType.DEGRADED);
             assertThat(entry.getReason()).isEqualTo("FilesystemErrors");
-            assertThat(entry.getMessage()).contains("1 error(s)", "trigger_test_error", "e2fsck -p", staging.toString());
+            assertThat(entry.getMessage())
+                    .contains("1 error(s)", "trigger_test_error", "e2fsck -p", staging.toString());
         });
         // The record is the superblock's: a new stage's e2fsck -p clears it.
         unstage(volume);
@@ -174,10 +190,11 @@ class VolumeHealthRealHostTest {
         Volume volume = stagedVolume("ext4");
         Files.delete(pool.volumes().imagePath(volume.id()));
 
-        assertThat(health(volume.id())).extracting(Csi.VolumeHealth.VolumeHealthEntry::getReason)
+        assertThat(health(volume.id()))
+                .extracting(Csi.VolumeHealth.VolumeHealthEntry::getReason)
                 .containsExactlyInAnyOrder("ImageDeleted", "ImageMissing");
-        assertThat(health(volume.id())).allSatisfy(entry ->
-                assertThat(entry.getStatus()).isEqualTo(Csi.VolumeHealthErrorType.DATA_LOSS));
+        assertThat(health(volume.id()))
+                .allSatisfy(entry -> assertThat(entry.getStatus()).isEqualTo(Csi.VolumeHealthErrorType.DATA_LOSS));
     }
 
     /** The pool's server dies under a staged volume: every health call says so, none hangs, and stats still answer. */
@@ -199,7 +216,10 @@ class VolumeHealthRealHostTest {
         });
         // The volume's usage comes from its own filesystem, which still answers: stats never ask the pool.
         assertThat(node().nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
-                .setVolumeId(volume.id()).setVolumePath(staging.toString()).build()).getUsageList())
+                                .setVolumeId(volume.id())
+                                .setVolumePath(staging.toString())
+                                .build())
+                        .getUsageList())
                 .anySatisfy(usage -> {
                     assertThat(usage.getUnit()).isEqualTo(Csi.VolumeUsage.Unit.BYTES);
                     assertThat(usage.getTotal()).isPositive();
@@ -215,8 +235,12 @@ class VolumeHealthRealHostTest {
         Path hung = Files.createDirectories(dir.resolve("kubelet/pods/hung/volumes/vol"));
         closing.add(SilentFuseMount.on(hung));
 
-        assertCode(() -> node().nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
-                .setVolumeId(volume.id()).setVolumePath(hung.toString()).build()), Status.Code.NOT_FOUND);
+        assertCode(
+                () -> node().nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
+                        .setVolumeId(volume.id())
+                        .setVolumePath(hung.toString())
+                        .build()),
+                Status.Code.NOT_FOUND);
         assertThat(health(volume.id(), hung)).isEmpty();
     }
 

@@ -58,8 +58,7 @@ final class AttachmentIndex {
         } catch (FileAlreadyExistsException alreadyMarked) {
             // an attach that stopped after its marker, retried
         } catch (IOException e) {
-            throw StorageException.io(e, "cannot record the attachment of %s to node %s in %s", volumeId, nodeId,
-                    root);
+            throw StorageException.io(e, "cannot record the attachment of %s to node %s in %s", volumeId, nodeId, root);
         }
     }
 
@@ -81,12 +80,16 @@ final class AttachmentIndex {
     void rebuild(List<Volume> volumes) {
         Map<String, Set<String>> wanted = new HashMap<>();
         for (Volume volume : volumes) {
-            volume.attachments().forEach(a -> wanted.computeIfAbsent(a.nodeId(), n -> new HashSet<>()).add(volume.id()));
+            volume.attachments()
+                    .forEach(a -> wanted.computeIfAbsent(a.nodeId(), n -> new HashSet<>())
+                            .add(volume.id()));
         }
         wanted.forEach((node, ids) -> ids.forEach(id -> add(node, id)));
         for (Path node : nodeDirectories()) {
             Set<String> kept = wanted.getOrDefault(node.getFileName().toString(), Set.of());
-            markers(node).stream().filter(id -> !kept.contains(id)).forEach(id -> remove(node.getFileName().toString(), id));
+            markers(node).stream()
+                    .filter(id -> !kept.contains(id))
+                    .forEach(id -> remove(node.getFileName().toString(), id));
         }
         try {
             Files.createDirectories(root);
@@ -101,7 +104,8 @@ final class AttachmentIndex {
 
     private List<Path> nodeDirectories() {
         try (Stream<Path> entries = Files.list(root)) {
-            return entries.filter(p -> Ids.isNodeId(p.getFileName().toString()) && Files.isDirectory(p)).toList();
+            return entries.filter(p -> Ids.isNodeId(p.getFileName().toString()) && Files.isDirectory(p))
+                    .toList();
         } catch (NoSuchFileException e) {
             return List.of();
         } catch (IOException e) {
@@ -111,7 +115,9 @@ final class AttachmentIndex {
 
     private static Set<String> markers(Path node) {
         try (Stream<Path> files = Files.list(node)) {
-            return files.map(p -> p.getFileName().toString()).filter(Ids::isVolumeId).collect(Collectors.toSet());
+            return files.map(p -> p.getFileName().toString())
+                    .filter(Ids::isVolumeId)
+                    .collect(Collectors.toSet());
         } catch (NoSuchFileException e) {
             return Set.of();
         } catch (IOException e) {

@@ -34,37 +34,43 @@ public final class Attachments {
      * @param singleNode whether the access mode allows only one node at a time
      */
     public Volume attach(String volumeId, String nodeId, boolean readonly, boolean singleNode) {
-        NodeRecord node = nodes.find(nodeId).orElseThrow(() ->
-                StorageException.notFound("node %s is not registered with the pool", Quoting.quote(nodeId)));
+        NodeRecord node = nodes.find(nodeId)
+                .orElseThrow(() ->
+                        StorageException.notFound("node %s is not registered with the pool", Quoting.quote(nodeId)));
         return lock.locked(() -> volumes.update(volumeId, volume -> {
-            Optional<Attachment> existing = volume.attachmentOn(nodeId);
-            if (existing.isPresent()) {
-                if (existing.get().readonly() != readonly || existing.get().multiNode() == singleNode) {
-                    throw StorageException.conflict(
-                            "volume %s is already published to node %s with readonly=%s and a %s access mode",
-                            volumeId, nodeId, existing.get().readonly(),
-                            existing.get().multiNode() ? "multi-node" : "single-node");
-                }
-                return volume;
-            }
-            // Another node may join only when both its access mode and every existing attachment's allow it.
-            Optional<Attachment> exclusive = volume.attachments().stream()
-                    .filter(a -> singleNode || !a.multiNode()).findFirst();
-            if (exclusive.isPresent()) {
-                throw StorageException.precondition(
-                        "volume %s is already published to node %s and a single-node access mode keeps other nodes out",
-                        volumeId, exclusive.get().nodeId());
-            }
-            long attached = attachedCount(nodeId, volumeId, node.maxVolumesPerNode());
-            if (attached >= node.maxVolumesPerNode()) {
-                throw StorageException.limitReached("node %s already has %d volumes attached, its limit", nodeId,
-                        attached);
-            }
-            List<Attachment> attachments = new ArrayList<>(volume.attachments());
-            attachments.add(new Attachment(nodeId, readonly, !singleNode));
-            index.add(nodeId, volumeId); // before the record says attached: see AttachmentIndex
-            return volume.withAttachments(attachments);
-        })).orElseThrow(() -> Volumes.missing(volumeId));
+                    Optional<Attachment> existing = volume.attachmentOn(nodeId);
+                    if (existing.isPresent()) {
+                        if (existing.get().readonly() != readonly
+                                || existing.get().multiNode() == singleNode) {
+                            throw StorageException.conflict(
+                                    "volume %s is already published to node %s with readonly=%s and a %s access mode",
+                                    volumeId,
+                                    nodeId,
+                                    existing.get().readonly(),
+                                    existing.get().multiNode() ? "multi-node" : "single-node");
+                        }
+                        return volume;
+                    }
+                    // Another node may join only when both its access mode and every existing attachment's allow it.
+                    Optional<Attachment> exclusive = volume.attachments().stream()
+                            .filter(a -> singleNode || !a.multiNode())
+                            .findFirst();
+                    if (exclusive.isPresent()) {
+                        throw StorageException.precondition(
+                                "volume %s is already published to node %s and a single-node access mode keeps other nodes out",
+                                volumeId, exclusive.get().nodeId());
+                    }
+                    long attached = attachedCount(nodeId, volumeId, node.maxVolumesPerNode());
+                    if (attached >= node.maxVolumesPerNode()) {
+                        throw StorageException.limitReached(
+                                "node %s already has %d volumes attached, its limit", nodeId, attached);
+                    }
+                    List<Attachment> attachments = new ArrayList<>(volume.attachments());
+                    attachments.add(new Attachment(nodeId, readonly, !singleNode));
+                    index.add(nodeId, volumeId); // before the record says attached: see AttachmentIndex
+                    return volume.withAttachments(attachments);
+                }))
+                .orElseThrow(() -> Volumes.missing(volumeId));
     }
 
     /**
@@ -108,8 +114,10 @@ public final class Attachments {
             nodeId.ifPresent(detached::add); // also a marker an interrupted attach left
             // a volume that is gone is attached nowhere
             volumes.update(volumeId, volume -> {
-                volume.attachments().stream().map(Attachment::nodeId)
-                        .filter(n -> nodeId.isEmpty() || n.equals(nodeId.get())).forEach(detached::add);
+                volume.attachments().stream()
+                        .map(Attachment::nodeId)
+                        .filter(n -> nodeId.isEmpty() || n.equals(nodeId.get()))
+                        .forEach(detached::add);
                 return volume.withAttachments(volume.attachments().stream()
                         .filter(a -> nodeId.isPresent() && !a.nodeId().equals(nodeId.get()))
                         .toList());

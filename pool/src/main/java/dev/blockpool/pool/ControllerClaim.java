@@ -37,9 +37,9 @@ public final class ControllerClaim {
         if (held != null) {
             return;
         }
-        held = PoolLockFile.tryTake(file).orElseThrow(() -> StorageException.precondition(
-                "another controller acts on the pool (%s); this one stands by until that one stops",
-                holder()));
+        held = PoolLockFile.tryTake(file)
+                .orElseThrow(() -> StorageException.precondition(
+                        "another controller acts on the pool (%s); this one stands by until that one stops", holder()));
         String self = "pid " + ProcessHandle.current().pid() + " on host " + hostName() + " since " + clock.instant();
         try {
             // only to name the holder in a standby's messages: the lock is what counts

@@ -19,8 +19,7 @@ public final class DurableFiles {
     /** Temporary files end with this suffix; nothing else in the pool does. */
     public static final String TEMP_SUFFIX = ".tmp";
 
-    private DurableFiles() {
-    }
+    private DurableFiles() {}
 
     public static void write(Path target, byte[] content) {
         prepare(target, content).publish();
@@ -34,8 +33,8 @@ public final class DurableFiles {
      */
     static Prepared prepare(Path target, byte[] content) {
         Path temp = tempPath(target);
-        try (FileChannel channel = FileChannel.open(temp, StandardOpenOption.CREATE,
-                StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
+        try (FileChannel channel = FileChannel.open(
+                temp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
             ByteBuffer buffer = ByteBuffer.wrap(content);
             while (buffer.hasRemaining()) {
                 channel.write(buffer);
@@ -70,8 +69,8 @@ public final class DurableFiles {
 
     /** Where this thread writes {@code target}'s next content before renaming it into place. */
     static Path tempPath(Path target) {
-        return target.resolveSibling(target.getFileName() + "." + ProcessHandle.current().pid()
-                + "-" + Thread.currentThread().threadId() + TEMP_SUFFIX);
+        return target.resolveSibling(target.getFileName() + "."
+                + ProcessHandle.current().pid() + "-" + Thread.currentThread().threadId() + TEMP_SUFFIX);
     }
 
     /** Deletes the file and makes the deletion durable; a missing file is fine. */

@@ -59,7 +59,8 @@ public final class GroupSnapshots {
         Optional<GroupSnapshot> existing = find(id);
         if (existing.isPresent()) {
             if (!Set.copyOf(existing.get().sourceVolumeIds()).equals(Set.copyOf(volumeIds))) {
-                throw StorageException.conflict("group snapshot %s already exists of other volumes (%s)",
+                throw StorageException.conflict(
+                        "group snapshot %s already exists of other volumes (%s)",
                         Quoting.quote(name), existing.get().sourceVolumeIds());
             }
             return existing.get();
@@ -69,8 +70,8 @@ public final class GroupSnapshots {
         try {
             List<String> memberIds = new ArrayList<>();
             for (Volume source : sources) {
-                Snapshot member = snapshots.create(memberName(name, source.id()), source,
-                        volumes.imagePath(source.id()), Optional.of(id));
+                Snapshot member = snapshots.create(
+                        memberName(name, source.id()), source, volumes.imagePath(source.id()), Optional.of(id));
                 made.add(member);
                 memberIds.add(member.id());
             }
@@ -103,36 +104,47 @@ public final class GroupSnapshots {
         requireMembers(group.get(), expectedSnapshotIds);
         records.delete(groupId);
         group.get().snapshotIds().forEach(snapshots::delete);
-        log.info("deleted group snapshot {} and its {} snapshots", groupId, group.get().snapshotIds().size());
+        log.info(
+                "deleted group snapshot {} and its {} snapshots",
+                groupId,
+                group.get().snapshotIds().size());
     }
 
     /** The group and its members; NOT_FOUND when there is none. */
     public GroupSnapshot get(String groupId, List<String> expectedSnapshotIds) {
-        GroupSnapshot group = find(groupId).orElseThrow(() ->
-                StorageException.notFound("group snapshot %s does not exist", Quoting.quote(groupId)));
+        GroupSnapshot group = find(groupId)
+                .orElseThrow(
+                        () -> StorageException.notFound("group snapshot %s does not exist", Quoting.quote(groupId)));
         requireMembers(group, expectedSnapshotIds);
         return group;
     }
 
     /** The members of the group, as recorded. */
     public List<Snapshot> members(GroupSnapshot group) {
-        return group.snapshotIds().stream().map(id -> snapshots.find(id).orElseThrow(() ->
-                StorageException.internal("snapshot %s of group snapshot %s is missing", id, group.id()))).toList();
+        return group.snapshotIds().stream()
+                .map(id -> snapshots
+                        .find(id)
+                        .orElseThrow(() -> StorageException.internal(
+                                "snapshot %s of group snapshot %s is missing", id, group.id())))
+                .toList();
     }
 
     /** Refuses to delete a snapshot alone while its group exists. */
     void requireStandalone(Snapshot snapshot) {
         Optional<String> groupId = snapshot.groupSnapshotId();
         if (groupId.isPresent() && find(groupId.get()).isPresent()) {
-            throw StorageException.invalid("snapshot %s is part of group snapshot %s: delete the group "
-                    + "(DeleteVolumeGroupSnapshot), which deletes its snapshots", snapshot.id(), groupId.get());
+            throw StorageException.invalid(
+                    "snapshot %s is part of group snapshot %s: delete the group "
+                            + "(DeleteVolumeGroupSnapshot), which deletes its snapshots",
+                    snapshot.id(), groupId.get());
         }
     }
 
     /** The CO may send the member IDs it knows: a different set is a mismatch (the spec's INVALID_ARGUMENT). */
     private static void requireMembers(GroupSnapshot group, List<String> expected) {
         if (!expected.isEmpty() && !Set.copyOf(expected).equals(Set.copyOf(group.snapshotIds()))) {
-            throw StorageException.invalid("snapshot_ids %s are not the snapshots of group snapshot %s (%s)",
+            throw StorageException.invalid(
+                    "snapshot_ids %s are not the snapshots of group snapshot %s (%s)",
                     expected, group.id(), group.snapshotIds());
         }
     }

@@ -25,8 +25,7 @@ public final class Ids {
     /** Node IDs are host names in practice: DNS-label characters, dots and underscores. */
     private static final Pattern NODE_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
 
-    private Ids() {
-    }
+    private Ids() {}
 
     public static String volumeIdFor(String name) {
         return VOLUME_PREFIX + digest(name);
@@ -74,8 +73,9 @@ public final class Ids {
     /** INVALID unless the node ID is a host-name-like ID of at most 128 characters. */
     public static String requireNodeId(String nodeId) {
         if (!isNodeId(nodeId)) {
-            throw StorageException.invalid("node_id %s must be 1-128 letters, digits, '.', '_' or '-', starting with "
-                    + "a letter or digit", Quoting.quote(nodeId));
+            throw StorageException.invalid(
+                    "node_id %s must be 1-128 letters, digits, '.', '_' or '-', starting with " + "a letter or digit",
+                    Quoting.quote(nodeId));
         }
         return nodeId;
     }

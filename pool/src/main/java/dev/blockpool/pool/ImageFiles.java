@@ -26,7 +26,10 @@ import org.slf4j.LoggerFactory;
 public final class ImageFiles {
 
     /** Which path a copy took; tests and logs use it to prove the cheap path was taken. */
-    public enum CopyMethod { REFLINK, SPARSE_COPY }
+    public enum CopyMethod {
+        REFLINK,
+        SPARSE_COPY
+    }
 
     /** Every program this class runs: a controller is ready only where all of them are found. */
     public static final List<String> TOOLS = List.of("cp", "fallocate");
@@ -60,8 +63,7 @@ public final class ImageFiles {
     public void grow(Path image, long sizeBytes, Allocation allocation) {
         setLength(image, sizeBytes);
         if (allocation == Allocation.PREALLOCATED) {
-            runChecked(List.of("fallocate", "--length", Long.toString(sizeBytes),
-                    image.toString()));
+            runChecked(List.of("fallocate", "--length", Long.toString(sizeBytes), image.toString()));
         }
     }
 

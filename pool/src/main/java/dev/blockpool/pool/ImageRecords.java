@@ -40,8 +40,7 @@ final class ImageRecords<T> {
      * @param kind what a record is called in messages ("volume", "snapshot")
      * @param isId which IDs this driver could have issued; no other ID ever reaches a path
      */
-    ImageRecords(String kind, Predicate<String> isId, Path directory, Class<T> type, PoolSpace space,
-                 RecordLock lock) {
+    ImageRecords(String kind, Predicate<String> isId, Path directory, Class<T> type, PoolSpace space, RecordLock lock) {
         this.kind = kind;
         this.isId = isId;
         this.directory = directory;
@@ -165,8 +164,11 @@ final class ImageRecords<T> {
             delete(id);
         } catch (StorageException cleanup) {
             failure.addSuppressed(cleanup);
-            log.error("cannot remove what the failed create of {} {} left ({}); the reconcile will",
-                    kind, id, cleanup.getMessage());
+            log.error(
+                    "cannot remove what the failed create of {} {} left ({}); the reconcile will",
+                    kind,
+                    id,
+                    cleanup.getMessage());
         }
     }
 }

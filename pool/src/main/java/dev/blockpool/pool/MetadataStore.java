@@ -159,7 +159,8 @@ final class MetadataStore<T> {
             RecordFormat.decode(path, Files.readAllBytes(path), type);
             return Optional.empty();
         } catch (IOException e) {
-            return Optional.of(StorageException.io(e, "cannot read metadata %s", path).getMessage());
+            return Optional.of(
+                    StorageException.io(e, "cannot read metadata %s", path).getMessage());
         } catch (StorageException e) {
             return Optional.of(e.getMessage());
         }

@@ -9,5 +9,4 @@ import java.util.OptionalLong;
  * while the listing has entries left; the filesystem keeps it valid whatever is created or
  * deleted in between, so every entry that exists throughout a listing is in exactly one page.
  */
-public record Page<T>(List<T> entries, OptionalLong resumeAt) {
-}
+public record Page<T>(List<T> entries, OptionalLong resumeAt) {}

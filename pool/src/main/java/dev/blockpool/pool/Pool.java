@@ -61,8 +61,8 @@ public final class Pool {
     }
 
     /** {@link #open}, its system calls that can hang on the threads of {@code blocking}. */
-    public static Pool open(Path root, CommandRunner commands, Clock clock, Duration settleTime,
-                            BlockingCalls blocking) {
+    public static Pool open(
+            Path root, CommandRunner commands, Clock clock, Duration settleTime, BlockingCalls blocking) {
         try {
             for (String dir : new String[] {"volumes", "snapshots", "groups", "nodes"}) {
                 Files.createDirectories(root.resolve(dir));

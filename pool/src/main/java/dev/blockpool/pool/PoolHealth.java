@@ -56,27 +56,34 @@ public final class PoolHealth {
         Libc.StatFs statfs;
         switch (FilesystemAnswer.of(blocking, volumesDir)) {
             case FilesystemAnswer.Answered answered -> statfs = answered.statfs();
-            case FilesystemAnswer.Failed failed when failed.missing() -> {
-                return List.of(HealthProblem.inaccessible(UNAVAILABLE, "the pool directory " + volumesDir
-                        + " is gone: is the pool's filesystem mounted?"));
+            case FilesystemAnswer.Failed failed
+            when failed.missing() -> {
+                return List.of(HealthProblem.inaccessible(
+                        UNAVAILABLE,
+                        "the pool directory " + volumesDir + " is gone: is the pool's filesystem mounted?"));
             }
             case FilesystemAnswer.Failed failed -> {
-                return List.of(HealthProblem.inaccessible(UNAVAILABLE,
-                        "the pool " + root + " cannot be read: " + failed.error()));
+                return List.of(HealthProblem.inaccessible(
+                        UNAVAILABLE, "the pool " + root + " cannot be read: " + failed.error()));
             }
             case FilesystemAnswer.Silent silent -> {
-                return List.of(HealthProblem.inaccessible(UNAVAILABLE, "the pool's filesystem at " + root + " "
-                        + silent.describe() + ": is its server (NFS, FUSE daemon) reachable?"));
+                return List.of(HealthProblem.inaccessible(
+                        UNAVAILABLE,
+                        "the pool's filesystem at " + root + " " + silent.describe()
+                                + ": is its server (NFS, FUSE daemon) reachable?"));
             }
         }
         List<HealthProblem> problems = new ArrayList<>();
         if (statfs.readOnly()) {
-            problems.add(HealthProblem.degraded("PoolReadOnly", "the pool's filesystem at " + root
-                    + " is mounted read-only: writes to the volumes fail"));
+            problems.add(HealthProblem.degraded(
+                    "PoolReadOnly",
+                    "the pool's filesystem at " + root + " is mounted read-only: writes to the volumes fail"));
         }
         if (statfs.availableBytes() < FULL_BELOW_BYTES) {
-            problems.add(HealthProblem.degraded("PoolFull", "the pool's filesystem at " + root + " has "
-                    + statfs.availableBytes() + " bytes free: writes into a sparse volume's unwritten blocks fail"));
+            problems.add(HealthProblem.degraded(
+                    "PoolFull",
+                    "the pool's filesystem at " + root + " has " + statfs.availableBytes()
+                            + " bytes free: writes into a sparse volume's unwritten blocks fail"));
         }
         return problems;
     }
@@ -97,7 +104,8 @@ public final class PoolHealth {
     public Page<VolumeHealth> page(long from, int max) {
         List<HealthProblem> pool = pool();
         requireAvailable(pool);
-        return volumes.records().pageOf(from, max, id -> of(id, pool).filter(h -> !h.problems().isEmpty()));
+        return volumes.records()
+                .pageOf(from, max, id -> of(id, pool).filter(h -> !h.problems().isEmpty()));
     }
 
     /** FAILED_PRECONDITION, saying why, when the pool is unavailable: for a call that must read it. */
@@ -122,8 +130,8 @@ public final class PoolHealth {
         try {
             volume = volumes.find(volumeId);
         } catch (StorageException e) {
-            return Optional.of(new VolumeHealth(volumeId, List.of(
-                    HealthProblem.inaccessible("MetadataUnreadable", e.getMessage()))));
+            return Optional.of(new VolumeHealth(
+                    volumeId, List.of(HealthProblem.inaccessible("MetadataUnreadable", e.getMessage()))));
         }
         if (volume.isEmpty()) {
             return Optional.empty();
@@ -147,20 +155,23 @@ public final class PoolHealth {
         } catch (NoSuchFileException e) {
             attributes = null;
         } catch (IOException e) {
-            return List.of(HealthProblem.inaccessible("ImageUnreadable", "image file " + image
-                    + " cannot be read: " + e.getMessage()));
+            return List.of(HealthProblem.inaccessible(
+                    "ImageUnreadable", "image file " + image + " cannot be read: " + e.getMessage()));
         }
         if (attributes == null || !attributes.isRegularFile()) {
             return List.of(HealthProblem.dataLoss("ImageMissing", "image file " + image + " is missing"));
         }
         long size = attributes.size();
         if (size < volume.capacityBytes()) {
-            return List.of(HealthProblem.dataLoss("ImageTruncated", "image file " + image + " is " + size
-                    + " bytes, expected " + volume.capacityBytes() + ": its tail is lost"));
+            return List.of(HealthProblem.dataLoss(
+                    "ImageTruncated",
+                    "image file " + image + " is " + size + " bytes, expected " + volume.capacityBytes()
+                            + ": its tail is lost"));
         }
         if (size > volume.capacityBytes()) {
-            return List.of(HealthProblem.degraded("ImageSizeMismatch", "image file " + image + " is " + size
-                    + " bytes, expected " + volume.capacityBytes()));
+            return List.of(HealthProblem.degraded(
+                    "ImageSizeMismatch",
+                    "image file " + image + " is " + size + " bytes, expected " + volume.capacityBytes()));
         }
         return List.of();
     }

@@ -55,7 +55,8 @@ final class PoolLockFile implements AutoCloseable {
                 return lock.get();
             }
             if (System.nanoTime() > deadline) {
-                throw StorageException.busy("the pool's lock %s has been held elsewhere for over %d s; retry later",
+                throw StorageException.busy(
+                        "the pool's lock %s has been held elsewhere for over %d s; retry later",
                         file, patience.toSeconds());
             }
             try {

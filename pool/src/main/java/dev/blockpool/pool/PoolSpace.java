@@ -45,8 +45,8 @@ public final class PoolSpace {
         }
         long total = totalBytes();
         if (bytes > total) {
-            throw StorageException.outOfRange("%d bytes is more than the pool's filesystem holds (%d bytes)",
-                    bytes, total);
+            throw StorageException.outOfRange(
+                    "%d bytes is more than the pool's filesystem holds (%d bytes)", bytes, total);
         }
         long available = availableBytes();
         if (bytes > available) {

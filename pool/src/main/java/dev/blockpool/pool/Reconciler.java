@@ -53,20 +53,27 @@ final class Reconciler {
     /** A member snapshot whose group has no record: its metadata, then its image, as a delete removes them. */
     private void reconcileMember(Path metadata, String name) {
         String id = name.substring(0, name.length() - ImageRecords.METADATA_SUFFIX.length());
-        if (!Ids.isSnapshotId(id) || MetadataStore.problem(metadata, Snapshot.class).isPresent()) {
+        if (!Ids.isSnapshotId(id)
+                || MetadataStore.problem(metadata, Snapshot.class).isPresent()) {
             return; // an unreadable one is reported with its image
         }
         MetadataStore<Snapshot> store = new MetadataStore<>(metadata.getParent(), Snapshot.class);
         MetadataStore<GroupSnapshot> groups = new MetadataStore<>(root.resolve("groups"), GroupSnapshot.class);
         try {
-            locks.withLock(() -> store.read(id).flatMap(Snapshot::groupSnapshotId)
-                    .filter(group -> !groups.exists(group))
-                    .ifPresent(group -> {
-                        log.warn("reconcile: removing snapshot {} of group snapshot {}, which has no record "
-                                + "(an interrupted group create or delete)", id, group);
-                        store.delete(id);
-                        DurableFiles.delete(metadata.resolveSibling(id + ImageRecords.IMAGE_SUFFIX));
-                    }), id);
+            locks.withLock(
+                    () -> store.read(id)
+                            .flatMap(Snapshot::groupSnapshotId)
+                            .filter(group -> !groups.exists(group))
+                            .ifPresent(group -> {
+                                log.warn(
+                                        "reconcile: removing snapshot {} of group snapshot {}, which has no record "
+                                                + "(an interrupted group create or delete)",
+                                        id,
+                                        group);
+                                store.delete(id);
+                                DurableFiles.delete(metadata.resolveSibling(id + ImageRecords.IMAGE_SUFFIX));
+                            }),
+                    id);
         } catch (StorageException e) {
             if (e.kind() != StorageException.Kind.BUSY) {
                 throw e;
@@ -80,11 +87,13 @@ final class Reconciler {
         Path metadata = image.resolveSibling(id + ImageRecords.METADATA_SUFFIX);
         if (!Files.exists(metadata)) {
             try {
-                locks.withLock(() -> {
-                    if (!Files.exists(metadata)) {
-                        remove(image, "image without metadata: an interrupted create or delete");
-                    }
-                }, id);
+                locks.withLock(
+                        () -> {
+                            if (!Files.exists(metadata)) {
+                                remove(image, "image without metadata: an interrupted create or delete");
+                            }
+                        },
+                        id);
             } catch (StorageException e) {
                 if (e.kind() != StorageException.Kind.BUSY) {
                     throw e;
@@ -94,8 +103,9 @@ final class Reconciler {
             return;
         }
         Class<?> type = Ids.isSnapshotId(id) ? Snapshot.class : Volume.class;
-        MetadataStore.problem(metadata, type).ifPresent(problem ->
-                log.error("reconcile: keeping {} and its metadata for an operator to inspect: {}", image, problem));
+        MetadataStore.problem(metadata, type)
+                .ifPresent(problem -> log.error(
+                        "reconcile: keeping {} and its metadata for an operator to inspect: {}", image, problem));
     }
 
     private boolean settled(Path file) {

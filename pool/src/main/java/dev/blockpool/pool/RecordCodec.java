@@ -84,8 +84,8 @@ final class RecordCodec<R> implements ValueCodec<R> {
         }
 
         /** A field written as its value or null, that reads as empty when absent or null. */
-        static <R, V> Field<R, Optional<V>> optional(String name, Function<R, Optional<V>> accessor,
-                                                     ValueCodec<V> codec) {
+        static <R, V> Field<R, Optional<V>> optional(
+                String name, Function<R, Optional<V>> accessor, ValueCodec<V> codec) {
             return new Field<>(name, accessor, ValueCodec.optional(codec), Optional.of(Optional.empty()));
         }
 

@@ -32,14 +32,14 @@ final class RecordFormat {
      * instead. Every other record stays format 1, which such a driver still reads.
      */
     static final int GROUP_MEMBER = 2;
+
     static final String VERSION_FIELD = "formatVersion";
     /** The format of records written before the field existed. */
     private static final int UNVERSIONED = 1;
 
     private static final JsonFactory JSON = new JsonFactory();
 
-    private RecordFormat() {
-    }
+    private RecordFormat() {}
 
     /**
      * The record as a JSON object: its {@code formatVersion} first, then its fields, indented by
@@ -55,8 +55,7 @@ final class RecordFormat {
             codec.writeFields(out, record);
             out.writeEndObject();
         } catch (InvalidField e) {
-            throw StorageException.internal("cannot encode the metadata for %s: field %s has no value", path,
-                    e.path());
+            throw StorageException.internal("cannot encode the metadata for %s: field %s has no value", path, e.path());
         } catch (IOException e) {
             throw StorageException.internal(e, "cannot encode the metadata for %s", path);
         }
@@ -65,7 +64,8 @@ final class RecordFormat {
 
     /** The oldest format that holds the record as an older driver must understand it. */
     static int versionOf(Object record) {
-        return record instanceof Snapshot snapshot && snapshot.groupSnapshotId().isPresent() ? GROUP_MEMBER
+        return record instanceof Snapshot snapshot && snapshot.groupSnapshotId().isPresent()
+                ? GROUP_MEMBER
                 : UNVERSIONED;
     }
 
@@ -76,7 +76,8 @@ final class RecordFormat {
             in.nextToken();
             return RecordCodecs.of(type).read(in);
         } catch (InvalidField e) {
-            String why = e.path().isEmpty() ? "its fields do not make a valid record"
+            String why = e.path().isEmpty()
+                    ? "its fields do not make a valid record"
                     : "field " + e.path() + " is missing or invalid";
             throw damaged(path, why, e.getCause());
         } catch (JsonProcessingException e) {
@@ -126,8 +127,9 @@ final class RecordFormat {
             // PRECONDITION, not INTERNAL: nothing is damaged and nothing failed; the pool needs a
             // driver at least as new as the one that wrote the record, which only an operator can
             // install, and until then every call on it must be refused rather than guessed at.
-            throw StorageException.precondition("metadata %s was written by a newer blockpool (record format %s; "
-                    + "this driver reads formats %d to %d): upgrade the driver; the file is left as it is",
+            throw StorageException.precondition(
+                    "metadata %s was written by a newer blockpool (record format %s; "
+                            + "this driver reads formats %d to %d): upgrade the driver; the file is left as it is",
                     path, version.getBigIntegerValue(), UNVERSIONED, VERSION);
         }
     }
@@ -142,14 +144,15 @@ final class RecordFormat {
     }
 
     private static StorageException damaged(Path path, String why, Throwable cause) {
-        return StorageException.internal(cause, "metadata %s cannot be read: %s; the pool needs an operator's look",
-                path, why);
+        return StorageException.internal(
+                cause, "metadata %s cannot be read: %s; the pool needs an operator's look", path, why);
     }
 
     /** Where the JSON breaks, in words rather than Jackson's class names. */
     private static String describe(JsonProcessingException e) {
         JsonLocation at = e.getLocation();
-        return at == null ? "it is not valid JSON"
+        return at == null
+                ? "it is not valid JSON"
                 : "it is not valid JSON (line %d, column %d)".formatted(at.getLineNr(), at.getColumnNr());
     }
 }

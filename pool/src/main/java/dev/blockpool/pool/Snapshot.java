@@ -7,8 +7,13 @@ import java.util.Optional;
  * A snapshot's metadata, stored in {@code snapshots/<id>.json}: an immutable copy of a volume's
  * image, and the group snapshot it was taken in, if any.
  */
-public record Snapshot(String id, String name, String sourceVolumeId, long sizeBytes, Instant createdAt,
-                       Optional<String> groupSnapshotId) {
+public record Snapshot(
+        String id,
+        String name,
+        String sourceVolumeId,
+        long sizeBytes,
+        Instant createdAt,
+        Optional<String> groupSnapshotId) {
 
     public Snapshot {
         groupSnapshotId = groupSnapshotId == null ? Optional.empty() : groupSnapshotId;

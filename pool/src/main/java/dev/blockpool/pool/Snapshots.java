@@ -45,9 +45,11 @@ public final class Snapshots {
      * At most {@code max} snapshots (0: all) from pool position {@code from} (0: the start; see
      * {@link Page}): only the one of {@code snapshotId} and only those of {@code sourceVolumeId}, when given.
      */
-    public Page<Snapshot> page(long from, int max, Optional<String> snapshotId,
-                               Optional<String> sourceVolumeId) {
-        return records.page(from, max, id -> snapshotId.isEmpty() || snapshotId.get().equals(id),
+    public Page<Snapshot> page(long from, int max, Optional<String> snapshotId, Optional<String> sourceVolumeId) {
+        return records.page(
+                from,
+                max,
+                id -> snapshotId.isEmpty() || snapshotId.get().equals(id),
                 snapshot -> sourceVolumeId.isEmpty() || sourceVolumeId.get().equals(snapshot.sourceVolumeId()));
     }
 
@@ -81,13 +83,14 @@ public final class Snapshots {
     }
 
     /** {@link #create(String, Volume, Path, Optional)} where {@code existing} is the record of the name as read. */
-    private Snapshot create(String name, Volume source, Path sourceImage, Optional<String> groupId,
-                            Optional<Snapshot> existing) {
+    private Snapshot create(
+            String name, Volume source, Path sourceImage, Optional<String> groupId, Optional<Snapshot> existing) {
         String id = Ids.snapshotIdFor(name);
         if (existing.isPresent()) {
             if (!existing.get().sourceVolumeId().equals(source.id())) {
-                throw StorageException.conflict("snapshot %s already exists for another volume (%s)", name,
-                        existing.get().sourceVolumeId());
+                throw StorageException.conflict(
+                        "snapshot %s already exists for another volume (%s)",
+                        name, existing.get().sourceVolumeId());
             }
             return existing.get();
         }

@@ -56,28 +56,30 @@ interface ValueCodec<V> {
     }
 
     static <E> ValueCodec<List<E>> listOf(ValueCodec<E> element) {
-        return of((out, list) -> {
-            out.writeStartArray();
-            for (int index = 0; index < list.size(); index++) {
-                try {
-                    element.write(out, list.get(index));
-                } catch (InvalidField e) {
-                    throw e.at(index);
-                }
-            }
-            out.writeEndArray();
-        }, in -> {
-            require(in, JsonToken.START_ARRAY);
-            List<E> list = new ArrayList<>();
-            while (in.nextToken() != JsonToken.END_ARRAY) {
-                try {
-                    list.add(element.read(in));
-                } catch (InvalidField e) {
-                    throw e.at(list.size());
-                }
-            }
-            return list;
-        });
+        return of(
+                (out, list) -> {
+                    out.writeStartArray();
+                    for (int index = 0; index < list.size(); index++) {
+                        try {
+                            element.write(out, list.get(index));
+                        } catch (InvalidField e) {
+                            throw e.at(index);
+                        }
+                    }
+                    out.writeEndArray();
+                },
+                in -> {
+                    require(in, JsonToken.START_ARRAY);
+                    List<E> list = new ArrayList<>();
+                    while (in.nextToken() != JsonToken.END_ARRAY) {
+                        try {
+                            list.add(element.read(in));
+                        } catch (InvalidField e) {
+                            throw e.at(list.size());
+                        }
+                    }
+                    return list;
+                });
     }
 
     /**
@@ -90,42 +92,46 @@ interface ValueCodec<V> {
 
     /** An object with a value of {@code value}'s kind per key, written in the keys' order, as {@link #setOf}. */
     static <V> ValueCodec<Map<String, V>> mapOf(ValueCodec<V> value) {
-        return of((out, map) -> {
-            out.writeStartObject();
-            for (Map.Entry<String, V> entry : new TreeMap<>(map).entrySet()) {
-                out.writeFieldName(entry.getKey());
-                try {
-                    value.write(out, entry.getValue());
-                } catch (InvalidField e) {
-                    throw e.in(entry.getKey());
-                }
-            }
-            out.writeEndObject();
-        }, in -> {
-            require(in, JsonToken.START_OBJECT);
-            Map<String, V> map = new LinkedHashMap<>();
-            while (in.nextToken() == JsonToken.FIELD_NAME) {
-                String key = in.currentName();
-                in.nextToken();
-                try {
-                    map.put(key, value.read(in));
-                } catch (InvalidField e) {
-                    throw e.in(key);
-                }
-            }
-            return map;
-        });
+        return of(
+                (out, map) -> {
+                    out.writeStartObject();
+                    for (Map.Entry<String, V> entry : new TreeMap<>(map).entrySet()) {
+                        out.writeFieldName(entry.getKey());
+                        try {
+                            value.write(out, entry.getValue());
+                        } catch (InvalidField e) {
+                            throw e.in(entry.getKey());
+                        }
+                    }
+                    out.writeEndObject();
+                },
+                in -> {
+                    require(in, JsonToken.START_OBJECT);
+                    Map<String, V> map = new LinkedHashMap<>();
+                    while (in.nextToken() == JsonToken.FIELD_NAME) {
+                        String key = in.currentName();
+                        in.nextToken();
+                        try {
+                            map.put(key, value.read(in));
+                        } catch (InvalidField e) {
+                            throw e.in(key);
+                        }
+                    }
+                    return map;
+                });
     }
 
     /** The value, or null when empty; a null is read by the field that holds it (as empty). */
     static <V> ValueCodec<Optional<V>> optional(ValueCodec<V> present) {
-        return of((out, value) -> {
-            if (value.isPresent()) {
-                present.write(out, value.get());
-            } else {
-                out.writeNull();
-            }
-        }, in -> Optional.of(present.read(in)));
+        return of(
+                (out, value) -> {
+                    if (value.isPresent()) {
+                        present.write(out, value.get());
+                    } else {
+                        out.writeNull();
+                    }
+                },
+                in -> Optional.of(present.read(in)));
     }
 
     /**

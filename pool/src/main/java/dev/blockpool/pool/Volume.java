@@ -7,9 +7,17 @@ import java.util.Optional;
 import java.util.Set;
 
 /** A volume's metadata, as stored in {@code volumes/<id>.json} beside its image. */
-public record Volume(String id, String name, long capacityBytes, String fsType, Allocation allocation,
-                     Set<AccessType> accessTypes, Map<String, String> parameters,
-                     Optional<ContentSource> source, Instant createdAt, List<Attachment> attachments) {
+public record Volume(
+        String id,
+        String name,
+        long capacityBytes,
+        String fsType,
+        Allocation allocation,
+        Set<AccessType> accessTypes,
+        Map<String, String> parameters,
+        Optional<ContentSource> source,
+        Instant createdAt,
+        List<Attachment> attachments) {
 
     public Volume {
         accessTypes = Set.copyOf(accessTypes);
@@ -22,17 +30,44 @@ public record Volume(String id, String name, long capacityBytes, String fsType, 
     }
 
     public Volume withAttachments(List<Attachment> newAttachments) {
-        return new Volume(id, name, capacityBytes, fsType, allocation, accessTypes, parameters, source, createdAt,
+        return new Volume(
+                id,
+                name,
+                capacityBytes,
+                fsType,
+                allocation,
+                accessTypes,
+                parameters,
+                source,
+                createdAt,
                 newAttachments);
     }
 
     public Volume withAllocation(Allocation newAllocation) {
-        return new Volume(id, name, capacityBytes, fsType, newAllocation, accessTypes, parameters, source, createdAt,
+        return new Volume(
+                id,
+                name,
+                capacityBytes,
+                fsType,
+                newAllocation,
+                accessTypes,
+                parameters,
+                source,
+                createdAt,
                 attachments);
     }
 
     public Volume withCapacity(long newCapacityBytes) {
-        return new Volume(id, name, newCapacityBytes, fsType, allocation, accessTypes, parameters, source, createdAt,
+        return new Volume(
+                id,
+                name,
+                newCapacityBytes,
+                fsType,
+                allocation,
+                accessTypes,
+                parameters,
+                source,
+                createdAt,
                 attachments);
     }
 }

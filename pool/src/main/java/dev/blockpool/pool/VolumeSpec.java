@@ -9,9 +9,15 @@ import java.util.Set;
  * request accepts ({@code limitBytes}, 0 for no limit), which an existing volume of the same name
  * may have grown to since (a retried request is still satisfied by it).
  */
-public record VolumeSpec(String name, long capacityBytes, String fsType, Allocation allocation,
-                         Set<AccessType> accessTypes, Map<String, String> parameters,
-                         Optional<ContentSource> source, long limitBytes) {
+public record VolumeSpec(
+        String name,
+        long capacityBytes,
+        String fsType,
+        Allocation allocation,
+        Set<AccessType> accessTypes,
+        Map<String, String> parameters,
+        Optional<ContentSource> source,
+        long limitBytes) {
 
     public VolumeSpec {
         accessTypes = Set.copyOf(accessTypes);
@@ -19,8 +25,14 @@ public record VolumeSpec(String name, long capacityBytes, String fsType, Allocat
     }
 
     /** A request for exactly {@code capacityBytes}, or more. */
-    public VolumeSpec(String name, long capacityBytes, String fsType, Allocation allocation,
-                      Set<AccessType> accessTypes, Map<String, String> parameters, Optional<ContentSource> source) {
+    public VolumeSpec(
+            String name,
+            long capacityBytes,
+            String fsType,
+            Allocation allocation,
+            Set<AccessType> accessTypes,
+            Map<String, String> parameters,
+            Optional<ContentSource> source) {
         this(name, capacityBytes, fsType, allocation, accessTypes, parameters, source, 0);
     }
 

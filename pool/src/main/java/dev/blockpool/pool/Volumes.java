@@ -79,11 +79,21 @@ public final class Volumes {
         }
         Optional<SourceImage> source = spec.source().map(this::resolve);
         if (source.isPresent() && source.get().size() > spec.capacityBytes()) {
-            throw StorageException.outOfRange("the source %s is %d bytes, larger than the requested %d bytes",
+            throw StorageException.outOfRange(
+                    "the source %s is %d bytes, larger than the requested %d bytes",
                     spec.source().get().id(), source.get().size(), spec.capacityBytes());
         }
-        Volume volume = new Volume(id, spec.name(), spec.capacityBytes(), spec.fsType(), spec.allocation(),
-                spec.accessTypes(), spec.parameters(), spec.source(), clock.instant(), List.of());
+        Volume volume = new Volume(
+                id,
+                spec.name(),
+                spec.capacityBytes(),
+                spec.fsType(),
+                spec.allocation(),
+                spec.accessTypes(),
+                spec.parameters(),
+                spec.source(),
+                clock.instant(),
+                List.of());
         records.create(id, spec.capacityBytes(), volume, image -> {
             if (source.isPresent()) {
                 copyFrom(source.get(), image, spec);
@@ -91,8 +101,14 @@ public final class Volumes {
                 images.create(image, spec.capacityBytes(), spec.allocation());
             }
         });
-        log.info("created volume {} ({}, {} bytes{})", id, spec.name(), spec.capacityBytes(),
-                spec.source().map(s -> ", from " + s.kind().name().toLowerCase() + " " + s.id()).orElse(""));
+        log.info(
+                "created volume {} ({}, {} bytes{})",
+                id,
+                spec.name(),
+                spec.capacityBytes(),
+                spec.source()
+                        .map(s -> ", from " + s.kind().name().toLowerCase() + " " + s.id())
+                        .orElse(""));
         return volume;
     }
 
@@ -103,8 +119,10 @@ public final class Volumes {
             return;
         }
         if (!volume.get().attachments().isEmpty()) {
-            throw StorageException.precondition("volume %s is still published to node(s) %s; unpublish it first",
-                    volumeId, volume.get().attachments().stream().map(Attachment::nodeId).toList());
+            throw StorageException.precondition(
+                    "volume %s is still published to node(s) %s; unpublish it first",
+                    volumeId,
+                    volume.get().attachments().stream().map(Attachment::nodeId).toList());
         }
         records.delete(volumeId);
         log.info("deleted volume {}", volumeId);
@@ -124,7 +142,8 @@ public final class Volumes {
         space.requireRoomFor(newCapacity - volume.capacityBytes());
         images.grow(imagePath(volumeId), newCapacity, volume.allocation());
         DurableFiles.fsync(imagePath(volumeId)); // the new size is on disk before the metadata says so
-        Volume grown = update(volumeId, current -> current.withCapacity(newCapacity)).orElseThrow(() -> missing(volumeId));
+        Volume grown =
+                update(volumeId, current -> current.withCapacity(newCapacity)).orElseThrow(() -> missing(volumeId));
         log.info("expanded volume {} to {} bytes", volumeId, newCapacity);
         return grown;
     }
@@ -158,17 +177,19 @@ public final class Volumes {
         return resolve(source).size();
     }
 
-    private record SourceImage(Path image, long size) {
-    }
+    private record SourceImage(Path image, long size) {}
 
     private SourceImage resolve(ContentSource source) {
         if (source.kind() == ContentSource.Kind.SNAPSHOT) {
-            Snapshot snapshot = snapshots.find(source.id()).orElseThrow(() ->
-                    StorageException.notFound("source snapshot %s does not exist", Quoting.quote(source.id())));
+            Snapshot snapshot = snapshots
+                    .find(source.id())
+                    .orElseThrow(() ->
+                            StorageException.notFound("source snapshot %s does not exist", Quoting.quote(source.id())));
             return new SourceImage(snapshots.imagePath(snapshot.id()), snapshot.sizeBytes());
         }
-        Volume sourceVolume = find(source.id()).orElseThrow(() ->
-                StorageException.notFound("source volume %s does not exist", Quoting.quote(source.id())));
+        Volume sourceVolume = find(source.id())
+                .orElseThrow(
+                        () -> StorageException.notFound("source volume %s does not exist", Quoting.quote(source.id())));
         return new SourceImage(imagePath(sourceVolume.id()), sourceVolume.capacityBytes());
     }
 
@@ -190,8 +211,10 @@ public final class Volumes {
                 && existing.parameters().equals(spec.parameters());
         if (!same) {
             throw StorageException.conflict(
-                    "volume %s already exists with other arguments (%d bytes, fsType %s, source %s)", spec.name(),
-                    existing.capacityBytes(), existing.fsType(),
+                    "volume %s already exists with other arguments (%d bytes, fsType %s, source %s)",
+                    spec.name(),
+                    existing.capacityBytes(),
+                    existing.fsType(),
                     existing.source().map(ContentSource::id).orElse("none"));
         }
         return existing;

@@ -14,13 +14,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.Optional;
-import java.util.Set;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -38,13 +38,22 @@ class AttachmentsTest {
         pool = Pool.open(root, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ZERO);
         pool.nodes().register(new NodeRecord("node-1", 8, Map.of()));
         pool.nodes().register(new NodeRecord("node-2", 8, Map.of()));
-        volumeId = pool.volumes().create(new VolumeSpec("pvc", 1 << 20, "ext4", Allocation.SPARSE,
-                Set.of(AccessType.MOUNT), Map.of(), Optional.empty())).id();
+        volumeId = pool.volumes()
+                .create(new VolumeSpec(
+                        "pvc",
+                        1 << 20,
+                        "ext4",
+                        Allocation.SPARSE,
+                        Set.of(AccessType.MOUNT),
+                        Map.of(),
+                        Optional.empty()))
+                .id();
     }
 
     private static void assertKind(Kind kind, Runnable call) {
-        assertThatThrownBy(call::run).isInstanceOfSatisfying(StorageException.class,
-                e -> assertThat(e.kind()).isEqualTo(kind));
+        assertThatThrownBy(call::run)
+                .isInstanceOfSatisfying(
+                        StorageException.class, e -> assertThat(e.kind()).isEqualTo(kind));
     }
 
     @Test
@@ -52,8 +61,16 @@ class AttachmentsTest {
         pool.nodes().register(new NodeRecord("small-node", 3, Map.of()));
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < 8; i++) {
-            ids.add(pool.volumes().create(new VolumeSpec("pvc-" + i, 1 << 20, "ext4", Allocation.SPARSE,
-                    Set.of(AccessType.MOUNT), Map.of(), Optional.empty())).id());
+            ids.add(pool.volumes()
+                    .create(new VolumeSpec(
+                            "pvc-" + i,
+                            1 << 20,
+                            "ext4",
+                            Allocation.SPARSE,
+                            Set.of(AccessType.MOUNT),
+                            Map.of(),
+                            Optional.empty()))
+                    .id());
         }
         CountDownLatch start = new CountDownLatch(1);
         List<Future<Boolean>> results = new ArrayList<>();
@@ -77,7 +94,9 @@ class AttachmentsTest {
             attached += result.get() ? 1 : 0;
         }
         assertThat(attached).isEqualTo(3);
-        assertThat(pool.volumes().list()).filteredOn(v -> v.attachmentOn("small-node").isPresent()).hasSize(3);
+        assertThat(pool.volumes().list())
+                .filteredOn(v -> v.attachmentOn("small-node").isPresent())
+                .hasSize(3);
     }
 
     /**
@@ -94,8 +113,16 @@ class AttachmentsTest {
         CyclicBarrier together = new CyclicBarrier(2);
         try (ExecutorService threads = Executors.newFixedThreadPool(2)) {
             for (int round = 0; round < 20; round++) {
-                String id = pool.volumes().create(new VolumeSpec("shared-" + round, 1 << 20, "ext4",
-                        Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.empty())).id();
+                String id = pool.volumes()
+                        .create(new VolumeSpec(
+                                "shared-" + round,
+                                1 << 20,
+                                "ext4",
+                                Allocation.SPARSE,
+                                Set.of(AccessType.MOUNT),
+                                Map.of(),
+                                Optional.empty()))
+                        .id();
                 Future<?> first = threads.submit(() -> {
                     together.await();
                     return pool.attachments().attach(id, "node-a", true, false);
@@ -106,7 +133,8 @@ class AttachmentsTest {
                 });
                 first.get();
                 second.get();
-                assertThat(Attachments.nodeIds(pool.volumes().get(id))).as("round %d", round)
+                assertThat(Attachments.nodeIds(pool.volumes().get(id)))
+                        .as("round %d", round)
                         .containsExactlyInAnyOrder("node-a", "node-b");
             }
         }
@@ -154,8 +182,7 @@ class AttachmentsTest {
     @Test
     void unknownNodesAndVolumesAreNotFound() {
         assertKind(Kind.NOT_FOUND, () -> pool.attachments().attach(volumeId, "node-9", false, true));
-        assertKind(Kind.NOT_FOUND, () -> pool.attachments().attach(Ids.volumeIdFor("x"), "node-1", false,
-                true));
+        assertKind(Kind.NOT_FOUND, () -> pool.attachments().attach(Ids.volumeIdFor("x"), "node-1", false, true));
         pool.attachments().detach(Ids.volumeIdFor("x"), Optional.of("node-1"));
         pool.attachments().detach("../../x", Optional.empty());
     }
@@ -163,8 +190,16 @@ class AttachmentsTest {
     private List<String> volumes(String prefix, int count) {
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < count; i++) {
-            ids.add(pool.volumes().create(new VolumeSpec(prefix + i, 1 << 20, "ext4", Allocation.SPARSE,
-                    Set.of(AccessType.MOUNT), Map.of(), Optional.empty())).id());
+            ids.add(pool.volumes()
+                    .create(new VolumeSpec(
+                            prefix + i,
+                            1 << 20,
+                            "ext4",
+                            Allocation.SPARSE,
+                            Set.of(AccessType.MOUNT),
+                            Map.of(),
+                            Optional.empty()))
+                    .id());
         }
         return ids;
     }
@@ -207,7 +242,8 @@ class AttachmentsTest {
         pool.attachments().attach(ids.get(1), "small-node", false, true);
         // as an earlier driver left the pool: attachments in the records only
         try (var files = Files.walk(root.resolve(AttachmentIndex.DIRECTORY))) {
-            files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+            files.sorted(java.util.Comparator.reverseOrder())
+                    .forEach(f -> f.toFile().delete());
         }
 
         assertKind(Kind.EXHAUSTED, () -> pool.attachments().attach(ids.get(2), "small-node", false, true));

@@ -33,14 +33,19 @@ class CommitOrderTest {
     @Test
     void theRecordIsNotInPlaceUntilItsImageIsFlushedAndAFailedFlushLeavesNothing() throws Exception {
         HostRequirements.assumeCommand("mkfifo");
-        ImageRecords<Snapshot> records = new ImageRecords<>("snapshot", Ids::isSnapshotId, directory,
-                Snapshot.class, new PoolSpace(directory), new RecordLock(directory));
+        ImageRecords<Snapshot> records = new ImageRecords<>(
+                "snapshot",
+                Ids::isSnapshotId,
+                directory,
+                Snapshot.class,
+                new PoolSpace(directory),
+                new RecordLock(directory));
         String id = Ids.snapshotIdFor("snap");
         Snapshot snapshot = new Snapshot(id, "snap", Ids.volumeIdFor("vol"), 1 << 20, Instant.EPOCH, Optional.empty());
         Path image = records.imagePath(id);
 
-        CompletableFuture<Snapshot> create = CompletableFuture.supplyAsync(() ->
-                records.create(id, 0, snapshot, CommitOrderTest::mkfifo));
+        CompletableFuture<Snapshot> create =
+                CompletableFuture.supplyAsync(() -> records.create(id, 0, snapshot, CommitOrderTest::mkfifo));
         // The record's temporary file is there, flushed, before the image's flush (which waits for a reader).
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (temporaryFiles().isEmpty() && !create.isDone() && System.nanoTime() < deadline) {
@@ -48,24 +53,32 @@ class CommitOrderTest {
         }
         assertThat(temporaryFiles()).singleElement().asString().startsWith(id + ImageRecords.METADATA_SUFFIX + ".");
         assertThat(create).isNotDone();
-        assertThat(records.find(id)).as("no record while its image is being flushed").isEmpty();
+        assertThat(records.find(id))
+                .as("no record while its image is being flushed")
+                .isEmpty();
 
         try (FileInputStream reader = new FileInputStream(image.toFile())) {
-            assertThatThrownBy(() -> create.get(30, TimeUnit.SECONDS)).cause()
-                    .isInstanceOfSatisfying(StorageException.class,
+            assertThatThrownBy(() -> create.get(30, TimeUnit.SECONDS))
+                    .cause()
+                    .isInstanceOfSatisfying(
+                            StorageException.class,
                             e -> assertThat(e.getMessage()).startsWith("cannot flush " + image + " to disk"));
         }
-        assertThat(files()).as("no record, temporary file or image after the failed flush").isEmpty();
+        assertThat(files())
+                .as("no record, temporary file or image after the failed flush")
+                .isEmpty();
 
         // The retry of the same create starts clean and commits.
         assertThat(records.create(id, 0, snapshot, CommitOrderTest::touch)).isEqualTo(snapshot);
         assertThat(records.find(id)).contains(snapshot);
-        assertThat(files()).containsExactlyInAnyOrder(id + ImageRecords.IMAGE_SUFFIX, id + ImageRecords.METADATA_SUFFIX);
+        assertThat(files())
+                .containsExactlyInAnyOrder(id + ImageRecords.IMAGE_SUFFIX, id + ImageRecords.METADATA_SUFFIX);
     }
 
     private static void mkfifo(Path path) {
         try {
-            Process mkfifo = new ProcessBuilder("mkfifo", path.toString()).inheritIO().start();
+            Process mkfifo =
+                    new ProcessBuilder("mkfifo", path.toString()).inheritIO().start();
             assertThat(mkfifo.waitFor()).isZero();
         } catch (IOException e) {
             throw new AssertionError(e);
@@ -84,7 +97,9 @@ class CommitOrderTest {
     }
 
     private List<String> temporaryFiles() throws IOException {
-        return files().stream().filter(name -> name.endsWith(DurableFiles.TEMP_SUFFIX)).toList();
+        return files().stream()
+                .filter(name -> name.endsWith(DurableFiles.TEMP_SUFFIX))
+                .toList();
     }
 
     private List<String> files() throws IOException {

@@ -36,8 +36,11 @@ class DurableFilesTest {
 
         // renaming a file over a non-empty directory fails after the temporary file was written
         assertThatThrownBy(() -> DurableFiles.write(target, new byte[] {1}))
-                .isInstanceOfSatisfying(StorageException.class, e -> assertThat(e.getMessage())
-                        .startsWith("cannot write " + target + ": ").doesNotContain("Exception"));
+                .isInstanceOfSatisfying(
+                        StorageException.class,
+                        e -> assertThat(e.getMessage())
+                                .startsWith("cannot write " + target + ": ")
+                                .doesNotContain("Exception"));
 
         assertThat(target.resolve("not-empty")).isDirectory();
         try (Stream<Path> files = Files.list(dir)) {

@@ -36,9 +36,10 @@ class FailedCreateTest {
     private final CommandRunner real = new ProcessCommandRunner();
     /** The host tool that fails as it does on a full pool; none while null. */
     private volatile String fullFor;
+
     private volatile String fullReason = "No space left on device";
-    private final CommandRunner commands = (timeout, command) -> command.getFirst().equals(fullFor)
-            ? failHalfWay(command) : real.run(timeout, command);
+    private final CommandRunner commands = (timeout, command) ->
+            command.getFirst().equals(fullFor) ? failHalfWay(command) : real.run(timeout, command);
 
     private Pool pool;
 
@@ -50,8 +51,14 @@ class FailedCreateTest {
     @Test
     void aPreallocationThatRunsOutOfSpaceLeavesNoImageAndTheRetrySucceeds() throws IOException {
         fullFor = "fallocate";
-        VolumeSpec spec = new VolumeSpec("prealloc", 4 * MIB, "ext4", Allocation.PREALLOCATED,
-                Set.of(AccessType.BLOCK), Map.of(), Optional.empty());
+        VolumeSpec spec = new VolumeSpec(
+                "prealloc",
+                4 * MIB,
+                "ext4",
+                Allocation.PREALLOCATED,
+                Set.of(AccessType.BLOCK),
+                Map.of(),
+                Optional.empty());
         assertKind(Kind.EXHAUSTED, () -> pool.volumes().create(spec));
         assertThat(files("volumes")).isEmpty();
 
@@ -70,8 +77,17 @@ class FailedCreateTest {
         fullFor = "cp";
         fullReason = "Disk quota exceeded";
         assertKind(Kind.EXHAUSTED, () -> pool.snapshots().create("snap", source, sourceImage));
-        assertKind(Kind.EXHAUSTED, () -> pool.volumes().create(new VolumeSpec("clone", MIB, "ext4", Allocation.SPARSE,
-                Set.of(AccessType.MOUNT), Map.of(), Optional.of(ContentSource.volume(source.id())))));
+        assertKind(
+                Kind.EXHAUSTED,
+                () -> pool.volumes()
+                        .create(new VolumeSpec(
+                                "clone",
+                                MIB,
+                                "ext4",
+                                Allocation.SPARSE,
+                                Set.of(AccessType.MOUNT),
+                                Map.of(),
+                                Optional.of(ContentSource.volume(source.id())))));
 
         assertThat(files("snapshots")).isEmpty();
         assertThat(files("volumes")).containsExactlyInAnyOrder(source.id() + ".img", source.id() + ".json");
@@ -79,7 +95,8 @@ class FailedCreateTest {
 
         fullFor = null;
         Snapshot snapshot = pool.snapshots().create("snap", source, sourceImage);
-        assertThat(Files.mismatch(sourceImage, pool.snapshots().imagePath(snapshot.id()))).isEqualTo(-1);
+        assertThat(Files.mismatch(sourceImage, pool.snapshots().imagePath(snapshot.id())))
+                .isEqualTo(-1);
     }
 
     @Test
@@ -89,8 +106,8 @@ class FailedCreateTest {
         Files.createDirectory(DurableFiles.tempPath(metadata));
 
         assertThatThrownBy(() -> pool.volumes().create(spec("meta", MIB)))
-                .isInstanceOfSatisfying(StorageException.class,
-                        e -> assertThat(e.getMessage()).startsWith("cannot write " + metadata));
+                .isInstanceOfSatisfying(
+                        StorageException.class, e -> assertThat(e.getMessage()).startsWith("cannot write " + metadata));
         assertThat(files("volumes")).isEmpty();
 
         Volume volume = pool.volumes().create(spec("meta", MIB));
@@ -108,11 +125,14 @@ class FailedCreateTest {
 
         fullFor = "cp";
         assertKind(Kind.CONFLICT, () -> pool.volumes().create(spec("taken", 2 * MIB)));
-        assertKind(Kind.CONFLICT, () -> pool.snapshots().create("taken-snap", other,
-                pool.volumes().imagePath(other.id())));
+        assertKind(
+                Kind.CONFLICT,
+                () -> pool.snapshots()
+                        .create("taken-snap", other, pool.volumes().imagePath(other.id())));
 
         assertThat(Files.readAllBytes(image)).startsWith(7, 7, 7).hasSize((int) MIB);
-        assertThat(Files.readAllBytes(pool.snapshots().imagePath(snapshot.id()))).startsWith(7, 7, 7);
+        assertThat(Files.readAllBytes(pool.snapshots().imagePath(snapshot.id())))
+                .startsWith(7, 7, 7);
         assertThat(pool.volumes().find(volume.id())).contains(volume);
         assertThat(pool.snapshots().find(snapshot.id())).contains(snapshot);
     }
@@ -140,13 +160,15 @@ class FailedCreateTest {
     }
 
     private static VolumeSpec spec(String name, long bytes) {
-        return new VolumeSpec(name, bytes, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(),
-                Optional.empty());
+        return new VolumeSpec(
+                name, bytes, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.empty());
     }
 
     private static void assertKind(Kind kind, Runnable call) {
-        assertThatThrownBy(call::run).isInstanceOfSatisfying(StorageException.class,
-                e -> assertThat(e.kind()).as(e.getMessage()).isEqualTo(kind));
+        assertThatThrownBy(call::run)
+                .isInstanceOfSatisfying(
+                        StorageException.class,
+                        e -> assertThat(e.kind()).as(e.getMessage()).isEqualTo(kind));
     }
 
     /** The names of the files in one pool directory. */

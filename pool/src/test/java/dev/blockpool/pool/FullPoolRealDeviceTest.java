@@ -63,13 +63,22 @@ class FullPoolRealDeviceTest {
     void aRetryCountsTheImageItsInterruptedAttemptLeftAsFreeSpace() {
         // An attempt that died after preallocating most of the pool, before its metadata was written.
         long size = 40 * MIB;
-        VolumeSpec spec = new VolumeSpec("big", size, "ext4", Allocation.PREALLOCATED, Set.of(AccessType.BLOCK),
-                Map.of(), Optional.empty());
+        VolumeSpec spec = new VolumeSpec(
+                "big", size, "ext4", Allocation.PREALLOCATED, Set.of(AccessType.BLOCK), Map.of(), Optional.empty());
         Path leftover = pool.volumes().imagePath(Ids.volumeIdFor("big"));
         new ImageFiles(commands).create(leftover, size, Allocation.PREALLOCATED);
         assertThat(pool.space().availableBytes()).isLessThan(size);
-        assertKind(Kind.EXHAUSTED, () -> pool.volumes().create(new VolumeSpec("other", size, "ext4",
-                Allocation.PREALLOCATED, Set.of(AccessType.BLOCK), Map.of(), Optional.empty())));
+        assertKind(
+                Kind.EXHAUSTED,
+                () -> pool.volumes()
+                        .create(new VolumeSpec(
+                                "other",
+                                size,
+                                "ext4",
+                                Allocation.PREALLOCATED,
+                                Set.of(AccessType.BLOCK),
+                                Map.of(),
+                                Optional.empty())));
 
         Volume volume = pool.volumes().create(spec);
 
@@ -87,8 +96,8 @@ class FullPoolRealDeviceTest {
                     assertThat(e.getMessage()).contains("node-1.json", "No space left on device");
                 });
         // An empty volume needs no blocks of its own: only its metadata write meets the full filesystem.
-        VolumeSpec empty = new VolumeSpec("empty", 0, "ext4", Allocation.SPARSE, Set.of(AccessType.BLOCK),
-                Map.of(), Optional.empty());
+        VolumeSpec empty = new VolumeSpec(
+                "empty", 0, "ext4", Allocation.SPARSE, Set.of(AccessType.BLOCK), Map.of(), Optional.empty());
         assertKind(Kind.EXHAUSTED, () -> pool.volumes().create(empty));
         assertThat(pool.volumes().imagePath(Ids.volumeIdFor("empty"))).doesNotExist();
         assertThat(pool.volumes().list()).isEmpty();
@@ -96,10 +105,24 @@ class FullPoolRealDeviceTest {
 
     @Test
     void preallocatingASparseVolumeThePoolCannotHoldIsNoSpaceAndLeavesItSparse() {
-        Volume volume = pool.volumes().create(new VolumeSpec("thin", 48 * MIB, "ext4", Allocation.SPARSE,
-                Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
-        Volume filler = pool.volumes().create(new VolumeSpec("filler", 24 * MIB, "ext4", Allocation.PREALLOCATED,
-                Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
+        Volume volume = pool.volumes()
+                .create(new VolumeSpec(
+                        "thin",
+                        48 * MIB,
+                        "ext4",
+                        Allocation.SPARSE,
+                        Set.of(AccessType.BLOCK),
+                        Map.of(),
+                        Optional.empty()));
+        Volume filler = pool.volumes()
+                .create(new VolumeSpec(
+                        "filler",
+                        24 * MIB,
+                        "ext4",
+                        Allocation.PREALLOCATED,
+                        Set.of(AccessType.BLOCK),
+                        Map.of(),
+                        Optional.empty()));
 
         assertKind(Kind.EXHAUSTED, () -> pool.volumes().changeAllocation(volume, Allocation.PREALLOCATED));
         assertThat(pool.volumes().get(volume.id()).allocation()).isEqualTo(Allocation.SPARSE);
@@ -113,30 +136,50 @@ class FullPoolRealDeviceTest {
 
     @Test
     void aFullPoolIsEverySparseVolumesProblemAndAReadOnlyOneEveryVolumes() throws IOException {
-        Volume sparse = pool.volumes().create(new VolumeSpec("sparse", 4 * MIB, "ext4", Allocation.SPARSE,
-                Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
-        Volume reserved = pool.volumes().create(new VolumeSpec("reserved", 4 * MIB, "ext4", Allocation.PREALLOCATED,
-                Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
+        Volume sparse = pool.volumes()
+                .create(new VolumeSpec(
+                        "sparse",
+                        4 * MIB,
+                        "ext4",
+                        Allocation.SPARSE,
+                        Set.of(AccessType.BLOCK),
+                        Map.of(),
+                        Optional.empty()));
+        Volume reserved = pool.volumes()
+                .create(new VolumeSpec(
+                        "reserved",
+                        4 * MIB,
+                        "ext4",
+                        Allocation.PREALLOCATED,
+                        Set.of(AccessType.BLOCK),
+                        Map.of(),
+                        Optional.empty()));
         assertThat(pool.health().pool()).isEmpty();
 
         fill(fs.mountPoint().resolve("filler"));
         assertThat(pool.health().pool()).extracting(HealthProblem::reason).containsExactly("PoolFull");
-        assertThat(pool.health().volume(sparse.id()).problems()).extracting(HealthProblem::reason)
+        assertThat(pool.health().volume(sparse.id()).problems())
+                .extracting(HealthProblem::reason)
                 .containsExactly("PoolFull");
         assertThat(pool.health().volume(reserved.id()).problems()).isEmpty();
-        assertThat(pool.health().page(0, 0).entries()).extracting(PoolHealth.VolumeHealth::volumeId)
+        assertThat(pool.health().page(0, 0).entries())
+                .extracting(PoolHealth.VolumeHealth::volumeId)
                 .containsExactly(sparse.id());
 
         Files.delete(fs.mountPoint().resolve("filler"));
         commands.runChecked("mount", "-o", "remount,ro", fs.mountPoint().toString());
         assertThat(pool.health().pool()).extracting(HealthProblem::reason).containsExactly("PoolReadOnly");
-        assertThat(pool.health().volume(reserved.id()).problems()).extracting(HealthProblem::reason)
+        assertThat(pool.health().volume(reserved.id()).problems())
+                .extracting(HealthProblem::reason)
                 .containsExactly("PoolReadOnly");
     }
 
     private long allocatedBytes(Path file) {
         // st_blocks counts 512-byte units
-        return Long.parseLong(commands.runChecked("stat", "-c", "%b", file.toString()).stdout().strip()) * 512;
+        return Long.parseLong(commands.runChecked("stat", "-c", "%b", file.toString())
+                        .stdout()
+                        .strip())
+                * 512;
     }
 
     /** Writes {@code file} until the filesystem has no block left. */
@@ -158,7 +201,9 @@ class FullPoolRealDeviceTest {
     }
 
     private static void assertKind(Kind kind, Runnable call) {
-        assertThatThrownBy(call::run).isInstanceOfSatisfying(StorageException.class,
-                e -> assertThat(e.kind()).as(e.getMessage()).isEqualTo(kind));
+        assertThatThrownBy(call::run)
+                .isInstanceOfSatisfying(
+                        StorageException.class,
+                        e -> assertThat(e.kind()).as(e.getMessage()).isEqualTo(kind));
     }
 }

@@ -38,13 +38,17 @@ class HugeSizesTest {
     @ValueSource(longs = {Long.MAX_VALUE, Long.MAX_VALUE - 1, Long.MAX_VALUE - (1 << 20), 1L << 62})
     void volumesBeyondThePoolAreOutOfRange(long bytes) throws IOException {
         Volume small = pool.volumes().create(spec("small", 1 << 20, Optional.empty()));
-        Snapshot snapshot = pool.snapshots().create("snap", small, pool.volumes().imagePath(small.id()));
+        Snapshot snapshot =
+                pool.snapshots().create("snap", small, pool.volumes().imagePath(small.id()));
 
         assertKind(Kind.OUT_OF_RANGE, () -> pool.volumes().create(spec("huge", bytes, Optional.empty())));
-        assertKind(Kind.OUT_OF_RANGE, () -> pool.volumes().create(spec("huge-restore", bytes,
-                Optional.of(ContentSource.snapshot(snapshot.id())))));
-        assertKind(Kind.OUT_OF_RANGE, () -> pool.volumes().create(spec("huge-clone", bytes,
-                Optional.of(ContentSource.volume(small.id())))));
+        assertKind(
+                Kind.OUT_OF_RANGE,
+                () -> pool.volumes()
+                        .create(spec("huge-restore", bytes, Optional.of(ContentSource.snapshot(snapshot.id())))));
+        assertKind(
+                Kind.OUT_OF_RANGE,
+                () -> pool.volumes().create(spec("huge-clone", bytes, Optional.of(ContentSource.volume(small.id())))));
         assertKind(Kind.OUT_OF_RANGE, () -> pool.volumes().expand(small.id(), bytes));
 
         assertThat(pool.volumes().list()).containsExactly(small);
@@ -57,8 +61,7 @@ class HugeSizesTest {
     @Test
     void aNegativeSizeIsInvalid() {
         assertKind(Kind.INVALID, () -> pool.volumes().create(spec("negative", -1, Optional.empty())));
-        assertKind(Kind.INVALID, () -> pool.volumes().create(spec("very-negative", Long.MIN_VALUE,
-                Optional.empty())));
+        assertKind(Kind.INVALID, () -> pool.volumes().create(spec("very-negative", Long.MIN_VALUE, Optional.empty())));
         assertThat(pool.volumes().list()).isEmpty();
     }
 
@@ -67,7 +70,9 @@ class HugeSizesTest {
     }
 
     private static void assertKind(Kind kind, Runnable call) {
-        assertThatThrownBy(call::run).isInstanceOfSatisfying(StorageException.class,
-                e -> assertThat(e.kind()).as(e.getMessage()).isEqualTo(kind));
+        assertThatThrownBy(call::run)
+                .isInstanceOfSatisfying(
+                        StorageException.class,
+                        e -> assertThat(e.kind()).as(e.getMessage()).isEqualTo(kind));
     }
 }

@@ -6,7 +6,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.common.StorageException.Kind;
-import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -18,16 +17,49 @@ class IdsTest {
     /** IDs a hostile or broken client could send; none of them may ever be taken for one of ours. */
     static Stream<String> hostileIds() {
         String valid = Ids.volumeIdFor("pvc-1");
-        return Stream.of("", ".", "..", "../x", "x/..", "/", "a/b", "/etc/passwd", "../../etc/passwd",
-                "../volumes/" + valid, "./" + valid, valid + "/..", valid + "/../" + valid, "/" + valid,
-                valid + "\0", "\0" + valid, "vol-\0", "\0", valid.replace('a', '/'), valid + ".json", valid + ".img",
-                valid.toUpperCase(), " " + valid, valid + "\n", "vol-" + "0".repeat(31), "vol-" + "0".repeat(33),
-                "vol-" + "0".repeat(200), "a".repeat(200), "../".repeat(70));
+        return Stream.of(
+                "",
+                ".",
+                "..",
+                "../x",
+                "x/..",
+                "/",
+                "a/b",
+                "/etc/passwd",
+                "../../etc/passwd",
+                "../volumes/" + valid,
+                "./" + valid,
+                valid + "/..",
+                valid + "/../" + valid,
+                "/" + valid,
+                valid + "\0",
+                "\0" + valid,
+                "vol-\0",
+                "\0",
+                valid.replace('a', '/'),
+                valid + ".json",
+                valid + ".img",
+                valid.toUpperCase(),
+                " " + valid,
+                valid + "\n",
+                "vol-" + "0".repeat(31),
+                "vol-" + "0".repeat(33),
+                "vol-" + "0".repeat(200),
+                "a".repeat(200),
+                "../".repeat(70));
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"pvc-8f1c2e2a-5d0b-4c1e-9a57-1a6f3e0c2b11", "../../etc/passwd", "a/b", "with\0nul", "",
-            "ünïcödé name", "x"})
+    @ValueSource(
+            strings = {
+                "pvc-8f1c2e2a-5d0b-4c1e-9a57-1a6f3e0c2b11",
+                "../../etc/passwd",
+                "a/b",
+                "with\0nul",
+                "",
+                "ünïcödé name",
+                "x"
+            })
     void derivedIdsMatchTheirPatternWhateverTheName(String name) {
         assertThat(Ids.volumeIdFor(name)).matches("vol-[0-9a-f]{32}").satisfies(id -> {
             assertThat(Ids.isVolumeId(id)).isTrue();
@@ -50,8 +82,7 @@ class IdsTest {
     void hostileIdsAreNeverVolumeSnapshotOrNodeIds(String id) {
         assertThat(Ids.isVolumeId(id)).as("volume id %s", Quoting.quote(id)).isFalse();
         assertThat(Ids.isSnapshotId(id)).as("snapshot id %s", Quoting.quote(id)).isFalse();
-        if (id.contains("/") || id.contains("\0") || id.startsWith(".") || id.length() > 128
-                || id.isEmpty()) {
+        if (id.contains("/") || id.contains("\0") || id.startsWith(".") || id.length() > 128 || id.isEmpty()) {
             assertThat(Ids.isNodeId(id)).as("node id %s", Quoting.quote(id)).isFalse();
         }
     }
@@ -60,8 +91,9 @@ class IdsTest {
     @ValueSource(strings = {"..", "../x", "a/b", "/etc/passwd", "node\0", ".hidden", "-flag", "a b", ""})
     void nodeIdsWithPathOrShellCharactersAreRefused(String id) {
         assertThat(Ids.isNodeId(id)).isFalse();
-        assertThatThrownBy(() -> Ids.requireNodeId(id)).isInstanceOfSatisfying(StorageException.class,
-                e -> assertThat(e.kind()).isEqualTo(Kind.INVALID));
+        assertThatThrownBy(() -> Ids.requireNodeId(id))
+                .isInstanceOfSatisfying(
+                        StorageException.class, e -> assertThat(e.kind()).isEqualTo(Kind.INVALID));
     }
 
     @ParameterizedTest

@@ -40,6 +40,7 @@ class ImageFilesRealDeviceTest {
     private final CommandRunner real = new ProcessCommandRunner();
     /** Every host command the pool ran: a reflink runs none, the sparse copy runs {@code cp}. */
     private final List<List<String>> ran = new CopyOnWriteArrayList<>();
+
     private final CommandRunner commands = (timeout, command) -> {
         ran.add(command);
         return real.run(timeout, command);
@@ -128,19 +129,32 @@ class ImageFilesRealDeviceTest {
 
         Path snapshotImage = pool.snapshots().imagePath(snapshot.id());
         assertThat(snapshotImage).hasSize(GIB);
-        assertThat(allocatedBytes(snapshotImage)).as("blocks the 1 GiB snapshot allocates")
+        assertThat(allocatedBytes(snapshotImage))
+                .as("blocks the 1 GiB snapshot allocates")
                 .isBetween(4 * MIB, 8 * MIB);
-        assertThat(freeBefore - pool.space().availableBytes()).as("bytes the snapshot took from the pool")
+        assertThat(freeBefore - pool.space().availableBytes())
+                .as("bytes the snapshot took from the pool")
                 .isLessThan(16 * MIB);
         assertThat(Files.mismatch(image, snapshotImage)).isEqualTo(-1);
 
-        Volume restored = pool.volumes().create(new VolumeSpec("restored", 2 * GIB, "ext4", Allocation.SPARSE,
-                Set.of(AccessType.MOUNT), Map.of(), Optional.of(ContentSource.snapshot(snapshot.id()))));
+        Volume restored = pool.volumes()
+                .create(new VolumeSpec(
+                        "restored",
+                        2 * GIB,
+                        "ext4",
+                        Allocation.SPARSE,
+                        Set.of(AccessType.MOUNT),
+                        Map.of(),
+                        Optional.of(ContentSource.snapshot(snapshot.id()))));
         Path restoredImage = pool.volumes().imagePath(restored.id());
         assertThat(restoredImage).hasSize(2 * GIB);
-        assertThat(allocatedBytes(restoredImage)).as("blocks the 2 GiB restore allocates").isLessThan(8 * MIB);
+        assertThat(allocatedBytes(restoredImage))
+                .as("blocks the 2 GiB restore allocates")
+                .isLessThan(8 * MIB);
         assertThat(read(restoredImage, 700 * MIB, 2 * MIB)).isEqualTo(read(image, 700 * MIB, 2 * MIB));
-        assertThat(read(restoredImage, GIB, MIB)).as("the grown tail reads as zeros").isEqualTo(new byte[(int) MIB]);
+        assertThat(read(restoredImage, GIB, MIB))
+                .as("the grown tail reads as zeros")
+                .isEqualTo(new byte[(int) MIB]);
     }
 
     @Test
@@ -149,28 +163,46 @@ class ImageFilesRealDeviceTest {
         fs = ScratchFilesystem.create(work, GIB, "mkfs.ext4", "-q", "-F");
         Pool pool = open(fs.mountPoint().resolve("pool"));
 
-        Volume volume = pool.volumes().create(new VolumeSpec("prealloc", 64 * MIB, "ext4", Allocation.PREALLOCATED,
-                Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
+        Volume volume = pool.volumes()
+                .create(new VolumeSpec(
+                        "prealloc",
+                        64 * MIB,
+                        "ext4",
+                        Allocation.PREALLOCATED,
+                        Set.of(AccessType.BLOCK),
+                        Map.of(),
+                        Optional.empty()));
         Path image = pool.volumes().imagePath(volume.id());
         assertThat(image).hasSize(64 * MIB);
         assertThat(allocatedBytes(image)).isGreaterThanOrEqualTo(64 * MIB);
 
         pool.volumes().expand(volume.id(), 96 * MIB);
         assertThat(image).hasSize(96 * MIB);
-        assertThat(allocatedBytes(image)).as("the grown part is preallocated too").isGreaterThanOrEqualTo(96 * MIB);
+        assertThat(allocatedBytes(image))
+                .as("the grown part is preallocated too")
+                .isGreaterThanOrEqualTo(96 * MIB);
 
         // restored or cloned from a sparse source, a preallocated volume still owns all its blocks
         Volume sparse = pool.volumes().create(spec("sparse-source", 64 * MIB));
         writeRandom(pool.volumes().imagePath(sparse.id()), 8 * MIB, MIB, 6);
-        Snapshot snapshot = pool.snapshots().create("sparse-snap", sparse, pool.volumes().imagePath(sparse.id()));
+        Snapshot snapshot =
+                pool.snapshots().create("sparse-snap", sparse, pool.volumes().imagePath(sparse.id()));
         for (ContentSource source : List.of(ContentSource.snapshot(snapshot.id()), ContentSource.volume(sparse.id()))) {
-            Volume copy = pool.volumes().create(new VolumeSpec("prealloc-from-" + source.kind(), 64 * MIB, "ext4",
-                    Allocation.PREALLOCATED, Set.of(AccessType.BLOCK), Map.of(), Optional.of(source)));
+            Volume copy = pool.volumes()
+                    .create(new VolumeSpec(
+                            "prealloc-from-" + source.kind(),
+                            64 * MIB,
+                            "ext4",
+                            Allocation.PREALLOCATED,
+                            Set.of(AccessType.BLOCK),
+                            Map.of(),
+                            Optional.of(source)));
             Path copyImage = pool.volumes().imagePath(copy.id());
-            assertThat(allocatedBytes(copyImage)).as("preallocated volume from %s", source.kind())
+            assertThat(allocatedBytes(copyImage))
+                    .as("preallocated volume from %s", source.kind())
                     .isGreaterThanOrEqualTo(64 * MIB);
-            assertThat(read(copyImage, 8 * MIB, MIB)).isEqualTo(read(pool.volumes().imagePath(sparse.id()), 8 * MIB,
-                    MIB));
+            assertThat(read(copyImage, 8 * MIB, MIB))
+                    .isEqualTo(read(pool.volumes().imagePath(sparse.id()), 8 * MIB, MIB));
         }
 
         // what the filesystem can never hold is out of range; what it cannot hold now exhausts the pool
@@ -178,15 +210,15 @@ class ImageFilesRealDeviceTest {
         long available = pool.space().availableBytes();
         assertThat(available).isLessThan(total - 128 * MIB);
         assertKind(Kind.OUT_OF_RANGE, () -> pool.volumes().create(spec("too-big", total + MIB)));
-        assertKind(Kind.EXHAUSTED,
-                () -> pool.volumes().create(spec("no-room", (available + total) / 2 / MIB * MIB)));
+        assertKind(Kind.EXHAUSTED, () -> pool.volumes().create(spec("no-room", (available + total) / 2 / MIB * MIB)));
         assertKind(Kind.EXHAUSTED, () -> pool.volumes().expand(volume.id(), available + 128 * MIB));
         assertThat(pool.volumes().list()).extracting(Volume::name).doesNotContain("too-big", "no-room");
     }
 
     private static void assertKind(Kind kind, Runnable call) {
-        assertThatThrownBy(call::run).isInstanceOfSatisfying(StorageException.class,
-                e -> assertThat(e.kind()).isEqualTo(kind));
+        assertThatThrownBy(call::run)
+                .isInstanceOfSatisfying(
+                        StorageException.class, e -> assertThat(e.kind()).isEqualTo(kind));
     }
 
     private Pool open(Path root) {
@@ -194,13 +226,16 @@ class ImageFilesRealDeviceTest {
     }
 
     private static VolumeSpec spec(String name, long bytes) {
-        return new VolumeSpec(name, bytes, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(),
-                Optional.empty());
+        return new VolumeSpec(
+                name, bytes, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.empty());
     }
 
     /** Bytes of disk the file really occupies, from {@code stat}'s count of 512-byte blocks. */
     private long allocatedBytes(Path file) {
-        return Long.parseLong(real.runChecked("stat", "-c", "%b", file.toString()).stdout().strip()) * 512;
+        return Long.parseLong(real.runChecked("stat", "-c", "%b", file.toString())
+                        .stdout()
+                        .strip())
+                * 512;
     }
 
     private static void writeRandom(Path file, long offset, long length, long seed) throws IOException {

@@ -36,8 +36,8 @@ class MetadataFormatTest {
     }
 
     private static VolumeSpec spec(String name) {
-        return new VolumeSpec(name, 1 << 20, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(),
-                Optional.empty());
+        return new VolumeSpec(
+                name, 1 << 20, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.empty());
     }
 
     @Test
@@ -88,16 +88,24 @@ class MetadataFormatTest {
                 }""");
         String volumeText = Files.readString(volumeFile);
 
-        Volume expected = new Volume(volumeId, "pvc", 2 << 20, "xfs", Allocation.PREALLOCATED,
-                Set.of(AccessType.BLOCK, AccessType.MOUNT), Map.of("allocation", "preallocated"),
-                Optional.of(ContentSource.snapshot(snapshotId)), Instant.parse("2026-11-23T19:20:12.108788244Z"),
+        Volume expected = new Volume(
+                volumeId,
+                "pvc",
+                2 << 20,
+                "xfs",
+                Allocation.PREALLOCATED,
+                Set.of(AccessType.BLOCK, AccessType.MOUNT),
+                Map.of("allocation", "preallocated"),
+                Optional.of(ContentSource.snapshot(snapshotId)),
+                Instant.parse("2026-11-23T19:20:12.108788244Z"),
                 List.of(new Attachment("node-1", true, true)));
         assertThat(pool.volumes().get(volumeId)).isEqualTo(expected);
         assertThat(pool.volumes().list()).containsExactly(expected);
-        assertThat(pool.snapshots().find(snapshotId)).contains(new Snapshot(snapshotId, "snap", sourceId, 1 << 20,
-                Instant.parse("2026-11-23T19:20:12.041780182Z")));
-        assertThat(pool.nodes().find("node-1")).contains(new NodeRecord("node-1", 8,
-                Map.of("topology.blockpool.csi.dev/node", "node-1")));
+        assertThat(pool.snapshots().find(snapshotId))
+                .contains(new Snapshot(
+                        snapshotId, "snap", sourceId, 1 << 20, Instant.parse("2026-11-23T19:20:12.041780182Z")));
+        assertThat(pool.nodes().find("node-1"))
+                .contains(new NodeRecord("node-1", 8, Map.of("topology.blockpool.csi.dev/node", "node-1")));
         assertThat(volumeFile).as("reading never rewrites").hasContent(volumeText);
 
         // the next change of an old record writes it in the current format
@@ -113,11 +121,12 @@ class MetadataFormatTest {
         Pool pool = open();
         pool.nodes().register(new NodeRecord("node-1", 8, Map.of()));
         Volume volume = pool.volumes().create(spec("pvc"));
-        Snapshot snapshot = pool.snapshots().create("snap", volume, pool.volumes().imagePath(volume.id()));
+        Snapshot snapshot =
+                pool.snapshots().create("snap", volume, pool.volumes().imagePath(volume.id()));
         pool.attachments().attach(volume.id(), "node-1", false, true);
 
-        for (String file : List.of("nodes/node-1.json", "volumes/" + volume.id() + ".json",
-                "snapshots/" + snapshot.id() + ".json")) {
+        for (String file : List.of(
+                "nodes/node-1.json", "volumes/" + volume.id() + ".json", "snapshots/" + snapshot.id() + ".json")) {
             assertThat(formatVersion(root.resolve(file))).as(file).isEqualTo(1);
         }
     }
@@ -131,9 +140,12 @@ class MetadataFormatTest {
         GroupSnapshot group = pool.groups().create("group", List.of(volume.id()));
         Snapshot member = pool.groups().members(group).getFirst();
 
-        assertThat(formatVersion(root.resolve("snapshots/" + member.id() + ".json"))).isEqualTo(2);
-        assertThat(formatVersion(root.resolve("snapshots/" + alone.id() + ".json"))).isEqualTo(1);
-        assertThat(formatVersion(root.resolve("groups/" + group.id() + ".json"))).isEqualTo(1);
+        assertThat(formatVersion(root.resolve("snapshots/" + member.id() + ".json")))
+                .isEqualTo(2);
+        assertThat(formatVersion(root.resolve("snapshots/" + alone.id() + ".json")))
+                .isEqualTo(1);
+        assertThat(formatVersion(root.resolve("groups/" + group.id() + ".json")))
+                .isEqualTo(1);
         assertThat(open().snapshots().find(member.id())).contains(member);
     }
 
@@ -144,7 +156,8 @@ class MetadataFormatTest {
         pool.nodes().register(new NodeRecord("node-2", 8, Map.of()));
         Volume volume = pool.volumes().create(spec("future"));
         Volume current = pool.volumes().create(spec("current"));
-        Snapshot snapshot = pool.snapshots().create("future-snap", volume, pool.volumes().imagePath(volume.id()));
+        Snapshot snapshot =
+                pool.snapshots().create("future-snap", volume, pool.volumes().imagePath(volume.id()));
         Path volumeFile = root.resolve("volumes/" + volume.id() + ".json");
         Path snapshotFile = root.resolve("snapshots/" + snapshot.id() + ".json");
         Path nodeFile = root.resolve("nodes/node-2.json");
@@ -168,9 +181,17 @@ class MetadataFormatTest {
         assertRefused(snapshotFile, () -> pool.snapshots().find(snapshot.id()));
         assertRefused(snapshotFile, () -> pool.snapshots().create("future-snap", volume, image));
         assertRefused(snapshotFile, () -> pool.snapshots().delete(snapshot.id()));
-        assertRefused(snapshotFile, () -> pool.volumes().create(new VolumeSpec("restore", 1 << 20, "ext4",
-                Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.of(ContentSource.snapshot(
-                        snapshot.id())))));
+        assertRefused(
+                snapshotFile,
+                () -> pool.volumes()
+                        .create(new VolumeSpec(
+                                "restore",
+                                1 << 20,
+                                "ext4",
+                                Allocation.SPARSE,
+                                Set.of(AccessType.MOUNT),
+                                Map.of(),
+                                Optional.of(ContentSource.snapshot(snapshot.id())))));
         assertRefused(nodeFile, () -> pool.nodes().register(new NodeRecord("node-2", 8, Map.of())));
         assertRefused(nodeFile, () -> pool.attachments().attach(current.id(), "node-2", false, true));
 
@@ -193,11 +214,10 @@ class MetadataFormatTest {
         Path file = root.resolve("volumes/" + volume.id() + ".json");
         rewriteHead(file, "\"formatVersion\" : \"two\"");
 
-        assertThatThrownBy(() -> pool.volumes().get(volume.id())).isInstanceOfSatisfying(StorageException.class,
-                e -> {
-                    assertThat(e.kind()).isEqualTo(Kind.INTERNAL);
-                    assertThat(e.getMessage()).contains(file.toString(), "formatVersion");
-                });
+        assertThatThrownBy(() -> pool.volumes().get(volume.id())).isInstanceOfSatisfying(StorageException.class, e -> {
+            assertThat(e.kind()).isEqualTo(Kind.INTERNAL);
+            assertThat(e.getMessage()).contains(file.toString(), "formatVersion");
+        });
     }
 
     private static void assertRefused(Path file, Runnable call) {

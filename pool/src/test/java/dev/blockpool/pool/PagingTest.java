@@ -37,12 +37,16 @@ class PagingTest {
     }
 
     private Volume create(String name) {
-        return pool.volumes().create(new VolumeSpec(name, 4096, "ext4", Allocation.SPARSE, Set.of(AccessType.BLOCK),
-                Map.of(), Optional.empty()));
+        return pool.volumes()
+                .create(new VolumeSpec(
+                        name, 4096, "ext4", Allocation.SPARSE, Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
     }
 
     private List<String> createVolumes(int count) {
-        return IntStream.range(0, count).mapToObj(i -> create("pvc-" + i).id()).sorted().toList();
+        return IntStream.range(0, count)
+                .mapToObj(i -> create("pvc-" + i).id())
+                .sorted()
+                .toList();
     }
 
     private static List<String> ids(Page<Volume> page) {
@@ -117,7 +121,9 @@ class PagingTest {
                 String last = listed.getLast();
                 pool.volumes().delete(last);
                 deletedListed.add(last);
-                initial.stream().filter(id -> !listed.contains(id) && !deletedAhead.contains(id)).findFirst()
+                initial.stream()
+                        .filter(id -> !listed.contains(id) && !deletedAhead.contains(id))
+                        .findFirst()
                         .ifPresent(next -> {
                             pool.volumes().delete(next);
                             deletedAhead.add(next);
@@ -127,7 +133,10 @@ class PagingTest {
         } while (resumeAt.isPresent());
 
         assertThat(listed).doesNotHaveDuplicates();
-        assertThat(listed).containsAll(initial.stream().filter(id -> !deletedAhead.contains(id)).toList());
+        assertThat(listed)
+                .containsAll(initial.stream()
+                        .filter(id -> !deletedAhead.contains(id))
+                        .toList());
         assertThat(listed).doesNotContainAnyElementsOf(deletedAhead);
         assertThat(listed).containsAll(deletedListed);
         assertThat(listed).hasSizeLessThanOrEqualTo(initial.size() - deletedAhead.size() + created.size());
@@ -144,8 +153,10 @@ class PagingTest {
         Page<Volume> second = pool.volumes().page(first.resumeAt().getAsLong(), 3);
         List<String> listed = new ArrayList<>(ids(first));
         listed.addAll(ids(second));
-        assertThat(listed).doesNotHaveDuplicates()
-                .containsExactlyInAnyOrderElementsOf(all.stream().filter(id -> !id.equals(all.get(1))).toList());
+        assertThat(listed)
+                .doesNotHaveDuplicates()
+                .containsExactlyInAnyOrderElementsOf(
+                        all.stream().filter(id -> !id.equals(all.get(1))).toList());
     }
 
     @Test
@@ -153,8 +164,10 @@ class PagingTest {
         List<String> volumes = createVolumes(2);
         Volume a = pool.volumes().get(volumes.get(0));
         Volume b = pool.volumes().get(volumes.get(1));
-        List<String> ofA = IntStream.range(0, 9).mapToObj(i -> snapshot("a-" + i, a)).toList();
-        List<String> ofB = IntStream.range(0, 9).mapToObj(i -> snapshot("b-" + i, b)).toList();
+        List<String> ofA =
+                IntStream.range(0, 9).mapToObj(i -> snapshot("a-" + i, a)).toList();
+        List<String> ofB =
+                IntStream.range(0, 9).mapToObj(i -> snapshot("b-" + i, b)).toList();
 
         List<String> listed = new ArrayList<>();
         OptionalLong resumeAt = OptionalLong.empty();
@@ -166,15 +179,24 @@ class PagingTest {
         } while (resumeAt.isPresent());
         assertThat(listed).doesNotHaveDuplicates().containsExactlyInAnyOrderElementsOf(ofA);
 
-        assertThat(pool.snapshots().page(0, 0, Optional.of(ofB.get(3)), Optional.empty()).entries())
-                .extracting(Snapshot::id).containsExactly(ofB.get(3));
-        assertThat(pool.snapshots().page(0, 0, Optional.of(ofB.get(3)), Optional.of(a.id()))
-                .entries()).isEmpty();
-        assertThat(pool.snapshots().page(0, 0, Optional.of("snap-nope"), Optional.empty())
-                .entries()).isEmpty();
+        assertThat(pool.snapshots()
+                        .page(0, 0, Optional.of(ofB.get(3)), Optional.empty())
+                        .entries())
+                .extracting(Snapshot::id)
+                .containsExactly(ofB.get(3));
+        assertThat(pool.snapshots()
+                        .page(0, 0, Optional.of(ofB.get(3)), Optional.of(a.id()))
+                        .entries())
+                .isEmpty();
+        assertThat(pool.snapshots()
+                        .page(0, 0, Optional.of("snap-nope"), Optional.empty())
+                        .entries())
+                .isEmpty();
     }
 
     private String snapshot(String name, Volume source) {
-        return pool.snapshots().create(name, source, pool.volumes().imagePath(source.id())).id();
+        return pool.snapshots()
+                .create(name, source, pool.volumes().imagePath(source.id()))
+                .id();
     }
 }

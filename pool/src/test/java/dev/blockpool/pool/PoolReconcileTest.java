@@ -34,8 +34,8 @@ class PoolReconcileTest {
     }
 
     private static VolumeSpec spec(String name, long bytes) {
-        return new VolumeSpec(name, bytes, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(),
-                Optional.empty());
+        return new VolumeSpec(
+                name, bytes, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.empty());
     }
 
     @Test
@@ -50,7 +50,8 @@ class PoolReconcileTest {
     void removesStaleTempFilesAndHalfCreatedImagesButKeepsCommittedOnes() throws IOException {
         Pool pool = open(Duration.ZERO);
         Volume kept = pool.volumes().create(spec("kept", 4 << 20));
-        Snapshot keptSnapshot = pool.snapshots().create("kept-snap", kept, pool.volumes().imagePath(kept.id()));
+        Snapshot keptSnapshot =
+                pool.snapshots().create("kept-snap", kept, pool.volumes().imagePath(kept.id()));
         pool.nodes().register(new NodeRecord("node-1", 4, Map.of()));
 
         Path volumes = root.resolve("volumes");
@@ -100,8 +101,8 @@ class PoolReconcileTest {
         assertThat(inProgressImage).exists();
         assertThat(inProgressTemp).exists();
 
-        Pool pool = Pool.open(root, new ProcessCommandRunner(), Clock.offset(Clock.systemUTC(), SETTLE.multipliedBy(2)),
-                SETTLE);
+        Pool pool = Pool.open(
+                root, new ProcessCommandRunner(), Clock.offset(Clock.systemUTC(), SETTLE.multipliedBy(2)), SETTLE);
         pool.reconcile(new OperationLocks());
         assertThat(inProgressImage).doesNotExist();
         assertThat(inProgressTemp).doesNotExist();
@@ -149,11 +150,15 @@ class PoolReconcileTest {
         assertThat(reopened.volumes().list()).isEmpty();
         assertThat(reopened.snapshots().list()).isEmpty();
         // reading it alone says which file and what is wrong with it, in words rather than class names
-        assertThatThrownBy(() -> reopened.volumes().get(volume.id())).isInstanceOfSatisfying(StorageException.class,
-                e -> assertThat(e.getMessage()).contains(metadata.toString(), "not valid JSON")
-                        .doesNotContain("Exception", "com.fasterxml", "dev.blockpool"));
+        assertThatThrownBy(() -> reopened.volumes().get(volume.id()))
+                .isInstanceOfSatisfying(
+                        StorageException.class,
+                        e -> assertThat(e.getMessage())
+                                .contains(metadata.toString(), "not valid JSON")
+                                .doesNotContain("Exception", "com.fasterxml", "dev.blockpool"));
         assertThatThrownBy(() -> reopened.snapshots().find(Ids.snapshotIdFor("damaged")))
-                .isInstanceOfSatisfying(StorageException.class,
+                .isInstanceOfSatisfying(
+                        StorageException.class,
                         e -> assertThat(e.getMessage()).contains(snapMetadata.toString(), "empty"));
     }
 

@@ -21,22 +21,21 @@ class RecordCodecTest {
         }
     }
 
-    record Spans(List<Span> spans) {
-    }
+    record Spans(List<Span> spans) {}
 
     private static final Field<Span, Long> FROM = Field.required("from", Span::from, ValueCodec.LONG);
     private static final Field<Span, Long> TO = Field.required("to", Span::to, ValueCodec.LONG);
-    private static final RecordCodec<Span> SPAN = new RecordCodec<>(List.of(FROM, TO),
-            values -> new Span(values.get(FROM), values.get(TO)));
-    private static final Field<Spans, List<Span>> SPANS = Field.required("spans", Spans::spans,
-            ValueCodec.listOf(SPAN));
-    private static final RecordCodec<Spans> ALL = new RecordCodec<>(List.of(SPANS),
-            values -> new Spans(values.get(SPANS)));
+    private static final RecordCodec<Span> SPAN =
+            new RecordCodec<>(List.of(FROM, TO), values -> new Span(values.get(FROM), values.get(TO)));
+    private static final Field<Spans, List<Span>> SPANS =
+            Field.required("spans", Spans::spans, ValueCodec.listOf(SPAN));
+    private static final RecordCodec<Spans> ALL =
+            new RecordCodec<>(List.of(SPANS), values -> new Spans(values.get(SPANS)));
 
     @Test
     void aRecordThatRefusesItsValuesIsInvalidAsAWhole() throws IOException {
-        InvalidField invalid = catchThrowableOfType(InvalidField.class,
-                () -> read(SPAN, "{ \"from\" : 2, \"to\" : 1 }"));
+        InvalidField invalid =
+                catchThrowableOfType(InvalidField.class, () -> read(SPAN, "{ \"from\" : 2, \"to\" : 1 }"));
 
         assertThat(invalid.path()).isEmpty();
         assertThat(invalid.getCause()).hasMessage("a span ends after it starts");
@@ -45,7 +44,8 @@ class RecordCodecTest {
 
     @Test
     void aRecordThatRefusesItsValuesIsNamedByItsPath() {
-        InvalidField invalid = catchThrowableOfType(InvalidField.class,
+        InvalidField invalid = catchThrowableOfType(
+                InvalidField.class,
                 () -> read(ALL, "{ \"spans\" : [ { \"from\" : 1, \"to\" : 2 }, { \"from\" : 2, \"to\" : 1 } ] }"));
 
         assertThat(invalid.path()).isEqualTo("spans[1]");

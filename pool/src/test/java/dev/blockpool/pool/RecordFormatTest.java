@@ -32,27 +32,53 @@ class RecordFormatTest {
 
     private static final Path FILE = Path.of("/pool/volumes/pvc-11.json");
 
-    static final Volume EVERY_FIELD = new Volume("pvc-0a1b2c3d", "pvc-data", 2147483648L, "xfs",
-            Allocation.PREALLOCATED, Set.of(AccessType.MOUNT, AccessType.BLOCK),
-            Map.of("allocation", "preallocated", "fsType", "xfs"), Optional.of(ContentSource.snapshot("snap-9f8e")),
+    static final Volume EVERY_FIELD = new Volume(
+            "pvc-0a1b2c3d",
+            "pvc-data",
+            2147483648L,
+            "xfs",
+            Allocation.PREALLOCATED,
+            Set.of(AccessType.MOUNT, AccessType.BLOCK),
+            Map.of("allocation", "preallocated", "fsType", "xfs"),
+            Optional.of(ContentSource.snapshot("snap-9f8e")),
             Instant.parse("2026-11-24T10:12:00.123456789Z"),
             List.of(new Attachment("node-1", true, true), new Attachment("node-2", false, true)));
-    static final Volume CLONE = new Volume("pvc-11", "pvc-one", 1048576L, "ext4", Allocation.SPARSE,
-            Set.of(AccessType.BLOCK), Map.of("csi.storage.k8s.io/pvc/name", "data-0"),
-            Optional.of(ContentSource.volume("pvc-22")), Instant.parse("2026-11-24T10:12:00.120Z"),
+    static final Volume CLONE = new Volume(
+            "pvc-11",
+            "pvc-one",
+            1048576L,
+            "ext4",
+            Allocation.SPARSE,
+            Set.of(AccessType.BLOCK),
+            Map.of("csi.storage.k8s.io/pvc/name", "data-0"),
+            Optional.of(ContentSource.volume("pvc-22")),
+            Instant.parse("2026-11-24T10:12:00.120Z"),
             List.of(new Attachment("node-1", false, false)));
-    static final Volume WITHOUT_SOURCE = new Volume("pvc-33", "pvc-empty", 1048576L, "ext4", Allocation.SPARSE,
-            Set.of(), Map.of(), Optional.empty(), Instant.parse("2026-11-24T10:12:00Z"), List.of());
-    static final Snapshot SNAPSHOT = new Snapshot("snap-1", "snap", "pvc-11", 1048576L,
-            Instant.parse("2026-11-24T10:12:00.000001Z"));
-    static final Snapshot GROUP_MEMBER = new Snapshot("snap-2", "member", "pvc-11", 1048576L,
-            Instant.parse("2026-11-24T10:12:00.5Z"), Optional.of("group-1"));
-    static final GroupSnapshot GROUP = new GroupSnapshot("group-1", "grp", List.of("pvc-11", "pvc-22"),
-            List.of("snap-2", "snap-3"), Instant.parse("2026-11-24T10:12:01.987654321Z"));
+    static final Volume WITHOUT_SOURCE = new Volume(
+            "pvc-33",
+            "pvc-empty",
+            1048576L,
+            "ext4",
+            Allocation.SPARSE,
+            Set.of(),
+            Map.of(),
+            Optional.empty(),
+            Instant.parse("2026-11-24T10:12:00Z"),
+            List.of());
+    static final Snapshot SNAPSHOT =
+            new Snapshot("snap-1", "snap", "pvc-11", 1048576L, Instant.parse("2026-11-24T10:12:00.000001Z"));
+    static final Snapshot GROUP_MEMBER = new Snapshot(
+            "snap-2", "member", "pvc-11", 1048576L, Instant.parse("2026-11-24T10:12:00.5Z"), Optional.of("group-1"));
+    static final GroupSnapshot GROUP = new GroupSnapshot(
+            "group-1",
+            "grp",
+            List.of("pvc-11", "pvc-22"),
+            List.of("snap-2", "snap-3"),
+            Instant.parse("2026-11-24T10:12:01.987654321Z"));
     static final NodeRecord NODE = new NodeRecord("node-1", 8, Map.of("topology.blockpool.csi.dev/node", "node-1"));
     static final NodeRecord UNORDERED_TOPOLOGY = new NodeRecord("node-3", 3, Map.of("a", "1", "b", "2", "c", "3"));
-    static final NodeRecord ESCAPES = new NodeRecord("nöde-\u2603\"\\\n\t\u0001", Long.MAX_VALUE,
-            Map.of("k\u00e9y", "v/</script>"));
+    static final NodeRecord ESCAPES =
+            new NodeRecord("nöde-\u2603\"\\\n\t\u0001", Long.MAX_VALUE, Map.of("k\u00e9y", "v/</script>"));
 
     /** Files whose every set and map holds at most one element: their writer's order was fixed. */
     static Stream<Arguments> writtenInOneOrder() {
@@ -68,9 +94,11 @@ class RecordFormatTest {
 
     /** Every file, with sets and maps of several elements too, in whatever order Set.copyOf and Map.copyOf gave. */
     static Stream<Arguments> everyFile() {
-        return Stream.concat(writtenInOneOrder(), Stream.of(
-                Arguments.of("volume-every-field.json", EVERY_FIELD),
-                Arguments.of("node-unordered-topology.json", UNORDERED_TOPOLOGY)));
+        return Stream.concat(
+                writtenInOneOrder(),
+                Stream.of(
+                        Arguments.of("volume-every-field.json", EVERY_FIELD),
+                        Arguments.of("node-unordered-topology.json", UNORDERED_TOPOLOGY)));
     }
 
     @ParameterizedTest
@@ -86,16 +114,33 @@ class RecordFormatTest {
     }
 
     static Stream<Object> records() {
-        return Stream.of(EVERY_FIELD, CLONE, WITHOUT_SOURCE,
-                new Volume("pvc-44", "", 0, "", Allocation.SPARSE, Set.of(AccessType.MOUNT, AccessType.BLOCK),
-                        Map.of("", "", "b", "2", "a", "1"), Optional.of(ContentSource.volume("")),
-                        Instant.parse("+10000-01-01T00:00:00Z"), List.of(new Attachment("", false, false),
-                                new Attachment("node-2", true, false), new Attachment("node-3", false, true))),
-                SNAPSHOT, GROUP_MEMBER,
+        return Stream.of(
+                EVERY_FIELD,
+                CLONE,
+                WITHOUT_SOURCE,
+                new Volume(
+                        "pvc-44",
+                        "",
+                        0,
+                        "",
+                        Allocation.SPARSE,
+                        Set.of(AccessType.MOUNT, AccessType.BLOCK),
+                        Map.of("", "", "b", "2", "a", "1"),
+                        Optional.of(ContentSource.volume("")),
+                        Instant.parse("+10000-01-01T00:00:00Z"),
+                        List.of(
+                                new Attachment("", false, false),
+                                new Attachment("node-2", true, false),
+                                new Attachment("node-3", false, true))),
+                SNAPSHOT,
+                GROUP_MEMBER,
                 new Snapshot("snap-3", "s", "pvc-1", Long.MIN_VALUE, Instant.EPOCH.minusNanos(1)),
                 GROUP,
                 new GroupSnapshot("group-2", "g", List.of(), List.of(), Instant.parse("2026-11-24T10:12:01Z")),
-                NODE, UNORDERED_TOPOLOGY, ESCAPES, new NodeRecord("node-4", 1, Map.of()));
+                NODE,
+                UNORDERED_TOPOLOGY,
+                ESCAPES,
+                new NodeRecord("node-4", 1, Map.of()));
     }
 
     @ParameterizedTest
@@ -110,9 +155,11 @@ class RecordFormatTest {
 
     @Test
     void setsAndMapsAreWrittenSorted() {
-        assertThat(encode(EVERY_FIELD)).as("MOUNT before BLOCK, as the enum declares them")
+        assertThat(encode(EVERY_FIELD))
+                .as("MOUNT before BLOCK, as the enum declares them")
                 .isEqualTo(fixture("volume-every-field.json"));
-        assertThat(encode(UNORDERED_TOPOLOGY)).isEqualTo(fixture("node-unordered-topology.json").replace("""
+        assertThat(encode(UNORDERED_TOPOLOGY))
+                .isEqualTo(fixture("node-unordered-topology.json").replace("""
                                     "a" : "1",
                                     "c" : "3",
                                     "b" : "2"
@@ -128,16 +175,19 @@ class RecordFormatTest {
     void fieldsOlderRecordsLackReadAsBefore() {
         String snapshot = fixture("snapshot.json");
         assertThat(decode(snapshot.replace(",\n  \"groupSnapshotId\" : null", ""), Snapshot.class))
-                .as("a snapshot from before group snapshots").isEqualTo(SNAPSHOT);
+                .as("a snapshot from before group snapshots")
+                .isEqualTo(SNAPSHOT);
         String volume = fixture("volume-clone.json");
         assertThat(decode(volume.replace(",\n    \"multiNode\" : false", ""), Volume.class))
-                .as("an attachment from before multi-node ones").isEqualTo(CLONE);
+                .as("an attachment from before multi-node ones")
+                .isEqualTo(CLONE);
         assertThat(decode(volume.replace("\"multiNode\" : false", "\"multiNode\" : null"), Volume.class))
                 .isEqualTo(CLONE);
         assertThat(decode(volume.replace("\"formatVersion\" : 1,\n", ""), Volume.class))
-                .as("from before format versions").isEqualTo(CLONE);
-        String withoutSource = volume.substring(0, volume.indexOf("  \"source\""))
-                + "  \"source\" : null,\n" + volume.substring(volume.indexOf("  \"createdAt\""));
+                .as("from before format versions")
+                .isEqualTo(CLONE);
+        String withoutSource = volume.substring(0, volume.indexOf("  \"source\"")) + "  \"source\" : null,\n"
+                + volume.substring(volume.indexOf("  \"createdAt\""));
         assertThat(decode(withoutSource, Volume.class).source()).isEmpty();
     }
 
@@ -145,8 +195,8 @@ class RecordFormatTest {
     @Test
     void fieldsTheRecordDoesNotHaveAreSkipped() {
         String volume = fixture("volume-clone.json");
-        String newer = volume
-                .replace("\"name\" : \"pvc-one\",", "\"name\" : \"pvc-one\",\n  \"encryption\" : { \"key\" : null },")
+        String newer = volume.replace(
+                        "\"name\" : \"pvc-one\",", "\"name\" : \"pvc-one\",\n  \"encryption\" : { \"key\" : null },")
                 .replace("\"id\" : \"pvc-22\"", "\"id\" : \"pvc-22\",\n    \"at\" : [ { \"x\" : [ ] }, 1 ]");
         String twice = volume.replace("\"name\" : \"pvc-one\",", "\"name\" : \"pvc-one\",\n  \"name\" : \"again\",");
 
@@ -191,15 +241,17 @@ class RecordFormatTest {
         String content = fixture(file);
         assertThat(content).contains("\n" + key + " : ");
 
-        assertDamaged(content.replace("\n" + key + " : ", "\n" + key.replaceFirst("\"", "\"was-") + " : "),
-                typeOf(file), "field " + field + " is missing or invalid");
+        assertDamaged(
+                content.replace("\n" + key + " : ", "\n" + key.replaceFirst("\"", "\"was-") + " : "),
+                typeOf(file),
+                "field " + field + " is missing or invalid");
     }
 
     static Stream<Arguments> invalidValues() {
         return Stream.of(
                 Arguments.of("\"capacityBytes\" : 1048576", "\"capacityBytes\" : true", "capacityBytes"),
-                Arguments.of("\"capacityBytes\" : 1048576", "\"capacityBytes\" : 99999999999999999999",
-                        "capacityBytes"),
+                Arguments.of(
+                        "\"capacityBytes\" : 1048576", "\"capacityBytes\" : 99999999999999999999", "capacityBytes"),
                 Arguments.of("\"id\" : \"pvc-11\"", "\"id\" : [ \"pvc-11\" ]", "id"),
                 Arguments.of("\"SPARSE\"", "\"sparse\"", "allocation"),
                 Arguments.of("[ \"BLOCK\" ]", "[ \"BLOCK\", \"FILE\" ]", "accessTypes[1]"),
@@ -246,17 +298,23 @@ class RecordFormatTest {
     @Test
     void anInvalidValueOfAnyRecordIsNamedByItsPath() {
         String snapshot = fixture("snapshot-group-member.json");
-        assertDamaged(snapshot.replace("\"group-1\"", "1"), Snapshot.class,
-                "field groupSnapshotId is missing or invalid");
+        assertDamaged(
+                snapshot.replace("\"group-1\"", "1"), Snapshot.class, "field groupSnapshotId is missing or invalid");
         String group = fixture("group-snapshot.json");
-        assertDamaged(group.replace("\"snap-3\"", "null"), GroupSnapshot.class,
-                "field snapshotIds[1] is missing or invalid");
-        assertDamaged(group.replace("\"pvc-22\"", "{ }"), GroupSnapshot.class,
+        assertDamaged(
+                group.replace("\"snap-3\"", "null"), GroupSnapshot.class, "field snapshotIds[1] is missing or invalid");
+        assertDamaged(
+                group.replace("\"pvc-22\"", "{ }"),
+                GroupSnapshot.class,
                 "field sourceVolumeIds[1] is missing or invalid");
         String node = fixture("node.json");
-        assertDamaged(node.replace(": 8,", ": -9223372036854775809,"), NodeRecord.class,
+        assertDamaged(
+                node.replace(": 8,", ": -9223372036854775809,"),
+                NodeRecord.class,
                 "field maxVolumesPerNode is missing or invalid");
-        assertDamaged(node.replace("\"node-1\"\n", "[ ]\n"), NodeRecord.class,
+        assertDamaged(
+                node.replace("\"node-1\"\n", "[ ]\n"),
+                NodeRecord.class,
                 "field topology.topology.blockpool.csi.dev/node is missing or invalid");
     }
 
@@ -267,8 +325,8 @@ class RecordFormatTest {
                 Arguments.of("[ ]", "it holds no JSON object"),
                 Arguments.of("null", "it holds no JSON object"),
                 Arguments.of("{\n  \"id\" : \"pvc-11\" \"name\"", "it is not valid JSON (line 2, column 19)"),
-                Arguments.of("{\n  \"formatVersion\" : 1,\n  \"id\" : \"pvc-",
-                        "it is not valid JSON (line 3, column 15)"));
+                Arguments.of(
+                        "{\n  \"formatVersion\" : 1,\n  \"id\" : \"pvc-", "it is not valid JSON (line 3, column 15)"));
     }
 
     @ParameterizedTest
@@ -291,8 +349,8 @@ class RecordFormatTest {
     @ParameterizedTest
     @MethodSource("noVersions")
     void aFormatVersionThatIsNoVersionIsQuoted(String version, String quoted) {
-        assertDamaged(volumeOfFormat(version), Volume.class,
-                "its formatVersion " + quoted + " is not a format version");
+        assertDamaged(
+                volumeOfFormat(version), Volume.class, "its formatVersion " + quoted + " is not a format version");
     }
 
     @ParameterizedTest
@@ -301,23 +359,34 @@ class RecordFormatTest {
         assertThatThrownBy(() -> decode(volumeOfFormat(version), Volume.class))
                 .isInstanceOfSatisfying(StorageException.class, e -> {
                     assertThat(e.kind()).isEqualTo(Kind.PRECONDITION);
-                    assertThat(e.getMessage()).isEqualTo("metadata " + FILE + " was written by a newer blockpool "
-                            + "(record format " + version + "; this driver reads formats 1 to 2): upgrade the driver; "
-                            + "the file is left as it is");
+                    assertThat(e.getMessage())
+                            .isEqualTo("metadata " + FILE + " was written by a newer blockpool "
+                                    + "(record format " + version
+                                    + "; this driver reads formats 1 to 2): upgrade the driver; "
+                                    + "the file is left as it is");
                 });
     }
 
     @Test
     void aRecordWithoutAValueIsNotWritten() {
-        Volume unnamed = new Volume(CLONE.id(), null, CLONE.capacityBytes(), CLONE.fsType(), CLONE.allocation(),
-                CLONE.accessTypes(), CLONE.parameters(), CLONE.source(), CLONE.createdAt(), CLONE.attachments());
-        Volume attachedToNoNode = CLONE.withAttachments(List.of(CLONE.attachments().getFirst(),
-                new Attachment(null, false, false)));
+        Volume unnamed = new Volume(
+                CLONE.id(),
+                null,
+                CLONE.capacityBytes(),
+                CLONE.fsType(),
+                CLONE.allocation(),
+                CLONE.accessTypes(),
+                CLONE.parameters(),
+                CLONE.source(),
+                CLONE.createdAt(),
+                CLONE.attachments());
+        Volume attachedToNoNode =
+                CLONE.withAttachments(List.of(CLONE.attachments().getFirst(), new Attachment(null, false, false)));
 
-        assertThatThrownBy(() -> encode(unnamed)).hasMessage("cannot encode the metadata for %s: %s", FILE,
-                "field name has no value");
-        assertThatThrownBy(() -> encode(attachedToNoNode)).hasMessage("cannot encode the metadata for %s: %s", FILE,
-                "field attachments[1].nodeId has no value");
+        assertThatThrownBy(() -> encode(unnamed))
+                .hasMessage("cannot encode the metadata for %s: %s", FILE, "field name has no value");
+        assertThatThrownBy(() -> encode(attachedToNoNode))
+                .hasMessage("cannot encode the metadata for %s: %s", FILE, "field attachments[1].nodeId has no value");
     }
 
     private static <T> T decode(String content, Class<T> type) {
@@ -325,17 +394,19 @@ class RecordFormatTest {
     }
 
     private static Class<?> typeOf(String file) {
-        return file.startsWith("volume") ? Volume.class : file.startsWith("snapshot") ? Snapshot.class
-                : file.startsWith("group") ? GroupSnapshot.class : NodeRecord.class;
+        return file.startsWith("volume")
+                ? Volume.class
+                : file.startsWith("snapshot")
+                        ? Snapshot.class
+                        : file.startsWith("group") ? GroupSnapshot.class : NodeRecord.class;
     }
 
     static void assertDamaged(String content, Class<?> type, String why) {
-        assertThatThrownBy(() -> decode(content, type))
-                .isInstanceOfSatisfying(StorageException.class, e -> {
-                    assertThat(e.kind()).isEqualTo(Kind.INTERNAL);
-                    assertThat(e.getMessage()).isEqualTo("metadata " + FILE + " cannot be read: " + why
-                            + "; the pool needs an operator's look");
-                });
+        assertThatThrownBy(() -> decode(content, type)).isInstanceOfSatisfying(StorageException.class, e -> {
+            assertThat(e.kind()).isEqualTo(Kind.INTERNAL);
+            assertThat(e.getMessage())
+                    .isEqualTo("metadata " + FILE + " cannot be read: " + why + "; the pool needs an operator's look");
+        });
     }
 
     /** The volume of volume-clone.json with {@code version}, in JSON, as its format version. */

@@ -43,7 +43,9 @@ final class ScratchFilesystem implements AutoCloseable {
         }
         undo.push(() -> deleteQuietly(backing));
 
-        device = commands.runChecked("losetup", "--find", "--show", backing.toString()).stdout().strip();
+        device = commands.runChecked("losetup", "--find", "--show", backing.toString())
+                .stdout()
+                .strip();
         String attached = device;
         undo.push(() -> commands.run("losetup", "--detach", attached));
 

@@ -21,11 +21,13 @@ final class CallerModel {
     static final String NODE_ID = "resilience-node";
     static final long MiB = 1L << 20;
 
-    enum Kind { EXT4, BLOCK }
+    enum Kind {
+        EXT4,
+        BLOCK
+    }
 
     /** Bytes written at {@code offset} of a file (filesystem) or of the device (block), and their SHA-256. */
-    record Payload(long offset, int length, String sha256) {
-    }
+    record Payload(long offset, int length, String sha256) {}
 
     static final class Volume {
         final String name;
@@ -69,6 +71,7 @@ final class CallerModel {
     final Map<String, Snapshot> snapshots = new LinkedHashMap<>();
     /** IDs a violation touched: the caller's view of them is no longer trustworthy, so they are left alone. */
     final Set<String> damaged = new LinkedHashSet<>();
+
     private int names;
 
     CallerModel(Path dir) {

@@ -57,14 +57,21 @@ class CrashTest {
      * and a retry after a kill may be killed again. That is a kill every 8 to 11 steps, and
      * keeps the default run within about 3 minutes.
      */
-    private static final Set<String> MULTI_STEP = Set.of("CreateVolume", "CreateSnapshot", "DeleteVolume",
-            "ControllerExpandVolume", "NodeStageVolume", "NodeUnstageVolume");
+    private static final Set<String> MULTI_STEP = Set.of(
+            "CreateVolume",
+            "CreateSnapshot",
+            "DeleteVolume",
+            "ControllerExpandVolume",
+            "NodeStageVolume",
+            "NodeUnstageVolume");
+
     private static final double KILL_RATE_MULTI_STEP = 0.17;
     private static final double KILL_RATE = 0.05;
     /** A kill right after a pod wrote and fsync'd data, with no call in flight. */
     private static final double KILL_RATE_AFTER_POD_ACTION = 0.05;
     /** The driver's reconcile settle time (Driver.RECONCILE_SETTLE_TIME, no flag to change it). */
     private static final Duration SETTLE_TIME = Duration.ofMinutes(10);
+
     private static final Path TARGET = Path.of("target");
 
     private Path dir;
@@ -79,6 +86,7 @@ class CrashTest {
     private long seed;
     /** Which steps are killed, and the seed of each call's own delays: the same for the same seed. */
     private Random killRandom;
+
     private int step;
     private final Map<String, String> violations = new LinkedHashMap<>();
     private final Map<String, Integer> killPoints = new TreeMap<>();
@@ -86,8 +94,8 @@ class CrashTest {
     @BeforeEach
     void setUp() throws IOException {
         HostRequirements.assumeRootWithLoopDevices();
-        for (String tool : List.of("losetup", "blkid", "mkfs.ext4", "e2fsck", "resize2fs", "cp", "fallocate", "kill",
-                "umount")) {
+        for (String tool :
+                List.of("losetup", "blkid", "mkfs.ext4", "e2fsck", "resize2fs", "cp", "fallocate", "kill", "umount")) {
             HostRequirements.assumeCommand(tool);
         }
         dir = Files.createTempDirectory("blockpool-crash-");
@@ -145,7 +153,8 @@ class CrashTest {
             driver.ensureRunning();
             for (; done < operations; done++) {
                 Operation operation = generator.next();
-                double rate = operation instanceof Operation.PodAction ? KILL_RATE_AFTER_POD_ACTION
+                double rate = operation instanceof Operation.PodAction
+                        ? KILL_RATE_AFTER_POD_ACTION
                         : MULTI_STEP.contains(operation.type()) ? KILL_RATE_MULTI_STEP : KILL_RATE;
                 perform(operation, killRandom.nextDouble() < rate);
             }
@@ -157,13 +166,16 @@ class CrashTest {
         } catch (Exception e) {
             // E.g. a driver that no longer starts after a kill: a violation too, and where it happened matters.
             e.printStackTrace(System.out);
-            violation("aborted", "", "#" + step + ", where the run stopped", List.of(), "the run could not go on: " + e);
+            violation(
+                    "aborted", "", "#" + step + ", where the run stopped", List.of(), "the run could not go on: " + e);
         } finally {
             long seconds = Duration.ofNanos(System.nanoTime() - begin).toSeconds();
             report(done, seconds);
         }
-        assertThat(violations.values()).withFailMessage(() -> "%d violation(s) with seed %d (replay with -Dcrash.seed=%d):%n  %s"
-                .formatted(violations.size(), seed, seed, String.join("\n  ", violations.values()))).isEmpty();
+        assertThat(violations.values())
+                .withFailMessage(() -> "%d violation(s) with seed %d (replay with -Dcrash.seed=%d):%n  %s"
+                        .formatted(violations.size(), seed, seed, String.join("\n  ", violations.values())))
+                .isEmpty();
     }
 
     /** Performs one step until its definite answer, killing the driver as decided, then checks everything. */
@@ -182,22 +194,39 @@ class CrashTest {
                 }
                 if (answer.response().isPresent()) {
                     outcome = "ok";
-                    Optional<String> wrong = call.onSuccess().apply(answer.response().get());
+                    Optional<String> wrong =
+                            call.onSuccess().apply(answer.response().get());
                     if (wrong.isPresent()) {
-                        violation("answer:" + call.type() + ":" + call.subjectId(), call.subjectId(), context, kills,
+                        violation(
+                                "answer:" + call.type() + ":" + call.subjectId(),
+                                call.subjectId(),
+                                context,
+                                kills,
                                 wrong.get());
                     }
                 } else if (answer.error().isPresent()) {
                     Status status = answer.error().get().getStatus();
                     outcome = status.getCode().name();
-                    violation("answer:" + call.type() + ":" + call.subjectId(), call.subjectId(), context, kills,
-                            "a valid request got the definite answer %s: %s (attempt %d)".formatted(status.getCode(),
-                                    status.getDescription(), answer.attempts()));
+                    violation(
+                            "answer:" + call.type() + ":" + call.subjectId(),
+                            call.subjectId(),
+                            context,
+                            kills,
+                            "a valid request got the definite answer %s: %s (attempt %d)"
+                                    .formatted(status.getCode(), status.getDescription(), answer.attempts()));
                 } else {
                     outcome = "no answer";
-                    violation("answer:" + call.type() + ":" + call.subjectId(), call.subjectId(), context, kills,
-                            "no definite answer within 2 minutes (%d attempts, last %s)".formatted(answer.attempts(),
-                                    answer.lastTransient().map(e -> e.getStatus().toString()).orElse("-")));
+                    violation(
+                            "answer:" + call.type() + ":" + call.subjectId(),
+                            call.subjectId(),
+                            context,
+                            kills,
+                            "no definite answer within 2 minutes (%d attempts, last %s)"
+                                    .formatted(
+                                            answer.attempts(),
+                                            answer.lastTransient()
+                                                    .map(e -> e.getStatus().toString())
+                                                    .orElse("-")));
                 }
             }
             case Operation.PodAction action -> {
@@ -213,8 +242,8 @@ class CrashTest {
                 }
                 if (kill) {
                     driver.crash();
-                    kills = List.of(new Kill("between calls, right after the pod's " + action.type(),
-                            killPoint(action)));
+                    kills = List.of(
+                            new Kill("between calls, right after the pod's " + action.type(), killPoint(action)));
                 }
             }
         }
@@ -222,7 +251,12 @@ class CrashTest {
             killPoints.merge(operation.type() + " | " + k.point().category(), 1, Integer::sum);
         }
         check(context, kills, false);
-        operationsLog.printf("#%d %s: %s, %d kill(s), %d ms%s%n", step, operation.description(), outcome, kills.size(),
+        operationsLog.printf(
+                "#%d %s: %s, %d kill(s), %d ms%s%n",
+                step,
+                operation.description(),
+                outcome,
+                kills.size(),
                 Duration.ofNanos(System.nanoTime() - begin).toMillis(),
                 kills.stream().map(k -> "\n    kill " + k).collect(Collectors.joining()));
     }
@@ -253,8 +287,9 @@ class CrashTest {
         if (violations.containsKey(key)) {
             return;
         }
-        String killed = kills.isEmpty() ? "no kill" : kills.stream().map(k -> "kill " + k)
-                .collect(Collectors.joining("; "));
+        String killed = kills.isEmpty()
+                ? "no kill"
+                : kills.stream().map(k -> "kill " + k).collect(Collectors.joining("; "));
         String entry = "%s [%s]: %s".formatted(context, killed, text);
         violations.put(key, entry);
         System.out.println("crash: VIOLATION (seed " + seed + ") " + entry);
@@ -322,7 +357,11 @@ class CrashTest {
         for (Volume v : model.healthyVolumes()) {
             Optional<String> damage = host.filesystemDamage(v.id);
             if (damage.isPresent()) {
-                violation("fsck:" + v.id, v.id, "after the teardown of " + v, List.of(),
+                violation(
+                        "fsck:" + v.id,
+                        v.id,
+                        "after the teardown of " + v,
+                        List.of(),
                         "its filesystem is damaged: " + damage.get());
             }
         }
@@ -335,7 +374,8 @@ class CrashTest {
         // Objects of failed creates, which the caller never believed in, may exist all the same.
         for (String id : List.copyOf(model.damaged)) {
             if (id.startsWith("snap-") && !model.snapshots.containsKey(id)) {
-                perform(generator.deleteSnapshot(new Snapshot("unknown", id, "", CallerModel.Kind.EXT4, 0, Map.of())),
+                perform(
+                        generator.deleteSnapshot(new Snapshot("unknown", id, "", CallerModel.Kind.EXT4, 0, Map.of())),
                         false);
             } else if (id.startsWith("vol-") && !model.volumes.containsKey(id)) {
                 perform(generator.deleteVolume(new Volume("unknown", id, CallerModel.Kind.EXT4, 0)), false);
@@ -346,20 +386,29 @@ class CrashTest {
     /** After the teardown: no mount below the test directory, no loop device on a pool file, an empty pool. */
     private void requireNothingLeft() {
         String context = "after the teardown through the driver";
-        List<String> mounts = host.mountsUnder().stream().map(m -> m.mountPoint().toString()).toList();
+        List<String> mounts =
+                host.mountsUnder().stream().map(m -> m.mountPoint().toString()).toList();
         if (!mounts.isEmpty()) {
             violation("leak:mounts", "", context, List.of(), "mounts are left: " + mounts);
         }
-        List<String> loops = host.poolLoops().stream().map(l -> l.name() + " on " + l.backingFile()).toList();
+        List<String> loops = host.poolLoops().stream()
+                .map(l -> l.name() + " on " + l.backingFile())
+                .toList();
         if (!loops.isEmpty()) {
             violation("leak:loops", "", context, List.of(), "loop devices are left: " + loops);
         }
         for (String kind : List.of("volumes", "snapshots")) {
             HostInspector.PoolFiles files = host.poolFiles(kind);
-            if (!files.images().isEmpty() || !files.metadata().isEmpty() || !files.temporary().isEmpty()) {
-                violation("leak:" + kind, "", context, List.of(),
-                        "the pool's %s directory still holds images %s, metadata %s, temporary files %s".formatted(
-                                kind, files.images().keySet(), files.metadata(), files.temporary()));
+            if (!files.images().isEmpty()
+                    || !files.metadata().isEmpty()
+                    || !files.temporary().isEmpty()) {
+                violation(
+                        "leak:" + kind,
+                        "",
+                        context,
+                        List.of(),
+                        "the pool's %s directory still holds images %s, metadata %s, temporary files %s"
+                                .formatted(kind, files.images().keySet(), files.metadata(), files.temporary()));
             }
         }
     }
@@ -367,13 +416,18 @@ class CrashTest {
     private void report(int operations, long seconds) throws IOException {
         System.out.println("crash: where the kills fell (operation | pool files of its ID, loop devices, mounts):");
         killPoints.forEach((point, count) -> System.out.printf("  %4d  %s%n", count, point));
-        System.out.printf("crash: %d leftover file(s) awaited the reconcile's settle time; %d driver starts took %d s%n",
-                invariants == null ? 0 : invariants.awaitingReconcile.size(), driver.starts(),
+        System.out.printf(
+                "crash: %d leftover file(s) awaited the reconcile's settle time; %d driver starts took %d s%n",
+                invariants == null ? 0 : invariants.awaitingReconcile.size(),
+                driver.starts(),
                 driver.timeStarting().toSeconds());
-        String line = "crash: %d operations, %d kills, seed %d, %d violations, %d s".formatted(operations,
-                driver.kills(), seed, violations.size(), seconds);
+        String line = "crash: %d operations, %d kills, seed %d, %d violations, %d s"
+                .formatted(operations, driver.kills(), seed, violations.size(), seconds);
         System.out.println(line);
-        Files.writeString(TARGET.resolve("resilience-summary.txt"), line + "\n", StandardOpenOption.CREATE,
+        Files.writeString(
+                TARGET.resolve("resilience-summary.txt"),
+                line + "\n",
+                StandardOpenOption.CREATE,
                 StandardOpenOption.APPEND);
     }
 }

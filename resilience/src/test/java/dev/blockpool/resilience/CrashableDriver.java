@@ -23,6 +23,7 @@ final class CrashableDriver implements AutoCloseable {
     private final DriverProcess driver;
     /** Whether the driver was stopped on purpose, so that its exit is no violation. */
     private boolean exitExpected;
+
     private int kills;
     private int starts;
     private long startNanos;
@@ -79,7 +80,9 @@ final class CrashableDriver implements AutoCloseable {
             return;
         }
         ProcessHandle process = driver.handle();
-        new ProcessBuilder("kill", "-STOP", Long.toString(process.pid())).start().waitFor();
+        new ProcessBuilder("kill", "-STOP", Long.toString(process.pid()))
+                .start()
+                .waitFor();
         List<ProcessHandle> children = process.descendants().toList();
         process.destroyForcibly();
         children.forEach(ProcessHandle::destroyForcibly);

@@ -67,13 +67,26 @@ final class DriverProcess implements AutoCloseable {
 
     /** Starts the binary and waits until it answers on its socket. */
     DriverProcess start() throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(List.of(REPO.resolve("bin/blockpool-csi").toString(),
-                "--endpoint", "unix://" + socket, "--pool-dir", pool.toString(), "--node-id", nodeId,
-                "--mode", mode, "--log-level", logLevel));
+        List<String> command = new ArrayList<>(List.of(
+                REPO.resolve("bin/blockpool-csi").toString(),
+                "--endpoint",
+                "unix://" + socket,
+                "--pool-dir",
+                pool.toString(),
+                "--node-id",
+                nodeId,
+                "--mode",
+                mode,
+                "--log-level",
+                logLevel));
         command.addAll(extraArgs);
-        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+        ProcessBuilder builder = new ProcessBuilder(command)
+                .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
-        builder.environment().put("BLOCKPOOL_JAR", REPO.resolve("driver/target/blockpool-csi.jar").toString());
+        builder.environment()
+                .put(
+                        "BLOCKPOOL_JAR",
+                        REPO.resolve("driver/target/blockpool-csi.jar").toString());
         if (workingDirectory != null) {
             builder.directory(workingDirectory.toFile());
         }
@@ -87,7 +100,10 @@ final class DriverProcess implements AutoCloseable {
         }
         clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
         channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
-                .channelType(EpollDomainSocketChannel.class).eventLoopGroup(clientLoop).usePlaintext().build();
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(clientLoop)
+                .usePlaintext()
+                .build();
         return this;
     }
 

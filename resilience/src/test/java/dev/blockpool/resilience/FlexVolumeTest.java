@@ -57,7 +57,8 @@ class FlexVolumeTest {
         }
         if (dir != null) {
             List<MountInfo> mounts = host.mountsUnder();
-            List<String> loops = host.poolLoops().stream().map(l -> l.device().toString()).toList();
+            List<String> loops =
+                    host.poolLoops().stream().map(l -> l.device().toString()).toList();
             List<String> cleaned = host.cleanUp();
             // Only after the clean-up: a failed test must not leave its mounts behind either.
             assertThat(mounts).as("mounts left under " + dir).isEmpty();
@@ -78,10 +79,14 @@ class FlexVolumeTest {
     }
 
     private Answer flex(Map<String, String> env, String... args) throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(List.of(REPO.resolve("bin/blockpool-flexvolume").toString()));
+        List<String> command =
+                new ArrayList<>(List.of(REPO.resolve("bin/blockpool-flexvolume").toString()));
         command.addAll(List.of(args));
         ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
-        builder.environment().put("BLOCKPOOL_JAR", REPO.resolve("driver/target/blockpool-csi.jar").toString());
+        builder.environment()
+                .put(
+                        "BLOCKPOOL_JAR",
+                        REPO.resolve("driver/target/blockpool-csi.jar").toString());
         builder.environment().putAll(env);
         Process process = builder.start();
         String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -99,8 +104,8 @@ class FlexVolumeTest {
     }
 
     /** kubelet's options for a pod using the PV: NewOptionsForDriver and the mounter's extra options. */
-    private static String kubeletOptions(String volumeId, String fsType, boolean readOnly, Map<String, String> pvOptions)
-            throws IOException {
+    private static String kubeletOptions(
+            String volumeId, String fsType, boolean readOnly, Map<String, String> pvOptions) throws IOException {
         Map<String, String> options = new LinkedHashMap<>();
         options.put("kubernetes.io/fsType", fsType);
         options.put("kubernetes.io/readwrite", readOnly ? "ro" : "rw");
@@ -124,19 +129,28 @@ class FlexVolumeTest {
 
     /** A pod's volume directory, made as kubelet makes it before mount. */
     private Path podDir(String pod) throws IOException {
-        Path target = dir.resolve("kubelet/pods").resolve(pod).resolve("volumes").resolve(DRIVER).resolve("flex-pv");
+        Path target = dir.resolve("kubelet/pods")
+                .resolve(pod)
+                .resolve("volumes")
+                .resolve(DRIVER)
+                .resolve("flex-pv");
         Files.createDirectories(target);
         return target;
     }
 
     private String createVolume(String name) {
-        return driver.controller().createVolume(Csi.CreateVolumeRequest.newBuilder().setName(name)
-                .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(32L << 20))
-                .addVolumeCapabilities(Csi.VolumeCapability.newBuilder()
-                        .setMount(Csi.VolumeCapability.MountVolume.newBuilder().setFsType("ext4"))
-                        .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder()
-                                .setMode(Csi.VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER)))
-                .build()).getVolume().getVolumeId();
+        return driver.controller()
+                .createVolume(Csi.CreateVolumeRequest.newBuilder()
+                        .setName(name)
+                        .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(32L << 20))
+                        .addVolumeCapabilities(Csi.VolumeCapability.newBuilder()
+                                .setMount(Csi.VolumeCapability.MountVolume.newBuilder()
+                                        .setFsType("ext4"))
+                                .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder()
+                                        .setMode(Csi.VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER)))
+                        .build())
+                .getVolume()
+                .getVolumeId();
     }
 
     private Path staging(String volumeId) {
@@ -148,7 +162,8 @@ class FlexVolumeTest {
         Answer init = flex("init");
 
         assertThat(init.status()).isEqualTo("Success");
-        assertThat(init.json().get("capabilities").get("attach").asBoolean(true)).isFalse();
+        assertThat(init.json().get("capabilities").get("attach").asBoolean(true))
+                .isFalse();
     }
 
     @Test
@@ -157,9 +172,11 @@ class FlexVolumeTest {
         Path first = podDir("pod-a");
         Path second = podDir("pod-b");
 
-        assertThat(flex("mount", first.toString(), kubeletOptions(volume)).status()).isEqualTo("Success");
+        assertThat(flex("mount", first.toString(), kubeletOptions(volume)).status())
+                .isEqualTo("Success");
         Files.writeString(first.resolve("data"), "written by pod a");
-        assertThat(flex("mount", second.toString(), kubeletOptions(volume)).status()).isEqualTo("Success");
+        assertThat(flex("mount", second.toString(), kubeletOptions(volume)).status())
+                .isEqualTo("Success");
         assertThat(Files.readString(second.resolve("data"))).isEqualTo("written by pod a");
         assertThat(host.mountsAt(staging(volume))).hasSize(1);
 
@@ -182,7 +199,8 @@ class FlexVolumeTest {
 
         // The data is on the volume, not in a directory: a new mount sees it.
         Path third = podDir("pod-c");
-        assertThat(flex("mount", third.toString(), kubeletOptions(volume)).status()).isEqualTo("Success");
+        assertThat(flex("mount", third.toString(), kubeletOptions(volume)).status())
+                .isEqualTo("Success");
         assertThat(Files.readString(third.resolve("data"))).isEqualTo("written by pod a");
         assertThat(flex("unmount", third.toString()).status()).isEqualTo("Success");
     }
@@ -195,7 +213,9 @@ class FlexVolumeTest {
         Answer mount = flex("mount", target.toString(), kubeletOptions(volume, "", true, Map.of()));
 
         assertThat(mount.status()).as(mount.output()).isEqualTo("Success");
-        assertThat(host.mountsAt(target)).singleElement().satisfies(m -> assertThat(m.readOnly()).isTrue());
+        assertThat(host.mountsAt(target))
+                .singleElement()
+                .satisfies(m -> assertThat(m.readOnly()).isTrue());
         assertThatThrownBy(() -> Files.writeString(target.resolve("data"), "x")).isInstanceOf(IOException.class);
         assertThat(flex("unmount", target.toString()).status()).isEqualTo("Success");
         assertThat(host.loopsOf(volume)).isEmpty();
@@ -205,10 +225,14 @@ class FlexVolumeTest {
     void anUnmountCutShortBeforeItsUnstageIsFinishedByKubeletsRetry() throws Exception {
         String volume = createVolume("flex-cut");
         Path target = podDir("pod-cut");
-        assertThat(flex("mount", target.toString(), kubeletOptions(volume)).status()).isEqualTo("Success");
+        assertThat(flex("mount", target.toString(), kubeletOptions(volume)).status())
+                .isEqualTo("Success");
         // The unpublish of an unmount that ended before its unstage.
-        driver.node().nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId(volume)
-                .setTargetPath(target.toString()).build());
+        driver.node()
+                .nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
+                        .setVolumeId(volume)
+                        .setTargetPath(target.toString())
+                        .build());
         Files.createDirectories(target);
 
         assertThat(flex("unmount", target.toString()).status()).isEqualTo("Success");
@@ -227,8 +251,8 @@ class FlexVolumeTest {
         assertThat(unknownVolume.status()).isEqualTo("Failure");
         assertThat(unknownVolume.message()).contains("does not exist", "NOT_FOUND");
 
-        Answer unknownOption = flex("mount", target.toString(), kubeletOptions(volume, "ext4", false,
-                Map.of("size", "1Gi")));
+        Answer unknownOption =
+                flex("mount", target.toString(), kubeletOptions(volume, "ext4", false, Map.of("size", "1Gi")));
         assertThat(unknownOption.status()).isEqualTo("Failure");
         assertThat(unknownOption.message()).contains("unknown option \"size\"");
 
@@ -254,19 +278,22 @@ class FlexVolumeTest {
         assertThat(host.mountsUnder()).isEmpty();
         assertThat(host.poolLoops()).isEmpty();
         assertThat(dir.resolve("flexvolume/staging")).isEmptyDirectory();
-        assertThat(dir.resolve("kubelet/pods/pod-x/volumes").resolve(DRIVER).resolve("flex-pv")).isEmptyDirectory();
+        assertThat(dir.resolve("kubelet/pods/pod-x/volumes").resolve(DRIVER).resolve("flex-pv"))
+                .isEmptyDirectory();
     }
 
     @Test
     void aNodePluginThatIsDownIsAFailureUntilItIsBack() throws Exception {
         String volume = createVolume("flex-down");
         Path target = podDir("pod-down");
-        assertThat(flex("mount", target.toString(), kubeletOptions(volume)).status()).isEqualTo("Success");
+        assertThat(flex("mount", target.toString(), kubeletOptions(volume)).status())
+                .isEqualTo("Success");
 
         driver.close();
         Answer unmount = flex("unmount", target.toString());
         assertThat(unmount.status()).isEqualTo("Failure");
-        assertThat(unmount.message()).contains("does not answer", driver.socket().toString());
+        assertThat(unmount.message())
+                .contains("does not answer", driver.socket().toString());
         Answer mount = flex("mount", podDir("pod-later").toString(), kubeletOptions(volume));
         assertThat(mount.status()).isEqualTo("Failure");
         assertThat(mount.message()).contains(driver.socket().toString());
@@ -277,8 +304,11 @@ class FlexVolumeTest {
         assertThat(host.mountsUnder()).isEmpty();
         assertThat(host.loopsOf(volume)).isEmpty();
 
-        Answer elsewhere = flex(Map.of("CSI_ENDPOINT", "unix://" + dir.resolve("nowhere/csi.sock")), "mount",
-                target.toString(), kubeletOptions(volume));
+        Answer elsewhere = flex(
+                Map.of("CSI_ENDPOINT", "unix://" + dir.resolve("nowhere/csi.sock")),
+                "mount",
+                target.toString(),
+                kubeletOptions(volume));
         assertThat(elsewhere.message()).contains("no blockpool node plugin socket");
         assertThat(dir.resolve("nowhere")).doesNotExist();
     }

@@ -40,7 +40,8 @@ class FuzzTest {
     private static final long DEFAULT_SEED = 42;
 
     private static final int DEFAULT_REQUESTS = 10_000;
-    private static final Path TARGET = Path.of(System.getProperty("basedir", ".")).resolve("target");
+    private static final Path TARGET =
+            Path.of(System.getProperty("basedir", ".")).resolve("target");
 
     private Path dir;
     private FuzzTree tree;
@@ -58,13 +59,19 @@ class FuzzTest {
         tree = new FuzzTree(dir, List.of("fuzz-ext4-a", "fuzz-ext4-b"), List.of("fuzz-block-a", "fuzz-block-b"));
         tree.build();
         // In a directory of the tree: a relative path the driver took for real would land where the test looks.
-        driver = new DriverProcess(tree.driverDir()).workingDirectory(tree.cwd()).start();
+        driver =
+                new DriverProcess(tree.driverDir()).workingDirectory(tree.cwd()).start();
         tree.keepSocket();
         clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
         // grpc-go, which kubelet and the sidecars use, takes up to 16 MiB of headers: a long message arrives as such.
-        channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(tree.socket().toString()))
-                .channelType(EpollDomainSocketChannel.class).eventLoopGroup(clientLoop).usePlaintext()
-                .maxInboundMetadataSize(16 << 20).maxInboundMessageSize(64 << 20).build();
+        channel = NettyChannelBuilder.forAddress(
+                        new DomainSocketAddress(tree.socket().toString()))
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(clientLoop)
+                .usePlaintext()
+                .maxInboundMetadataSize(16 << 20)
+                .maxInboundMessageSize(64 << 20)
+                .build();
     }
 
     @AfterEach
@@ -102,8 +109,8 @@ class FuzzTest {
         String asked = System.getProperty("fuzz.seed", Long.toString(DEFAULT_SEED));
         long seed = asked.equals("random") ? new SecureRandom().nextLong() : Long.parseLong(asked);
         int requests = Integer.getInteger("fuzz.requests", DEFAULT_REQUESTS);
-        System.out.printf("fuzz: seed %d (replay with -Dfuzz.seed=%d), %d requests, test dir %s%n", seed, seed,
-                requests, dir);
+        System.out.printf(
+                "fuzz: seed %d (replay with -Dfuzz.seed=%d), %d requests, test dir %s%n", seed, seed, requests, dir);
         Violations violations = new Violations(dir);
         Fuzzer fuzzer = new Fuzzer(tree, driver, channel, new Random(seed), violations);
         long start = System.nanoTime();
@@ -117,19 +124,20 @@ class FuzzTest {
             fuzzer.checkNothingLeft();
         } finally {
             long seconds = (System.nanoTime() - start) / 1_000_000_000;
-            String summary = "fuzz: %d requests, seed %d, %d violations, %d s".formatted(fuzzer.sent(), seed,
-                    violations.count(), seconds);
+            String summary = "fuzz: %d requests, seed %d, %d violations, %d s"
+                    .formatted(fuzzer.sent(), seed, violations.count(), seconds);
             System.out.print(fuzzer.statistics());
             System.out.println("fuzz: " + fuzzer.otherCalls() + " set-up, probe and teardown calls besides");
             if (!violations.isEmpty()) {
-                System.out.println("fuzz: " + violations.classCount() + " classes of violations:" + violations.report());
+                System.out.println(
+                        "fuzz: " + violations.classCount() + " classes of violations:" + violations.report());
             }
             System.out.println(summary);
             writeSummary(summary);
         }
         if (!violations.isEmpty()) {
-            fail("%d violations in %d classes (seed %d; replay with -Dfuzz.seed=%d):%s".formatted(violations.count(),
-                    violations.classCount(), seed, seed, violations.report()));
+            fail("%d violations in %d classes (seed %d; replay with -Dfuzz.seed=%d):%s"
+                    .formatted(violations.count(), violations.classCount(), seed, seed, violations.report()));
         }
         List<String> missed = fuzzer.slotsNotFuzzed();
         if (!fuzzer.stoppedEarly() && requests >= DEFAULT_REQUESTS && !missed.isEmpty()) {
@@ -139,7 +147,10 @@ class FuzzTest {
 
     private static void writeSummary(String line) throws IOException {
         Files.createDirectories(TARGET);
-        Files.writeString(TARGET.resolve("resilience-summary.txt"), line + "\n", StandardOpenOption.CREATE,
+        Files.writeString(
+                TARGET.resolve("resilience-summary.txt"),
+                line + "\n",
+                StandardOpenOption.CREATE,
                 StandardOpenOption.APPEND);
     }
 }

@@ -37,30 +37,23 @@ import java.util.stream.Stream;
 final class FuzzTree implements AutoCloseable {
 
     /** The paths a fixture volume is legitimately staged and published at. */
-    record FixturePaths(String name, boolean block, Path staging, List<Path> targets) {
-    }
+    record FixturePaths(String name, boolean block, Path staging, List<Path> targets) {}
 
     private sealed interface Recipe {
         Path path();
     }
 
-    private record Dir(Path path) implements Recipe {
-    }
+    private record Dir(Path path) implements Recipe {}
 
-    private record DataFile(Path path, String content) implements Recipe {
-    }
+    private record DataFile(Path path, String content) implements Recipe {}
 
-    private record Link(Path path, Path target) implements Recipe {
-    }
+    private record Link(Path path, Path target) implements Recipe {}
 
-    private record Fifo(Path path) implements Recipe {
-    }
+    private record Fifo(Path path) implements Recipe {}
 
-    private record CharDevice(Path path, long rdev) implements Recipe {
-    }
+    private record CharDevice(Path path, long rdev) implements Recipe {}
 
-    private record Socket(Path path) implements Recipe {
-    }
+    private record Socket(Path path) implements Recipe {}
 
     static final int PODS = 3;
     static final int INLINE_TARGETS = 2;
@@ -90,7 +83,8 @@ final class FuzzTree implements AutoCloseable {
         for (String name : mountFixtures) {
             Path staging = csi.resolve("blockpool.csi.dev/" + name + "/globalmount");
             recipes.add(new Dir(staging));
-            recipes.add(new DataFile(staging.resolveSibling("vol_data.json"), "{\"driverName\":\"blockpool.csi.dev\"}\n"));
+            recipes.add(
+                    new DataFile(staging.resolveSibling("vol_data.json"), "{\"driverName\":\"blockpool.csi.dev\"}\n"));
             List<Path> targets = new ArrayList<>();
             for (int pod = 0; pod < PODS; pod++) {
                 Path parent = kubelet.resolve("pods/pod-" + pod + "/volumes/kubernetes.io~csi/" + name);
@@ -172,11 +166,15 @@ final class FuzzTree implements AutoCloseable {
         hostile(evilBlock.toString(), "a symlink at a block target path, to a sentinel file");
         hostile(evilStaging.toString(), "a symlink at a staging path, to a sentinel dir");
         Path target = fixtures.getFirst().targets().getFirst();
-        hostile(target + "/" + target.relativize(sentinel.resolve("empty")), "'..' from a target path into the sentinel");
-        hostile(target.getParent() + "/../../../../../../sentinel/full/new",
+        hostile(
+                target + "/" + target.relativize(sentinel.resolve("empty")),
+                "'..' from a target path into the sentinel");
+        hostile(
+                target.getParent() + "/../../../../../../sentinel/full/new",
                 "'..' from a target dir to a new name in the sentinel");
         hostile(target.resolveSibling("vol_data.json").toString(), "kubelet's vol_data.json beside a target");
-        hostile(fixtures.getFirst().staging().resolveSibling("vol_data.json").toString(),
+        hostile(
+                fixtures.getFirst().staging().resolveSibling("vol_data.json").toString(),
                 "kubelet's vol_data.json beside a staging path");
         hostile(root.toString(), "the test's root dir");
         hostile(kubelet.toString(), "the kubelet dir");
@@ -191,16 +189,18 @@ final class FuzzTree implements AutoCloseable {
     }
 
     private void hostile(String pathOrSentinelName, String label) {
-        String text = pathOrSentinelName.startsWith("/") ? pathOrSentinelName : sentinel.resolve(pathOrSentinelName).toString();
+        String text = pathOrSentinelName.startsWith("/")
+                ? pathOrSentinelName
+                : sentinel.resolve(pathOrSentinelName).toString();
         hostile.add(new HostileValues.Value(text, label));
     }
 
     /** Once the fixtures exist: their image and metadata files in the pool as targets too. */
     void addPoolFiles(String fixtureName, String volumeId) {
-        hostile.add(new HostileValues.Value(pool().resolve("volumes/" + volumeId + ".img").toString(),
-                "the image of " + fixtureName));
-        hostile.add(new HostileValues.Value(pool().resolve("volumes/" + volumeId + ".json").toString(),
-                "the metadata of " + fixtureName));
+        hostile.add(new HostileValues.Value(
+                pool().resolve("volumes/" + volumeId + ".img").toString(), "the image of " + fixtureName));
+        hostile.add(new HostileValues.Value(
+                pool().resolve("volumes/" + volumeId + ".json").toString(), "the metadata of " + fixtureName));
     }
 
     Path root() {
@@ -273,8 +273,9 @@ final class FuzzTree implements AutoCloseable {
     Map<Path, byte[]> poolMetadata() {
         Map<Path, byte[]> metadata = new HashMap<>();
         try (Stream<Path> files = Files.walk(pool())) {
-            for (Path file : files.filter(f -> f.toString().endsWith(".json") && Files.isRegularFile(f,
-                    LinkOption.NOFOLLOW_LINKS)).toList()) {
+            for (Path file : files.filter(
+                            f -> f.toString().endsWith(".json") && Files.isRegularFile(f, LinkOption.NOFOLLOW_LINKS))
+                    .toList()) {
                 metadata.put(file, Files.readAllBytes(file));
             }
         } catch (IOException e) {
@@ -290,7 +291,8 @@ final class FuzzTree implements AutoCloseable {
 
     /** Undoes what a request did to the pool: removes what it added, puts back metadata and images. */
     void repairPool(List<TreeSnapshot.Change> changes, Map<Path, byte[]> metadata) {
-        List<Path> mounted = HostView.mounts().stream().map(HostView.Mount::mountPoint).toList();
+        List<Path> mounted =
+                HostView.mounts().stream().map(HostView.Mount::mountPoint).toList();
         try {
             for (TreeSnapshot.Change change : changes.reversed()) {
                 Path path = change.path();
@@ -338,10 +340,13 @@ final class FuzzTree implements AutoCloseable {
      * driver's socket comes back through its hard link.
      */
     private void repair(Collection<Path> extras, List<Path> scope) {
-        List<Path> mounted = HostView.mounts().stream().map(HostView.Mount::mountPoint)
-                .filter(p -> p.startsWith(root)).toList();
+        List<Path> mounted = HostView.mounts().stream()
+                .map(HostView.Mount::mountPoint)
+                .filter(p -> p.startsWith(root))
+                .toList();
         for (Path extra : extras) {
-            if (extra.startsWith(root) && recipes.stream().noneMatch(r -> r.path().equals(extra))
+            if (extra.startsWith(root)
+                    && recipes.stream().noneMatch(r -> r.path().equals(extra))
                     && mounted.stream().noneMatch(m -> m.startsWith(extra))) {
                 deleteTree(extra);
             }
@@ -391,8 +396,17 @@ final class FuzzTree implements AutoCloseable {
             }
             case Link l -> Files.createSymbolicLink(path, l.target());
             case Fifo f -> require(HostView.run("mkfifo", "-m", "600", path.toString()), "mkfifo " + path);
-            case CharDevice c -> require(HostView.run("mknod", "-m", "600", path.toString(), "c",
-                    String.valueOf(major(c.rdev())), String.valueOf(minor(c.rdev()))), "mknod " + path);
+            case CharDevice c ->
+                require(
+                        HostView.run(
+                                "mknod",
+                                "-m",
+                                "600",
+                                path.toString(),
+                                "c",
+                                String.valueOf(major(c.rdev())),
+                                String.valueOf(minor(c.rdev()))),
+                        "mknod " + path);
             case Socket s -> {
                 if (liveSocket != null) {
                     liveSocket.close();
@@ -410,12 +424,18 @@ final class FuzzTree implements AutoCloseable {
         }
         return switch (recipe) {
             case Dir d -> isType(path, 0040000) && mode(path) == 0755;
-            case DataFile f -> isType(path, 0100000) && mode(path) == 0644
-                    && Files.readString(path, StandardCharsets.UTF_8).equals(f.content());
-            case Link l -> Files.isSymbolicLink(path) && Files.readSymbolicLink(path).equals(l.target());
+            case DataFile f ->
+                isType(path, 0100000)
+                        && mode(path) == 0644
+                        && Files.readString(path, StandardCharsets.UTF_8).equals(f.content());
+            case Link l ->
+                Files.isSymbolicLink(path) && Files.readSymbolicLink(path).equals(l.target());
             case Fifo f -> isType(path, 0010000) && mode(path) == 0600;
-            case CharDevice c -> isType(path, 0020000) && mode(path) == 0600
-                    && Files.getAttribute(path, "unix:rdev", LinkOption.NOFOLLOW_LINKS).equals(c.rdev());
+            case CharDevice c ->
+                isType(path, 0020000)
+                        && mode(path) == 0600
+                        && Files.getAttribute(path, "unix:rdev", LinkOption.NOFOLLOW_LINKS)
+                                .equals(c.rdev());
             case Socket s -> isType(path, 0140000);
         };
     }

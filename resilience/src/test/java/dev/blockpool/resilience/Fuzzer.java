@@ -4,9 +4,9 @@ import com.google.protobuf.Descriptors.Descriptor;
 import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.Message;
 import csi.v1.ControllerGrpc;
-import csi.v1.GroupControllerGrpc;
 import csi.v1.Csi;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
+import csi.v1.GroupControllerGrpc;
 import csi.v1.IdentityGrpc;
 import csi.v1.NodeGrpc;
 import dev.blockpool.common.HostRequirements;
@@ -19,7 +19,6 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ClientCalls;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -51,9 +50,14 @@ final class Fuzzer {
     private static final boolean CAN_GROW_MOUNTED_FILESYSTEMS =
             HostRequirements.hasCapability(HostRequirements.CAP_SYS_RESOURCE);
     /** Requests that change nothing: the only ones a raw connection sends whole and then walks away from. */
-    private static final List<String> READ_ONLY = List.of("csi.v1.Node/NodeGetCapabilities", "csi.v1.Node/NodeGetInfo",
-            "csi.v1.Controller/GetCapacity", "csi.v1.Controller/ListVolumes",
-            "csi.v1.Controller/ControllerGetCapabilities", "csi.v1.Identity/Probe", "csi.v1.Identity/GetPluginInfo");
+    private static final List<String> READ_ONLY = List.of(
+            "csi.v1.Node/NodeGetCapabilities",
+            "csi.v1.Node/NodeGetInfo",
+            "csi.v1.Controller/GetCapacity",
+            "csi.v1.Controller/ListVolumes",
+            "csi.v1.Controller/ControllerGetCapabilities",
+            "csi.v1.Identity/Probe",
+            "csi.v1.Identity/GetPluginInfo");
     /** The methods behind each capability, as the CSI spec ties them; a method is fuzzed when the driver advertises it. */
     private static final Map<String, List<String>> CONTROLLER_METHODS = Map.ofEntries(
             Map.entry("CREATE_DELETE_VOLUME", List.of("CreateVolume", "DeleteVolume")),
@@ -68,6 +72,7 @@ final class Fuzzer {
             Map.entry("MODIFY_VOLUME", List.of("ControllerModifyVolume")),
             Map.entry("GET_VOLUME_HEALTH", List.of("ControllerGetVolumeHealth")),
             Map.entry("LIST_VOLUME_HEALTH", List.of("ControllerListVolumeHealth")));
+
     private static final Map<String, List<String>> NODE_METHODS = Map.of(
             "STAGE_UNSTAGE_VOLUME", List.of("NodeStageVolume", "NodeUnstageVolume"),
             "GET_VOLUME_STATS", List.of("NodeGetVolumeStats"),
@@ -78,9 +83,27 @@ final class Fuzzer {
             "CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT",
             List.of("CreateVolumeGroupSnapshot", "DeleteVolumeGroupSnapshot", "GetVolumeGroupSnapshot"));
     /** The node's mount calls reach the most code, so they come up most often. */
-    private static final Map<String, Integer> WEIGHTS = Map.of("NodeStageVolume", 4, "NodePublishVolume", 5,
-            "NodeUnpublishVolume", 4, "NodeUnstageVolume", 2, "NodeExpandVolume", 2, "NodeGetVolumeStats", 2,
-            "CreateVolume", 3, "CreateSnapshot", 2, "ControllerPublishVolume", 2, "ControllerExpandVolume", 2);
+    private static final Map<String, Integer> WEIGHTS = Map.of(
+            "NodeStageVolume",
+            4,
+            "NodePublishVolume",
+            5,
+            "NodeUnpublishVolume",
+            4,
+            "NodeUnstageVolume",
+            2,
+            "NodeExpandVolume",
+            2,
+            "NodeGetVolumeStats",
+            2,
+            "CreateVolume",
+            3,
+            "CreateSnapshot",
+            2,
+            "ControllerPublishVolume",
+            2,
+            "ControllerExpandVolume",
+            2);
 
     /** A method of the Controller or Node service, with every string slot of its request. */
     record Rpc(String service, String name, Message prototype, List<StringSlots.Slot> slots, int weight) {
@@ -89,8 +112,7 @@ final class Fuzzer {
         }
     }
 
-    private record Call(Rpc rpc, Message request, byte[] payload, String summary) {
-    }
+    private record Call(Rpc rpc, Message request, byte[] payload, String summary) {}
 
     private final FuzzTree tree;
     private final DriverProcess driver;
@@ -109,6 +131,7 @@ final class Fuzzer {
     private final Map<String, Integer> kinds = new TreeMap<>();
     /** Legit paths any request named, and those a successful stage or publish mounted. */
     private final Set<Path> legitNamed = new HashSet<>();
+
     private final Set<Path> legitMounted = new HashSet<>();
 
     private TreeSnapshot outsideOriginal;
@@ -162,57 +185,104 @@ final class Fuzzer {
         lastLoops = loops();
         var controller = ControllerGrpc.newBlockingStub(channel).withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS);
         var node = NodeGrpc.newBlockingStub(channel).withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS);
-        Set<String> controllerCaps = controller.controllerGetCapabilities(
-                Csi.ControllerGetCapabilitiesRequest.getDefaultInstance()).getCapabilitiesList().stream()
-                .map(c -> c.getRpc().getType().name()).collect(Collectors.toSet());
-        Set<String> nodeCaps = node.nodeGetCapabilities(Csi.NodeGetCapabilitiesRequest.getDefaultInstance())
-                .getCapabilitiesList().stream().map(c -> c.getRpc().getType().name()).collect(Collectors.toSet());
+        Set<String> controllerCaps = controller
+                .controllerGetCapabilities(Csi.ControllerGetCapabilitiesRequest.getDefaultInstance())
+                .getCapabilitiesList()
+                .stream()
+                .map(c -> c.getRpc().getType().name())
+                .collect(Collectors.toSet());
+        Set<String> nodeCaps =
+                node
+                        .nodeGetCapabilities(Csi.NodeGetCapabilitiesRequest.getDefaultInstance())
+                        .getCapabilitiesList()
+                        .stream()
+                        .map(c -> c.getRpc().getType().name())
+                        .collect(Collectors.toSet());
         Set<String> groupCaps = GroupControllerGrpc.newBlockingStub(channel)
                 .withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS)
                 .groupControllerGetCapabilities(Csi.GroupControllerGetCapabilitiesRequest.getDefaultInstance())
-                .getCapabilitiesList().stream().map(c -> c.getRpc().getType().name()).collect(Collectors.toSet());
+                .getCapabilitiesList()
+                .stream()
+                .map(c -> c.getRpc().getType().name())
+                .collect(Collectors.toSet());
         otherCalls += 3;
-        List<String> controllerMethods = new ArrayList<>(List.of("ValidateVolumeCapabilities", "ControllerGetCapabilities"));
-        controllerCaps.stream().map(CONTROLLER_METHODS::get).filter(m -> m != null).forEach(controllerMethods::addAll);
-        List<String> nodeMethods = new ArrayList<>(List.of("NodePublishVolume", "NodeUnpublishVolume",
-                "NodeGetCapabilities", "NodeGetInfo"));
+        List<String> controllerMethods =
+                new ArrayList<>(List.of("ValidateVolumeCapabilities", "ControllerGetCapabilities"));
+        controllerCaps.stream()
+                .map(CONTROLLER_METHODS::get)
+                .filter(m -> m != null)
+                .forEach(controllerMethods::addAll);
+        List<String> nodeMethods = new ArrayList<>(
+                List.of("NodePublishVolume", "NodeUnpublishVolume", "NodeGetCapabilities", "NodeGetInfo"));
         nodeCaps.stream().map(NODE_METHODS::get).filter(m -> m != null).forEach(nodeMethods::addAll);
         addRpcs("Controller", controllerMethods);
         addRpcs("Node", nodeMethods);
         List<String> groupMethods = new ArrayList<>(List.of("GroupControllerGetCapabilities"));
-        groupCaps.stream().map(GROUP_CONTROLLER_METHODS::get).filter(m -> m != null).forEach(groupMethods::addAll);
+        groupCaps.stream()
+                .map(GROUP_CONTROLLER_METHODS::get)
+                .filter(m -> m != null)
+                .forEach(groupMethods::addAll);
         addRpcs("GroupController", groupMethods);
 
         for (FuzzTree.FixturePaths paths : tree.fixtures()) {
             Csi.VolumeCapability capability = Templates.capability(paths.block(), Mode.SINGLE_NODE_WRITER);
-            String id = controller.createVolume(Csi.CreateVolumeRequest.newBuilder().setName(paths.name())
-                    .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(Templates.SIZE))
-                    .addVolumeCapabilities(capability).build()).getVolume().getVolumeId();
-            controller.controllerPublishVolume(Csi.ControllerPublishVolumeRequest.newBuilder().setVolumeId(id)
-                    .setNodeId(Templates.NODE_ID).setVolumeCapability(capability).build());
+            String id = controller
+                    .createVolume(Csi.CreateVolumeRequest.newBuilder()
+                            .setName(paths.name())
+                            .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(Templates.SIZE))
+                            .addVolumeCapabilities(capability)
+                            .build())
+                    .getVolume()
+                    .getVolumeId();
+            controller.controllerPublishVolume(Csi.ControllerPublishVolumeRequest.newBuilder()
+                    .setVolumeId(id)
+                    .setNodeId(Templates.NODE_ID)
+                    .setVolumeCapability(capability)
+                    .build());
             templates.fixtures.add(new Templates.Fixture(paths.name(), id, paths.block(), paths));
             tree.addPoolFiles(paths.name(), id);
             tree.keepImage(id);
             otherCalls += 2;
         }
         Templates.Fixture first = templates.fixtures.getFirst();
-        templates.snapshots.add(controller.createSnapshot(Csi.CreateSnapshotRequest.newBuilder()
-                .setSourceVolumeId(first.id()).setName("fuzz-fixture-snapshot").build()).getSnapshot().getSnapshotId());
+        templates.snapshots.add(controller
+                .createSnapshot(Csi.CreateSnapshotRequest.newBuilder()
+                        .setSourceVolumeId(first.id())
+                        .setName("fuzz-fixture-snapshot")
+                        .build())
+                .getSnapshot()
+                .getSnapshotId());
         otherCalls++;
         for (Templates.Fixture f : templates.fixtures) {
-            send(new Call(rpc("NodeStageVolume"), Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(f.id())
-                    .setStagingTargetPath(f.paths().staging().toString())
-                    .setVolumeCapability(Templates.capability(f.block(), Mode.SINGLE_NODE_WRITER)).build(), null,
-                    "set-up: stage " + f.name()), false);
-            send(new Call(rpc("NodePublishVolume"), Csi.NodePublishVolumeRequest.newBuilder().setVolumeId(f.id())
-                    .setStagingTargetPath(f.paths().staging().toString())
-                    .setTargetPath(f.paths().targets().getFirst().toString())
-                    .setVolumeCapability(Templates.capability(f.block(), Mode.SINGLE_NODE_WRITER)).build(), null,
-                    "set-up: publish " + f.name()), false);
+            send(
+                    new Call(
+                            rpc("NodeStageVolume"),
+                            Csi.NodeStageVolumeRequest.newBuilder()
+                                    .setVolumeId(f.id())
+                                    .setStagingTargetPath(f.paths().staging().toString())
+                                    .setVolumeCapability(Templates.capability(f.block(), Mode.SINGLE_NODE_WRITER))
+                                    .build(),
+                            null,
+                            "set-up: stage " + f.name()),
+                    false);
+            send(
+                    new Call(
+                            rpc("NodePublishVolume"),
+                            Csi.NodePublishVolumeRequest.newBuilder()
+                                    .setVolumeId(f.id())
+                                    .setStagingTargetPath(f.paths().staging().toString())
+                                    .setTargetPath(
+                                            f.paths().targets().getFirst().toString())
+                                    .setVolumeCapability(Templates.capability(f.block(), Mode.SINGLE_NODE_WRITER))
+                                    .build(),
+                            null,
+                            "set-up: publish " + f.name()),
+                    false);
         }
-        if (templates.staged.size() != templates.fixtures.size() || templates.published.size() != templates.fixtures.size()) {
-            throw new IllegalStateException("the driver did not stage and publish the fixtures; violations so far:"
-                    + violations.report());
+        if (templates.staged.size() != templates.fixtures.size()
+                || templates.published.size() != templates.fixtures.size()) {
+            throw new IllegalStateException(
+                    "the driver did not stage and publish the fixtures; violations so far:" + violations.report());
         }
     }
 
@@ -231,7 +301,9 @@ final class Fuzzer {
 
     private static Message prototypeOf(Descriptor input) {
         try {
-            return (Message) Class.forName("csi.v1.Csi$" + input.getName()).getMethod("getDefaultInstance").invoke(null);
+            return (Message) Class.forName("csi.v1.Csi$" + input.getName())
+                    .getMethod("getDefaultInstance")
+                    .invoke(null);
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("no generated class for " + input.getFullName(), e);
         }
@@ -265,8 +337,9 @@ final class Fuzzer {
             }
             if (sent / 1000 > reported) {
                 reported++;
-                System.out.printf("fuzz: %d requests, %d violations in %d classes, %d s%n", sent, violations.count(),
-                        violations.classCount(), (System.nanoTime() - start) / 1_000_000_000);
+                System.out.printf(
+                        "fuzz: %d requests, %d violations in %d classes, %d s%n",
+                        sent, violations.count(), violations.classCount(), (System.nanoTime() - start) / 1_000_000_000);
             }
         }
     }
@@ -279,12 +352,19 @@ final class Fuzzer {
         List<String> mutations = wellFormed ? List.of() : mutate(rpc, builder);
         Message request = builder.build();
         if (!pathsStayInside(request)) {
-            throw new IllegalStateException("the test built a request naming a path outside " + tree.root() + ": "
-                    + mutations);
+            throw new IllegalStateException(
+                    "the test built a request naming a path outside " + tree.root() + ": " + mutations);
         }
         kinds.merge(mutations.isEmpty() ? "well-formed" : "hostile fields", 1, Integer::sum);
-        send(new Call(rpc, request, null, rpc.name() + (about.isEmpty() ? "" : " of " + about)
-                + (mutations.isEmpty() ? " (well-formed)" : " with " + String.join(", ", mutations))), true);
+        send(
+                new Call(
+                        rpc,
+                        request,
+                        null,
+                        rpc.name()
+                                + (about.isEmpty() ? "" : " of " + about)
+                                + (mutations.isEmpty() ? " (well-formed)" : " with " + String.join(", ", mutations))),
+                true);
     }
 
     private List<String> mutate(Rpc rpc, Message.Builder builder) {
@@ -295,7 +375,8 @@ final class Fuzzer {
         int count = Math.min(rpc.slots().size(), random.nextInt(10) < 7 ? 1 : 2 + random.nextInt(2));
         // The first slot goes round, so that every string field of every method gets its share.
         int cursor = cursors.merge(rpc.name(), 1, Integer::sum) - 1;
-        Set<StringSlots.Slot> chosen = new LinkedHashSet<>(List.of(rpc.slots().get(cursor % rpc.slots().size())));
+        Set<StringSlots.Slot> chosen =
+                new LinkedHashSet<>(List.of(rpc.slots().get(cursor % rpc.slots().size())));
         while (chosen.size() < count) {
             chosen.add(rpc.slots().get(random.nextInt(rpc.slots().size())));
         }
@@ -319,7 +400,8 @@ final class Fuzzer {
      * stand in.
      */
     private boolean sparesFixtures(String method) {
-        return method.equals("DeleteVolume") || method.equals("ControllerUnpublishVolume")
+        return method.equals("DeleteVolume")
+                || method.equals("ControllerUnpublishVolume")
                 || (method.equals("ControllerExpandVolume") && !CAN_GROW_MOUNTED_FILESYSTEMS);
     }
 
@@ -342,8 +424,15 @@ final class Fuzzer {
             return;
         }
         kinds.merge("mutated bytes", 1, Integer::sum);
-        send(new Call(rpc, parsed, bytes, rpc.name() + (about.isEmpty() ? "" : " of " + about)
-                + (mutations.isEmpty() ? "" : " with " + String.join(", ", mutations)) + ", as bytes: " + how), true);
+        send(
+                new Call(
+                        rpc,
+                        parsed,
+                        bytes,
+                        rpc.name() + (about.isEmpty() ? "" : " of " + about)
+                                + (mutations.isEmpty() ? "" : " with " + String.join(", ", mutations)) + ", as bytes: "
+                                + how),
+                true);
     }
 
     /** A connection on the raw socket: garbage, HTTP/1, or an HTTP/2 exchange cut short. */
@@ -368,13 +457,22 @@ final class Fuzzer {
     private void probe() {
         otherCalls++;
         try {
-            boolean ready = IdentityGrpc.newBlockingStub(channel).withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS)
-                    .probe(Csi.ProbeRequest.getDefaultInstance()).getReady().getValue();
+            boolean ready = IdentityGrpc.newBlockingStub(channel)
+                    .withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS)
+                    .probe(Csi.ProbeRequest.getDefaultInstance())
+                    .getReady()
+                    .getValue();
             if (!ready) {
-                violations.add(sent, "not ready", "Probe", "Probe after request #" + sent, "Probe answered ready=false");
+                violations.add(
+                        sent, "not ready", "Probe", "Probe after request #" + sent, "Probe answered ready=false");
             }
         } catch (StatusRuntimeException e) {
-            violations.add(sent, "no answer", "Probe", "Probe after request #" + sent, e.getStatus().toString());
+            violations.add(
+                    sent,
+                    "no answer",
+                    "Probe",
+                    "Probe after request #" + sent,
+                    e.getStatus().toString());
         }
     }
 
@@ -408,7 +506,8 @@ final class Fuzzer {
                         legit.add(Path.of(value));
                         boolean mountsThere = request instanceof Csi.NodeStageVolumeRequest
                                 ? field.getName().equals("staging_target_path")
-                                : request instanceof Csi.NodePublishVolumeRequest && field.getName().equals("target_path");
+                                : request instanceof Csi.NodePublishVolumeRequest
+                                        && field.getName().equals("target_path");
                         if (mountsThere) {
                             mountPoints.add(Path.of(value));
                         }
@@ -424,8 +523,11 @@ final class Fuzzer {
         String message;
         byte[] response = null;
         try {
-            response = ClientCalls.blockingUnaryCall(channel, methods.get(call.rpc().fullName()),
-                    CallOptions.DEFAULT.withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS), payload);
+            response = ClientCalls.blockingUnaryCall(
+                    channel,
+                    methods.get(call.rpc().fullName()),
+                    CallOptions.DEFAULT.withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS),
+                    payload);
             code = Status.Code.OK;
             message = "";
         } catch (StatusRuntimeException e) {
@@ -439,11 +541,13 @@ final class Fuzzer {
         } else {
             otherCalls++;
         }
-        answers.computeIfAbsent(call.rpc().name(), k -> new EnumMap<>(Status.Code.class)).merge(code, 1, Integer::sum);
+        answers.computeIfAbsent(call.rpc().name(), k -> new EnumMap<>(Status.Code.class))
+                .merge(code, 1, Integer::sum);
         String method = call.rpc().name();
         if (code == Status.Code.UNKNOWN || code == Status.Code.INTERNAL) {
             violations.add(sent, code.name(), method, call.summary(), code + ": " + message);
-        } else if (code == Status.Code.DEADLINE_EXCEEDED || code == Status.Code.UNAVAILABLE
+        } else if (code == Status.Code.DEADLINE_EXCEEDED
+                || code == Status.Code.UNAVAILABLE
                 || code == Status.Code.CANCELLED) {
             violations.add(sent, "no answer", method, call.summary(), code + ": " + message);
             stopped |= ++noAnswerInARow >= 3;
@@ -460,8 +564,7 @@ final class Fuzzer {
                 violations.add(sent, "unparsable response", method, call.summary(), e.getMessage());
             }
         }
-        judgeHost(call, code == Status.Code.OK, call.summary(), named, legit, mountPoints, poolBefore,
-                metadataBefore);
+        judgeHost(call, code == Status.Code.OK, call.summary(), named, legit, mountPoints, poolBefore, metadataBefore);
     }
 
     /**
@@ -470,8 +573,15 @@ final class Fuzzer {
      * left the loop devices alone; nothing outside changed; in the scratch tree only the legit
      * paths it named changed; a request naming a path in the pool did not change the pool.
      */
-    private void judgeHost(Call call, boolean ok, String summary, Set<Path> named, Set<Path> legit,
-                           Set<Path> mountPoints, TreeSnapshot poolBefore, Map<Path, byte[]> metadataBefore) {
+    private void judgeHost(
+            Call call,
+            boolean ok,
+            String summary,
+            Set<Path> named,
+            Set<Path> legit,
+            Set<Path> mountPoints,
+            TreeSnapshot poolBefore,
+            Map<Path, byte[]> metadataBefore) {
         long judging = System.nanoTime();
         try {
             judgeHostNow(call, ok, summary, named, legit, mountPoints, poolBefore, metadataBefore);
@@ -480,8 +590,15 @@ final class Fuzzer {
         }
     }
 
-    private void judgeHostNow(Call call, boolean ok, String summary, Set<Path> named, Set<Path> legit,
-                              Set<Path> mountPoints, TreeSnapshot poolBefore, Map<Path, byte[]> metadataBefore) {
+    private void judgeHostNow(
+            Call call,
+            boolean ok,
+            String summary,
+            Set<Path> named,
+            Set<Path> legit,
+            Set<Path> mountPoints,
+            TreeSnapshot poolBefore,
+            Map<Path, byte[]> metadataBefore) {
         String method = call == null ? "raw socket" : call.rpc().name();
         if (!driver.isAlive()) {
             violations.add(sent, "driver died", method, summary, "the driver process exited; see its log");
@@ -498,8 +615,12 @@ final class Fuzzer {
                 legitMounted.add(mount.mountPoint());
             } else {
                 strays.add(mount);
-                violations.add(sent, "mount outside the requested paths", method, summary, "mounted " + mount
-                        + (ok ? "" : " although the request failed"));
+                violations.add(
+                        sent,
+                        "mount outside the requested paths",
+                        method,
+                        summary,
+                        "mounted " + mount + (ok ? "" : " although the request failed"));
             }
         }
         for (HostView.Mount gone : lastMounts.values()) {
@@ -513,7 +634,11 @@ final class Fuzzer {
             added.removeAll(lastLoops);
             Set<String> removed = new LinkedHashSet<>(lastLoops);
             removed.removeAll(loops);
-            violations.add(sent, "a refused request changed loop devices", method, summary,
+            violations.add(
+                    sent,
+                    "a refused request changed loop devices",
+                    method,
+                    summary,
                     "attached " + added + ", detached " + removed);
         }
         if (!strays.isEmpty()) {
@@ -523,11 +648,10 @@ final class Fuzzer {
             // Undone: what the request staged or published there is not for the teardown to take down.
             switch (call == null ? null : call.request()) {
                 case Csi.NodeStageVolumeRequest r ->
-                        templates.staged.remove(new Templates.Placement(r.getVolumeId(), r.getStagingTargetPath()));
+                    templates.staged.remove(new Templates.Placement(r.getVolumeId(), r.getStagingTargetPath()));
                 case Csi.NodePublishVolumeRequest r ->
-                        templates.published.remove(new Templates.Placement(r.getVolumeId(), r.getTargetPath()));
-                case null, default -> {
-                }
+                    templates.published.remove(new Templates.Placement(r.getVolumeId(), r.getTargetPath()));
+                case null, default -> {}
             }
         }
         // No check that DeleteVolume spares a volume staged on this node: once a ControllerUnpublish
@@ -540,18 +664,25 @@ final class Fuzzer {
         List<TreeSnapshot.Change> changes = outsideLast.changesTo(outside);
         if (!changes.isEmpty()) {
             violations.add(sent, "changed outside the pool and the scratch dirs", method, summary, describe(changes));
-            tree.repairOutside(changes.stream().filter(c -> c.before() == null).map(TreeSnapshot.Change::path).toList());
+            tree.repairOutside(changes.stream()
+                    .filter(c -> c.before() == null)
+                    .map(TreeSnapshot.Change::path)
+                    .toList());
             outside = tree.outside();
         }
         outsideLast = outside;
 
         TreeSnapshot scratch = tree.scratch();
         List<TreeSnapshot.Change> unasked = scratchLast.changesTo(scratch).stream()
-                .filter(c -> !allowed(c, legit)).toList();
+                .filter(c -> !allowed(c, legit))
+                .toList();
         if (!unasked.isEmpty()) {
-            violations.add(sent, "changed the kubelet tree outside the requested paths", method, summary,
-                    describe(unasked));
-            tree.repairScratch(unasked.stream().filter(c -> c.before() == null).map(TreeSnapshot.Change::path).toList());
+            violations.add(
+                    sent, "changed the kubelet tree outside the requested paths", method, summary, describe(unasked));
+            tree.repairScratch(unasked.stream()
+                    .filter(c -> c.before() == null)
+                    .map(TreeSnapshot.Change::path)
+                    .toList());
             scratch = tree.scratch();
         }
         scratchLast = scratch;
@@ -568,8 +699,9 @@ final class Fuzzer {
     /** A change in the scratch tree is fine at or below a legit path the request named, or as a new parent of one. */
     private boolean allowed(TreeSnapshot.Change change, Set<Path> legit) {
         Path path = change.path();
-        return legit.stream().anyMatch(l -> path.startsWith(l)
-                || (change.before() == null && l.startsWith(path) && path.startsWith(tree.kubelet())));
+        return legit.stream()
+                .anyMatch(l -> path.startsWith(l)
+                        || (change.before() == null && l.startsWith(path) && path.startsWith(tree.kubelet())));
     }
 
     /**
@@ -581,10 +713,13 @@ final class Fuzzer {
         for (HostView.Mount stray : strays) {
             HostView.unmount(stray.mountPoint());
         }
-        Set<String> stillUsed = HostView.mounts().stream().map(HostView.Mount::source).collect(Collectors.toSet());
-        Set<String> poolDevices = host.poolLoops().stream().map(HostView.Loop::device).collect(Collectors.toSet());
+        Set<String> stillUsed =
+                HostView.mounts().stream().map(HostView.Mount::source).collect(Collectors.toSet());
+        Set<String> poolDevices =
+                host.poolLoops().stream().map(HostView.Loop::device).collect(Collectors.toSet());
         for (HostView.Mount stray : strays) {
-            if (!stray.fsType().equals("devtmpfs") && poolDevices.contains(stray.source())
+            if (!stray.fsType().equals("devtmpfs")
+                    && poolDevices.contains(stray.source())
                     && !stillUsed.contains(stray.source())) {
                 detachSoon(stray.source());
             }
@@ -609,11 +744,13 @@ final class Fuzzer {
     }
 
     private Map<Integer, HostView.Mount> ownMounts() {
-        return host.ownMounts().stream().collect(Collectors.toMap(HostView.Mount::id, m -> m, (a, b) -> a, TreeMap::new));
+        return host.ownMounts().stream()
+                .collect(Collectors.toMap(HostView.Mount::id, m -> m, (a, b) -> a, TreeMap::new));
     }
 
     private Set<String> loops() {
-        return host.poolLoops().stream().map(l -> l.device() + " on " + l.backingFile().getFileName())
+        return host.poolLoops().stream()
+                .map(l -> l.device() + " on " + l.backingFile().getFileName())
                 .collect(Collectors.toCollection(java.util.TreeSet::new));
     }
 
@@ -632,7 +769,10 @@ final class Fuzzer {
             }
             paths.add(path.normalize());
             if (path.getParent() != null && path.getFileName() != null) {
-                paths.add(path.getParent().toRealPath().resolve(path.getFileName()).normalize());
+                paths.add(path.getParent()
+                        .toRealPath()
+                        .resolve(path.getFileName())
+                        .normalize());
             }
         } catch (InvalidPathException | IOException e) {
             // no such path: nothing can be mounted there
@@ -717,16 +857,22 @@ final class Fuzzer {
         for (Templates.Fixture f : templates.fixtures) {
             otherCalls++;
             try {
-                controller.controllerGetVolume(Csi.ControllerGetVolumeRequest.newBuilder().setVolumeId(f.id()).build());
+                controller.controllerGetVolume(Csi.ControllerGetVolumeRequest.newBuilder()
+                        .setVolumeId(f.id())
+                        .build());
             } catch (StatusRuntimeException e) {
-                violations.add(sent, "fixture lost", "ControllerGetVolume", "ControllerGetVolume of " + f.name(),
+                violations.add(
+                        sent,
+                        "fixture lost",
+                        "ControllerGetVolume",
+                        "ControllerGetVolume of " + f.name(),
                         e.getStatus().toString());
             }
         }
         for (HostView.Mount mount : ownMounts().values()) {
             if (!legitMounted.contains(mount.mountPoint())) {
-                violations.add(sent, "mount outside the requested paths", "-", "end of the run",
-                        "still mounted: " + mount);
+                violations.add(
+                        sent, "mount outside the requested paths", "-", "end of the run", "still mounted: " + mount);
             }
         }
     }
@@ -741,41 +887,64 @@ final class Fuzzer {
         List<Templates.Placement> published = new ArrayList<>(templates.published);
         for (Templates.Placement p : published.reversed()) {
             if (tree.isLegitPath(p.path())) {
-                teardownCall("NodeUnpublishVolume", Csi.NodeUnpublishVolumeRequest.newBuilder()
-                        .setVolumeId(p.volumeId()).setTargetPath(p.path()).build());
+                teardownCall(
+                        "NodeUnpublishVolume",
+                        Csi.NodeUnpublishVolumeRequest.newBuilder()
+                                .setVolumeId(p.volumeId())
+                                .setTargetPath(p.path())
+                                .build());
             }
         }
         // A block volume staged with a hostile staging path mounted nothing there: unstaging it with that
         // path, as a CO would, is the only way to have the driver detach its loop device.
         List<Templates.Placement> staged = new ArrayList<>(templates.staged);
         for (Templates.Placement s : staged.reversed()) {
-            teardownCall("NodeUnstageVolume", Csi.NodeUnstageVolumeRequest.newBuilder()
-                    .setVolumeId(s.volumeId()).setStagingTargetPath(s.path()).build());
+            teardownCall(
+                    "NodeUnstageVolume",
+                    Csi.NodeUnstageVolumeRequest.newBuilder()
+                            .setVolumeId(s.volumeId())
+                            .setStagingTargetPath(s.path())
+                            .build());
         }
         var controller = ControllerGrpc.newBlockingStub(channel).withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS);
         for (int round = 0; round < 2; round++) {
             otherCalls++;
             // A member of a group snapshot goes with its group, as a CO deletes it.
             Map<String, List<String>> groups = new TreeMap<>();
-            for (var entry : controller.listSnapshots(Csi.ListSnapshotsRequest.getDefaultInstance()).getEntriesList()) {
+            for (var entry : controller
+                    .listSnapshots(Csi.ListSnapshotsRequest.getDefaultInstance())
+                    .getEntriesList()) {
                 Csi.Snapshot snapshot = entry.getSnapshot();
                 if (snapshot.getGroupSnapshotId().isEmpty()) {
-                    teardownCall("DeleteSnapshot", Csi.DeleteSnapshotRequest.newBuilder()
-                            .setSnapshotId(snapshot.getSnapshotId()).build());
+                    teardownCall(
+                            "DeleteSnapshot",
+                            Csi.DeleteSnapshotRequest.newBuilder()
+                                    .setSnapshotId(snapshot.getSnapshotId())
+                                    .build());
                 } else {
                     groups.computeIfAbsent(snapshot.getGroupSnapshotId(), g -> new ArrayList<>())
                             .add(snapshot.getSnapshotId());
                 }
             }
-            groups.forEach((group, members) -> teardownCall("DeleteVolumeGroupSnapshot",
-                    Csi.DeleteVolumeGroupSnapshotRequest.newBuilder().setGroupSnapshotId(group)
-                            .addAllSnapshotIds(members).build()));
+            groups.forEach((group, members) -> teardownCall(
+                    "DeleteVolumeGroupSnapshot",
+                    Csi.DeleteVolumeGroupSnapshotRequest.newBuilder()
+                            .setGroupSnapshotId(group)
+                            .addAllSnapshotIds(members)
+                            .build()));
             otherCalls++;
-            for (var entry : controller.listVolumes(Csi.ListVolumesRequest.getDefaultInstance()).getEntriesList()) {
+            for (var entry : controller
+                    .listVolumes(Csi.ListVolumesRequest.getDefaultInstance())
+                    .getEntriesList()) {
                 String id = entry.getVolume().getVolumeId();
-                teardownCall("ControllerUnpublishVolume", Csi.ControllerUnpublishVolumeRequest.newBuilder()
-                        .setVolumeId(id).build());
-                teardownCall("DeleteVolume", Csi.DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
+                teardownCall(
+                        "ControllerUnpublishVolume",
+                        Csi.ControllerUnpublishVolumeRequest.newBuilder()
+                                .setVolumeId(id)
+                                .build());
+                teardownCall(
+                        "DeleteVolume",
+                        Csi.DeleteVolumeRequest.newBuilder().setVolumeId(id).build());
             }
         }
     }
@@ -784,10 +953,17 @@ final class Fuzzer {
         Rpc rpc = rpc(name);
         otherCalls++;
         try {
-            ClientCalls.blockingUnaryCall(channel, methods.get(rpc.fullName()),
-                    CallOptions.DEFAULT.withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS), request.toByteArray());
+            ClientCalls.blockingUnaryCall(
+                    channel,
+                    methods.get(rpc.fullName()),
+                    CallOptions.DEFAULT.withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS),
+                    request.toByteArray());
         } catch (StatusRuntimeException e) {
-            violations.add(sent, "teardown refused", name, "teardown: " + name + " " + shortText(request),
+            violations.add(
+                    sent,
+                    "teardown refused",
+                    name,
+                    "teardown: " + name + " " + shortText(request),
                     e.getStatus().getCode() + ": " + e.getStatus().getDescription());
         }
     }
@@ -802,18 +978,27 @@ final class Fuzzer {
             violations.add(sent, "left after teardown", "-", "end of the run", "still mounted: " + mount);
         }
         for (HostView.Loop loop : host.poolLoops()) {
-            violations.add(sent, "left after teardown", "-", "end of the run",
+            violations.add(
+                    sent,
+                    "left after teardown",
+                    "-",
+                    "end of the run",
                     "loop device " + loop.device() + " still attached to " + loop.backingFile());
         }
         List<TreeSnapshot.Change> outside = outsideOriginal.changesTo(tree.outside());
         if (!outside.isEmpty()) {
-            violations.add(sent, "changed outside the pool and the scratch dirs", "-", "end of the run",
-                    describe(outside));
+            violations.add(
+                    sent, "changed outside the pool and the scratch dirs", "-", "end of the run", describe(outside));
         }
         List<TreeSnapshot.Change> scratch = scratchOriginal.changesTo(tree.scratch()).stream()
-                .filter(c -> !allowed(c, legitNamed)).toList();
+                .filter(c -> !allowed(c, legitNamed))
+                .toList();
         if (!scratch.isEmpty()) {
-            violations.add(sent, "changed the kubelet tree outside the requested paths", "-", "end of the run",
+            violations.add(
+                    sent,
+                    "changed the kubelet tree outside the requested paths",
+                    "-",
+                    "end of the run",
                     describe(scratch));
         }
     }
@@ -822,12 +1007,12 @@ final class Fuzzer {
     String statistics() {
         int slots = rpcs.stream().mapToInt(r -> r.slots().size()).sum();
         StringBuilder out = new StringBuilder("fuzz: sent by kind: " + kinds + "\n");
-        out.append("fuzz: %d s waiting for gRPC answers, %d s on raw connections, %d s checking the host%n".formatted(
-                driverNanos / 1_000_000_000, rawNanos / 1_000_000_000, checkNanos / 1_000_000_000));
-        out.append("fuzz: %d of %d string fields of %d methods got hostile values%n".formatted(slotsFuzzed.size(), slots,
-                rpcs.size()));
-        answers.forEach((method, codes) -> out.append("fuzz:   %s %s, %d ms%n".formatted(method, codes,
-                methodNanos.getOrDefault(method, 0L) / 1_000_000)));
+        out.append("fuzz: %d s waiting for gRPC answers, %d s on raw connections, %d s checking the host%n"
+                .formatted(driverNanos / 1_000_000_000, rawNanos / 1_000_000_000, checkNanos / 1_000_000_000));
+        out.append("fuzz: %d of %d string fields of %d methods got hostile values%n"
+                .formatted(slotsFuzzed.size(), slots, rpcs.size()));
+        answers.forEach((method, codes) -> out.append(
+                "fuzz:   %s %s, %d ms%n".formatted(method, codes, methodNanos.getOrDefault(method, 0L) / 1_000_000)));
         return out.toString();
     }
 

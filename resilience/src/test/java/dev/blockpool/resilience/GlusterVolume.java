@@ -35,9 +35,15 @@ final class GlusterVolume implements AutoCloseable {
     /** glusterd's management port: its brick processes find it only there. */
     static final int GLUSTERD_PORT = 24007;
     /** The volume options docs/deploy.md asks of a pool's volume: no client cache serves old records. */
-    static final List<String> COHERENT = List.of("performance.quick-read", "performance.stat-prefetch",
-            "performance.io-cache", "performance.read-ahead", "performance.readdir-ahead",
-            "performance.write-behind", "performance.open-behind");
+    static final List<String> COHERENT = List.of(
+            "performance.quick-read",
+            "performance.stat-prefetch",
+            "performance.io-cache",
+            "performance.read-ahead",
+            "performance.readdir-ahead",
+            "performance.write-behind",
+            "performance.open-behind");
+
     private static final String VOLUME = "blockpool-test";
     private static final Duration CALL_TIMEOUT = Duration.ofSeconds(60);
     private static final Duration START_TIMEOUT = Duration.ofSeconds(30);
@@ -119,9 +125,16 @@ final class GlusterVolume implements AutoCloseable {
                     option ping-timeout 0
                     option event-threads 1
                 end-volume
-                """.formatted(dir.resolve("state"), dir.resolve("run"), cliSocket(), GLUSTERD_PORT));
-        run("glusterd", "-f", dir.resolve("glusterd.vol").toString(), "-p", pidFile().toString(),
-                "-l", dir.resolve("logs/glusterd.log").toString());
+                """.formatted(
+                        dir.resolve("state"), dir.resolve("run"), cliSocket(), GLUSTERD_PORT));
+        run(
+                "glusterd",
+                "-f",
+                dir.resolve("glusterd.vol").toString(),
+                "-p",
+                pidFile().toString(),
+                "-l",
+                dir.resolve("logs/glusterd.log").toString());
         await(() -> Files.exists(cliSocket()), "glusterd's socket " + cliSocket());
     }
 
@@ -129,9 +142,13 @@ final class GlusterVolume implements AutoCloseable {
         Files.createDirectories(mountPoint);
         mounts.add(mountPoint);
         String name = mountPoint.getFileName().toString();
-        run("glusterfs", "--volfile-server=" + host, "--volfile-id=" + VOLUME,
+        run(
+                "glusterfs",
+                "--volfile-server=" + host,
+                "--volfile-id=" + VOLUME,
                 "--pid-file=" + dir.resolve("run/mount-" + name + ".pid"),
-                "--log-file=" + dir.resolve("logs/mount-" + name + ".log"), mountPoint.toString());
+                "--log-file=" + dir.resolve("logs/mount-" + name + ".log"),
+                mountPoint.toString());
         await(() -> isMounted(mountPoint), "the FUSE mount at " + mountPoint);
     }
 
@@ -140,7 +157,9 @@ final class GlusterVolume implements AutoCloseable {
     public void close() {
         List<String> problems = new ArrayList<>();
         for (Path mountPoint : mounts.reversed()) {
-            if (isMounted(mountPoint) && !RUNNER.run(CALL_TIMEOUT, List.of("umount", mountPoint.toString())).ok()) {
+            if (isMounted(mountPoint)
+                    && !RUNNER.run(CALL_TIMEOUT, List.of("umount", mountPoint.toString()))
+                            .ok()) {
                 // still open somewhere: detach it now, its FUSE process ends once it is unused
                 CommandRunner.Result lazy = RUNNER.run(CALL_TIMEOUT, List.of("umount", "-l", mountPoint.toString()));
                 if (!lazy.ok()) {
@@ -173,7 +192,8 @@ final class GlusterVolume implements AutoCloseable {
     /** glusterd's pid file and those of every brick and mount process it or this class started. */
     private List<Path> pidFiles() {
         try (Stream<Path> files = Files.walk(dir.resolve("run"))) {
-            List<Path> found = new ArrayList<>(files.filter(p -> p.toString().endsWith(".pid")).toList());
+            List<Path> found = new ArrayList<>(
+                    files.filter(p -> p.toString().endsWith(".pid")).toList());
             found.remove(pidFile());
             found.add(pidFile()); // glusterd last: it answers the volume's stop
             return found;
@@ -184,7 +204,8 @@ final class GlusterVolume implements AutoCloseable {
 
     private static Optional<ProcessHandle> processOf(Path pidFile) {
         try {
-            return ProcessHandle.of(Long.parseLong(Files.readString(pidFile).strip())).filter(ProcessHandle::isAlive);
+            return ProcessHandle.of(Long.parseLong(Files.readString(pidFile).strip()))
+                    .filter(ProcessHandle::isAlive);
         } catch (IOException | NumberFormatException e) {
             return Optional.empty();
         }
@@ -224,7 +245,8 @@ final class GlusterVolume implements AutoCloseable {
 
     static boolean isMounted(Path mountPoint) {
         Path wanted = LoopSysfs.canonical(mountPoint);
-        return new ProcMountTable().mounts().stream().anyMatch(m -> m.mountPoint().equals(wanted));
+        return new ProcMountTable()
+                .mounts().stream().anyMatch(m -> m.mountPoint().equals(wanted));
     }
 
     /** Waits for something a daemon does after its start command returned; a wait, never a judgement of speed. */

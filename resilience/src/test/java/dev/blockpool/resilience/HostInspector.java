@@ -55,17 +55,21 @@ final class HostInspector {
     // Mounts and loop devices.
 
     List<MountInfo> mountsUnder() {
-        return new ProcMountTable().mounts().stream().filter(m -> m.mountPoint().startsWith(dir)).toList();
+        return new ProcMountTable()
+                .mounts().stream().filter(m -> m.mountPoint().startsWith(dir)).toList();
     }
 
     List<MountInfo> mountsAt(Path path) {
         Path wanted = LoopSysfs.canonical(path);
-        return new ProcMountTable().mounts().stream().filter(m -> m.mountPoint().equals(wanted)).toList();
+        return new ProcMountTable()
+                .mounts().stream().filter(m -> m.mountPoint().equals(wanted)).toList();
     }
 
     /** Loop devices bound to any file in the pool, including images deleted while bound. */
     List<LoopDevice> poolLoops() {
-        return loops.list().stream().filter(l -> l.backingFile().startsWith(pool)).toList();
+        return loops.list().stream()
+                .filter(l -> l.backingFile().startsWith(pool))
+                .toList();
     }
 
     List<LoopDevice> loopsOf(String volumeId) {
@@ -75,7 +79,8 @@ final class HostInspector {
 
     /** The filesystem blkid finds on the device, "none" when it finds none. */
     String filesystemOn(LoopDevice loop) {
-        CommandRunner.Result result = RUNNER.run("blkid", "-p", "-o", "value", "-s", "TYPE", loop.device().toString());
+        CommandRunner.Result result = RUNNER.run(
+                "blkid", "-p", "-o", "value", "-s", "TYPE", loop.device().toString());
         return result.ok() && !result.stdout().isBlank() ? result.stdout().strip() : "none";
     }
 
@@ -96,8 +101,7 @@ final class HostInspector {
     // The pool's files.
 
     /** The files of one pool directory: images by ID with their sizes, metadata by ID, temporary files. */
-    record PoolFiles(Map<String, Long> images, Set<String> metadata, List<String> temporary, List<String> other) {
-    }
+    record PoolFiles(Map<String, Long> images, Set<String> metadata, List<String> temporary, List<String> other) {}
 
     PoolFiles poolFiles(String kind) {
         Map<String, Long> images = new TreeMap<>();
@@ -133,7 +137,8 @@ final class HostInspector {
     private boolean reconciled() {
         for (String kind : List.of("volumes", "snapshots")) {
             PoolFiles files = poolFiles(kind);
-            if (!files.temporary().isEmpty() || !files.metadata().containsAll(files.images().keySet())) {
+            if (!files.temporary().isEmpty()
+                    || !files.metadata().containsAll(files.images().keySet())) {
                 return false;
             }
         }
@@ -164,18 +169,20 @@ final class HostInspector {
      * Temporary metadata files keep the process ID in their names, so one may be left by an
      * earlier kill: they stay until the reconcile's settle time has passed.
      */
-    record KillPoint(String category, String detail) {
-    }
+    record KillPoint(String category, String detail) {}
 
     KillPoint describe(String id, Optional<CallerModel.Volume> volume, CallerModel model) {
         String kind = id.startsWith("snap-") ? "snapshots" : "volumes";
         PoolFiles files = poolFiles(kind);
         Long imageSize = files.images().get(id);
         boolean committed = files.metadata().contains(id);
-        long temps = files.temporary().stream().filter(t -> t.startsWith(id + ".")).count();
+        long temps =
+                files.temporary().stream().filter(t -> t.startsWith(id + ".")).count();
         List<String> category = new ArrayList<>();
-        category.add(imageSize != null ? (committed ? "image+metadata" : "image without metadata")
-                : (committed ? "metadata without image" : "no files"));
+        category.add(
+                imageSize != null
+                        ? (committed ? "image+metadata" : "image without metadata")
+                        : (committed ? "metadata without image" : "no files"));
         if (temps > 0) {
             category.add("temporary metadata");
         }
@@ -205,9 +212,15 @@ final class HostInspector {
             List<LoopDevice> bound = loopsOf(v.id);
             String fs = bound.isEmpty() || v.kind == Kind.BLOCK ? "" : " " + filesystemOn(bound.getFirst());
             category.add(bound.size() + " loop" + fs);
-            detail.append("; loops: ").append(bound.isEmpty() ? "none" : bound.stream()
-                    .map(l -> l.name() + " " + l.sizeBytes() / CallerModel.MiB + " MiB" + (l.autoclear() ? " autoclear" : ""))
-                    .toList() + fs);
+            detail.append("; loops: ")
+                    .append(
+                            bound.isEmpty()
+                                    ? "none"
+                                    : bound.stream()
+                                                    .map(l -> l.name() + " " + l.sizeBytes() / CallerModel.MiB + " MiB"
+                                                            + (l.autoclear() ? " autoclear" : ""))
+                                                    .toList()
+                                            + fs);
             Map<String, Path> paths = new java.util.LinkedHashMap<>();
             paths.put("staging", model.staging(v));
             OperationGenerator.PODS.forEach(pod -> paths.put("target " + pod, model.target(v, pod)));
@@ -251,7 +264,8 @@ final class HostInspector {
                 cleaned.add("could not delete " + dir + ": " + e);
             }
         } else {
-            cleaned.add("still mounted, so kept: " + mountsUnder().stream().map(MountInfo::mountPoint).toList());
+            cleaned.add("still mounted, so kept: "
+                    + mountsUnder().stream().map(MountInfo::mountPoint).toList());
         }
         return cleaned;
     }
@@ -263,9 +277,13 @@ final class HostInspector {
     List<String> releaseMountsAndLoops() {
         List<String> cleaned = new ArrayList<>();
         for (int round = 0; round < 5 && !mountsUnder().isEmpty(); round++) {
-            for (MountInfo mount : mountsUnder().stream().sorted(Comparator
-                    .comparingInt((MountInfo m) -> m.mountPoint().getNameCount()).reversed()
-                    .thenComparing(Comparator.comparingInt(MountInfo::mountId).reversed())).toList()) {
+            for (MountInfo mount : mountsUnder().stream()
+                    .sorted(Comparator.comparingInt(
+                                    (MountInfo m) -> m.mountPoint().getNameCount())
+                            .reversed()
+                            .thenComparing(
+                                    Comparator.comparingInt(MountInfo::mountId).reversed()))
+                    .toList()) {
                 cleaned.add("umount -l " + mount.mountPoint());
                 RUNNER.run("umount", "--lazy", mount.mountPoint().toString());
             }

@@ -30,8 +30,7 @@ final class HostView {
     }
 
     /** A loop device and the file behind it. */
-    record Loop(String device, Path backingFile) {
-    }
+    record Loop(String device, Path backingFile) {}
 
     private final Path root;
     private final Path pool;
@@ -51,8 +50,8 @@ final class HostView {
                 if (point.endsWith("//deleted")) {
                     point = point.substring(0, point.length() - "//deleted".length());
                 }
-                mounts.add(new Mount(Integer.parseInt(f[0]), Path.of(point), unescape(f[3]), f[dash + 1],
-                        unescape(f[dash + 2])));
+                mounts.add(new Mount(
+                        Integer.parseInt(f[0]), Path.of(point), unescape(f[3]), f[dash + 1], unescape(f[dash + 2])));
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -65,7 +64,9 @@ final class HostView {
         StringBuilder out = new StringBuilder();
         for (int i = 0; i < field.length(); i++) {
             char c = field.charAt(i);
-            if (c == '\\' && i + 3 < field.length() && field.substring(i + 1, i + 4).matches("[0-7]{3}")) {
+            if (c == '\\'
+                    && i + 3 < field.length()
+                    && field.substring(i + 1, i + 4).matches("[0-7]{3}")) {
                 out.append((char) Integer.parseInt(field.substring(i + 1, i + 4), 8));
                 i += 3;
             } else {
@@ -107,8 +108,11 @@ final class HostView {
      */
     List<Mount> ownMounts() {
         Set<String> devices = poolLoops().stream().map(Loop::device).collect(Collectors.toSet());
-        return mounts().stream().filter(m -> m.mountPoint().startsWith(root) || devices.contains(m.source())
-                || (m.fsType().equals("devtmpfs") && devices.contains("/dev" + m.root()))).toList();
+        return mounts().stream()
+                .filter(m -> m.mountPoint().startsWith(root)
+                        || devices.contains(m.source())
+                        || (m.fsType().equals("devtmpfs") && devices.contains("/dev" + m.root())))
+                .toList();
     }
 
     /** Lazily unmounts one mount point, not following symlinks on the way. */
@@ -124,7 +128,8 @@ final class HostView {
     void forceCleanUp() {
         for (int attempt = 0; attempt < 5; attempt++) {
             List<Mount> mounts = ownMounts().stream()
-                    .sorted(Comparator.comparingInt((Mount m) -> m.mountPoint().getNameCount()).reversed()
+                    .sorted(Comparator.comparingInt((Mount m) -> m.mountPoint().getNameCount())
+                            .reversed()
                             .thenComparing(Comparator.comparingInt(Mount::id).reversed()))
                     .toList();
             if (mounts.isEmpty()) {
@@ -137,8 +142,10 @@ final class HostView {
 
     static boolean run(String... command) {
         try {
-            Process process = new ProcessBuilder(command).redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            Process process = new ProcessBuilder(command)
+                    .redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                    .start();
             if (!process.waitFor(30, TimeUnit.SECONDS)) {
                 process.destroyForcibly();
                 return false;

@@ -22,7 +22,14 @@ final class HostileValues {
     }
 
     /** What kind of field a value goes into: each kind gets its own share of the values that fit it. */
-    enum Kind { PATH, ID, FS_TYPE, MOUNT_FLAG, MAP_KEY, OTHER }
+    enum Kind {
+        PATH,
+        ID,
+        FS_TYPE,
+        MOUNT_FLAG,
+        MAP_KEY,
+        OTHER
+    }
 
     private static final String HUGE_10K = "a".repeat(10 * 1024);
     private static final String HUGE_1M = "b".repeat(1024 * 1024);
@@ -120,9 +127,17 @@ final class HostileValues {
         add(mountFlags, ",,,", "only commas");
         add(mountFlags, "ro\nrw", "newline between flags");
 
-        for (String key : new String[] {"fsType", "allocation", "size", "readonly", "csi.storage.k8s.io/ephemeral",
-                "csi.storage.k8s.io/pod.name", "csi.storage.k8s.io/pvc/name", "topology.blockpool.csi.dev/node",
-                "storage.kubernetes.io/csiProvisionerIdentity"}) {
+        for (String key : new String[] {
+            "fsType",
+            "allocation",
+            "size",
+            "readonly",
+            "csi.storage.k8s.io/ephemeral",
+            "csi.storage.k8s.io/pod.name",
+            "csi.storage.k8s.io/pvc/name",
+            "topology.blockpool.csi.dev/node",
+            "storage.kubernetes.io/csiProvisionerIdentity"
+        }) {
             add(mapKeys, key, "key " + key);
         }
     }
@@ -138,14 +153,18 @@ final class HostileValues {
             return new Value(HUGE_1M, "1 MiB of 'b'");
         }
         return switch (kind) {
-            case PATH -> roll < 55 ? pick(hostilePaths.get()) : roll < 70 ? pick(legitPaths.get())
-                    : roll < 80 ? pick(realIds.get()) : pick(general);
+            case PATH ->
+                roll < 55
+                        ? pick(hostilePaths.get())
+                        : roll < 70 ? pick(legitPaths.get()) : roll < 80 ? pick(realIds.get()) : pick(general);
             case ID -> roll < 40 ? pick(realIds.get()) : roll < 55 ? pick(hostilePaths.get()) : pick(general);
             case FS_TYPE -> roll < 50 ? pick(fsTypes) : roll < 60 ? pick(hostilePaths.get()) : pick(general);
             case MOUNT_FLAG -> roll < 55 ? pick(mountFlags) : roll < 65 ? pick(hostilePaths.get()) : pick(general);
             case MAP_KEY -> roll < 30 ? pick(mapKeys) : roll < 40 ? pick(hostilePaths.get()) : pick(general);
-            case OTHER -> roll < 15 ? pick(hostilePaths.get()) : roll < 25 ? pick(realIds.get())
-                    : roll < 35 ? pick(fsTypes) : pick(general);
+            case OTHER ->
+                roll < 15
+                        ? pick(hostilePaths.get())
+                        : roll < 25 ? pick(realIds.get()) : roll < 35 ? pick(fsTypes) : pick(general);
         };
     }
 

@@ -28,8 +28,7 @@ class LauncherTest {
     @TempDir
     Path dir;
 
-    private record Run(int exit, String stdout, String stderr) {
-    }
+    private record Run(int exit, String stdout, String stderr) {}
 
     @BeforeEach
     void theBuildPackagedTheDriver() {
@@ -39,14 +38,19 @@ class LauncherTest {
     private Run run(String javaOptions, String... command) throws IOException, InterruptedException {
         Path out = dir.resolve("stdout");
         Path err = dir.resolve("stderr");
-        ProcessBuilder builder = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile());
+        ProcessBuilder builder =
+                new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile());
         builder.environment().put("BLOCKPOOL_JAR", JAR.toString());
         builder.environment().put("BLOCKPOOL_JAVA_OPTS", javaOptions);
         builder.environment().put("CSI_ENDPOINT", "unix://" + dir.resolve("no-plugin.sock"));
         builder.environment().remove("BLOCKPOOL_AOT_CACHE");
         Process process = builder.start();
-        assertThat(process.waitFor(60, TimeUnit.SECONDS)).as("%s finished", List.of(command)).isTrue();
-        return new Run(process.exitValue(), Files.readString(out, StandardCharsets.UTF_8),
+        assertThat(process.waitFor(60, TimeUnit.SECONDS))
+                .as("%s finished", List.of(command))
+                .isTrue();
+        return new Run(
+                process.exitValue(),
+                Files.readString(out, StandardCharsets.UTF_8),
                 Files.readString(err, StandardCharsets.UTF_8));
     }
 
@@ -72,12 +76,16 @@ class LauncherTest {
         assertThat(eagerCompilation(run(listing, driver(), "--version"))).isTrue();
         assertThat(eagerCompilation(run(listing, flexVolume(), "init"))).isFalse();
         // The operator's way back to compiling on the JIT's own counts.
-        assertThat(eagerCompilation(run("-XX:-AOTCompileEagerly " + listing, driver(), "--version"))).isFalse();
+        assertThat(eagerCompilation(run("-XX:-AOTCompileEagerly " + listing, driver(), "--version")))
+                .isFalse();
     }
 
     private static boolean eagerCompilation(Run run) {
         assertThat(run.exit()).isZero();
-        String line = run.stderr().lines().filter(l -> l.contains(" AOTCompileEagerly ")).findFirst()
+        String line = run.stderr()
+                .lines()
+                .filter(l -> l.contains(" AOTCompileEagerly "))
+                .findFirst()
                 .orElseThrow(() -> new AssertionError("the JVM listed no AOTCompileEagerly:\n" + run.stderr()));
         return line.matches(".*=\\s*true\\s.*");
     }
@@ -94,7 +102,8 @@ class LauncherTest {
 
     @Test
     void heapSizesThatFitKeepTheCache() throws Exception {
-        assertThat(run("-Xms32m -Xmx128m -XX:AOTMode=on", driver(), "--version").stderr()).isEmpty();
+        assertThat(run("-Xms32m -Xmx128m -XX:AOTMode=on", driver(), "--version").stderr())
+                .isEmpty();
     }
 
     @Test

@@ -112,8 +112,8 @@ class MultiNodeTest {
         Path mountA = dir.resolve("gluster/mnt-A");
         Path mountB = dir.resolve("gluster/mnt-B");
         gluster = GlusterVolume.start(dir.resolve("gluster"), List.of(mountA, mountB));
-        controller = serving(new DriverProcess(Files.createDirectories(dir.resolve("controller")), mountA,
-                "controller", "controller-1", "info"));
+        controller = serving(new DriverProcess(
+                Files.createDirectories(dir.resolve("controller")), mountA, "controller", "controller-1", "info"));
         nodeA = node("nodeA", mountA);
         nodeB = node("nodeB", mountB);
     }
@@ -121,8 +121,8 @@ class MultiNodeTest {
     private Node node(String id, Path pool) throws Exception {
         Path home = Files.createDirectories(dir.resolve(id));
         Files.createDirectories(home.resolve("kubelet/plugins/staging"));
-        DriverProcess plugin = serving(new DriverProcess(Files.createDirectories(home.resolve("driver")), pool, "node",
-                id, "info"));
+        DriverProcess plugin =
+                serving(new DriverProcess(Files.createDirectories(home.resolve("driver")), pool, "node", id, "info"));
         return new Node(id, home, pool, plugin, new HostInspector(home, pool));
     }
 
@@ -138,8 +138,9 @@ class MultiNodeTest {
             return;
         }
         List<String> left = new ArrayList<>();
-        for (DriverProcess driver : new DriverProcess[] {controller, nodeA == null ? null : nodeA.plugin(),
-                nodeB == null ? null : nodeB.plugin()}) {
+        for (DriverProcess driver : new DriverProcess[] {
+            controller, nodeA == null ? null : nodeA.plugin(), nodeB == null ? null : nodeB.plugin()
+        }) {
             if (driver != null) {
                 driver.close();
             }
@@ -153,7 +154,8 @@ class MultiNodeTest {
             gluster.close();
         }
         HostInspector whole = new HostInspector(dir, dir);
-        left.addAll(whole.mountsUnder().stream().map(m -> "mount " + m.mountPoint()).toList());
+        left.addAll(
+                whole.mountsUnder().stream().map(m -> "mount " + m.mountPoint()).toList());
         List<String> cleanUp = whole.cleanUp();
         if (!left.isEmpty()) {
             left.addAll(cleanUp);
@@ -166,15 +168,19 @@ class MultiNodeTest {
     @Order(1)
     void everyNodeRegistersInThePoolWhereTheControllerSeesIt() throws IOException {
         for (Node node : List.of(nodeA, nodeB)) {
-            assertThat(node.plugin().node().nodeGetInfo(NodeGetInfoRequest.getDefaultInstance()).getNodeId())
+            assertThat(node.plugin()
+                            .node()
+                            .nodeGetInfo(NodeGetInfoRequest.getDefaultInstance())
+                            .getNodeId())
                     .isEqualTo(node.id());
             // written through the node's own mount, read through the controller's
             assertThat(Files.readString(controller.pool().resolve("nodes").resolve(node.id() + ".json")))
                     .contains("\"nodeId\" : \"" + node.id() + "\"");
         }
         String volumeId = createVolume("registered", mount(Mode.SINGLE_NODE_WRITER), 16 * MIB);
-        StatusRuntimeException unknown = failure(() -> controllerPublish(volumeId, "nodeC", mount(
-                Mode.SINGLE_NODE_WRITER), false), Status.Code.NOT_FOUND);
+        StatusRuntimeException unknown = failure(
+                () -> controllerPublish(volumeId, "nodeC", mount(Mode.SINGLE_NODE_WRITER), false),
+                Status.Code.NOT_FOUND);
         assertThat(unknown.getStatus().getDescription()).contains("node \"nodeC\" is not registered with the pool");
         deleteVolume(volumeId);
     }
@@ -187,14 +193,15 @@ class MultiNodeTest {
         controllerPublish(volumeId, nodeA.id(), capability, false);
         Payload written = attachAndWrite(nodeA, volumeId, capability);
 
-        StatusRuntimeException refused = failure(() -> controllerPublish(volumeId, nodeB.id(), capability, false),
-                Status.Code.FAILED_PRECONDITION);
+        StatusRuntimeException refused = failure(
+                () -> controllerPublish(volumeId, nodeB.id(), capability, false), Status.Code.FAILED_PRECONDITION);
         assertThat(refused.getStatus().getDescription()).contains("already published to node nodeA");
 
         detachEverywhere(nodeA, volumeId);
         controllerPublish(volumeId, nodeB.id(), capability, false);
         stageAndPublish(nodeB, volumeId, capability, false);
-        assertThat(PodData.verify(nodeB.target(volumeId), Kind.EXT4, Map.of("data", written))).isEmpty();
+        assertThat(PodData.verify(nodeB.target(volumeId), Kind.EXT4, Map.of("data", written)))
+                .isEmpty();
         detachEverywhere(nodeB, volumeId);
         deleteVolume(volumeId);
     }
@@ -214,9 +221,11 @@ class MultiNodeTest {
             stageAndPublish(node, volumeId, readers, true);
         }
         for (Node node : List.of(nodeA, nodeB)) {
-            assertThat(PodData.verify(node.target(volumeId), Kind.EXT4, Map.of("data", written))).isEmpty();
+            assertThat(PodData.verify(node.target(volumeId), Kind.EXT4, Map.of("data", written)))
+                    .isEmpty();
             assertThatThrownBy(() -> Files.writeString(node.target(volumeId).resolve("data"), "x"))
-                    .as("a write on %s", node.id()).isInstanceOf(IOException.class)
+                    .as("a write on %s", node.id())
+                    .isInstanceOf(IOException.class)
                     .hasMessageContaining("Read-only file system");
         }
         for (Node node : List.of(nodeA, nodeB)) {
@@ -230,11 +239,15 @@ class MultiNodeTest {
     void multiNodeMultiWriterBlockVolumesOnlyWhereAdvertised() {
         String volumeId = createVolume("many-writers", block(Mode.SINGLE_NODE_WRITER), 16 * MIB);
         try {
-            var answer = controller.controller().validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest
-                    .newBuilder().setVolumeId(volumeId).addVolumeCapabilities(block(Mode.MULTI_NODE_MULTI_WRITER))
-                    .build());
-            assumeTrue(answer.hasConfirmed(), () -> "skipped: MULTI_NODE_MULTI_WRITER is not advertised ("
-                    + answer.getMessage() + ")");
+            var answer = controller
+                    .controller()
+                    .validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
+                            .setVolumeId(volumeId)
+                            .addVolumeCapabilities(block(Mode.MULTI_NODE_MULTI_WRITER))
+                            .build());
+            assumeTrue(
+                    answer.hasConfirmed(),
+                    () -> "skipped: MULTI_NODE_MULTI_WRITER is not advertised (" + answer.getMessage() + ")");
         } finally {
             deleteVolume(volumeId);
         }
@@ -250,21 +263,38 @@ class MultiNodeTest {
         Payload written = PodData.writeDevice(nodeA.target(volumeId), 8 * MIB, randomBytes(MIB));
         detachEverywhere(nodeA, volumeId);
 
-        String snapshotId = controller.controller().createSnapshot(CreateSnapshotRequest.newBuilder()
-                .setName("snapshot").setSourceVolumeId(volumeId).build()).getSnapshot().getSnapshotId();
-        assertThat(Files.readString(controller.log())).contains("created snapshot " + snapshotId)
+        String snapshotId = controller
+                .controller()
+                .createSnapshot(CreateSnapshotRequest.newBuilder()
+                        .setName("snapshot")
+                        .setSourceVolumeId(volumeId)
+                        .build())
+                .getSnapshot()
+                .getSnapshotId();
+        assertThat(Files.readString(controller.log()))
+                .contains("created snapshot " + snapshotId)
                 .contains("of volume " + volumeId + " by SPARSE_COPY");
-        String restoredId = controller.controller().createVolume(createRequest("restored", List.of(capability),
-                64 * MIB).setVolumeContentSource(VolumeContentSource.newBuilder().setSnapshot(
-                        VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(snapshotId))).build())
-                .getVolume().getVolumeId();
+        String restoredId = controller
+                .controller()
+                .createVolume(createRequest("restored", List.of(capability), 64 * MIB)
+                        .setVolumeContentSource(VolumeContentSource.newBuilder()
+                                .setSnapshot(VolumeContentSource.SnapshotSource.newBuilder()
+                                        .setSnapshotId(snapshotId)))
+                        .build())
+                .getVolume()
+                .getVolumeId();
         controllerPublish(restoredId, nodeB.id(), capability, false);
         stageAndPublish(nodeB, restoredId, capability, false);
-        assertThat(PodData.verify(nodeB.target(restoredId), Kind.BLOCK, Map.of("data", written))).isEmpty();
+        assertThat(PodData.verify(nodeB.target(restoredId), Kind.BLOCK, Map.of("data", written)))
+                .isEmpty();
         detachEverywhere(nodeB, restoredId);
 
         deleteVolume(restoredId);
-        controller.controller().deleteSnapshot(DeleteSnapshotRequest.newBuilder().setSnapshotId(snapshotId).build());
+        controller
+                .controller()
+                .deleteSnapshot(DeleteSnapshotRequest.newBuilder()
+                        .setSnapshotId(snapshotId)
+                        .build());
         deleteVolume(volumeId);
     }
 
@@ -277,10 +307,13 @@ class MultiNodeTest {
         Payload written = attachAndWrite(nodeB, volumeId, capability);
 
         nodeB.plugin().kill();
-        assertThat(nodeB.host().mountsAt(nodeB.target(volumeId))).as("the pod's mount outlives the plugin").hasSize(1);
+        assertThat(nodeB.host().mountsAt(nodeB.target(volumeId)))
+                .as("the pod's mount outlives the plugin")
+                .hasSize(1);
         serving(nodeB.plugin());
         // the restarted plugin knows the volume from the pool and the mount table alone
-        assertThat(PodData.verify(nodeB.target(volumeId), Kind.EXT4, Map.of("data", written))).isEmpty();
+        assertThat(PodData.verify(nodeB.target(volumeId), Kind.EXT4, Map.of("data", written)))
+                .isEmpty();
         detachEverywhere(nodeB, volumeId);
         deleteVolume(volumeId);
     }
@@ -302,11 +335,16 @@ class MultiNodeTest {
         assertThat(nodeA.host().releaseMountsAndLoops()).isNotEmpty();
         failure(() -> controllerPublish(volumeId, nodeB.id(), capability, false), Status.Code.FAILED_PRECONDITION);
 
-        controller.controller().controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder()
-                .setVolumeId(volumeId).setNodeId(nodeA.id()).build());
+        controller
+                .controller()
+                .controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .setNodeId(nodeA.id())
+                        .build());
         controllerPublish(volumeId, nodeB.id(), capability, false);
         stageAndPublish(nodeB, volumeId, capability, false);
-        assertThat(PodData.verify(nodeB.target(volumeId), Kind.EXT4, Map.of("data", written))).isEmpty();
+        assertThat(PodData.verify(nodeB.target(volumeId), Kind.EXT4, Map.of("data", written)))
+                .isEmpty();
         detachEverywhere(nodeB, volumeId);
         deleteVolume(volumeId);
         serving(nodeA.plugin()); // for the flows after this one
@@ -316,13 +354,25 @@ class MultiNodeTest {
     @Test
     @Order(8)
     void aSecondControllerOnThePoolStandsBy() throws Exception {
-        try (DriverProcess second = serving(new DriverProcess(Files.createDirectories(dir.resolve("controller-2")),
-                nodeB.pool(), "controller", "controller-2", "info"))) {
-            assertThat(second.identity().probe(ProbeRequest.getDefaultInstance()).getReady().getValue()).isFalse();
-            StatusRuntimeException refused = failure(() -> second.controller().createVolume(createRequest("second",
-                    List.of(mount(Mode.SINGLE_NODE_WRITER)), 16 * MIB).build()), Status.Code.FAILED_PRECONDITION);
-            assertThat(refused.getStatus().getDescription()).contains("another controller acts on the pool (pid "
-                    + controller.handle().pid());
+        try (DriverProcess second = serving(new DriverProcess(
+                Files.createDirectories(dir.resolve("controller-2")),
+                nodeB.pool(),
+                "controller",
+                "controller-2",
+                "info"))) {
+            assertThat(second.identity()
+                            .probe(ProbeRequest.getDefaultInstance())
+                            .getReady()
+                            .getValue())
+                    .isFalse();
+            StatusRuntimeException refused = failure(
+                    () -> second.controller()
+                            .createVolume(createRequest("second", List.of(mount(Mode.SINGLE_NODE_WRITER)), 16 * MIB)
+                                    .build()),
+                    Status.Code.FAILED_PRECONDITION);
+            assertThat(refused.getStatus().getDescription())
+                    .contains("another controller acts on the pool (pid "
+                            + controller.handle().pid());
         }
     }
 
@@ -333,37 +383,63 @@ class MultiNodeTest {
     }
 
     private String createVolume(String name, List<VolumeCapability> capabilities, long bytes) {
-        return controller.controller().createVolume(createRequest(name, capabilities, bytes).build()).getVolume()
+        return controller
+                .controller()
+                .createVolume(createRequest(name, capabilities, bytes).build())
+                .getVolume()
                 .getVolumeId();
     }
 
-    private static CreateVolumeRequest.Builder createRequest(String name, List<VolumeCapability> capabilities,
-                                                             long bytes) {
-        return CreateVolumeRequest.newBuilder().setName(name).addAllVolumeCapabilities(capabilities)
+    private static CreateVolumeRequest.Builder createRequest(
+            String name, List<VolumeCapability> capabilities, long bytes) {
+        return CreateVolumeRequest.newBuilder()
+                .setName(name)
+                .addAllVolumeCapabilities(capabilities)
                 .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(bytes));
     }
 
     private void deleteVolume(String volumeId) {
-        controller.controller().deleteVolume(DeleteVolumeRequest.newBuilder().setVolumeId(volumeId).build());
+        controller
+                .controller()
+                .deleteVolume(
+                        DeleteVolumeRequest.newBuilder().setVolumeId(volumeId).build());
     }
 
-    private Map<String, String> controllerPublish(String volumeId, String nodeId, VolumeCapability capability,
-                                                  boolean readonly) {
-        return controller.controller().controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder()
-                .setVolumeId(volumeId).setNodeId(nodeId).setVolumeCapability(capability).setReadonly(readonly)
-                .build()).getPublishContextMap();
+    private Map<String, String> controllerPublish(
+            String volumeId, String nodeId, VolumeCapability capability, boolean readonly) {
+        return controller
+                .controller()
+                .controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .setNodeId(nodeId)
+                        .setVolumeCapability(capability)
+                        .setReadonly(readonly)
+                        .build())
+                .getPublishContextMap();
     }
 
     private void stageAndPublish(Node node, String volumeId, VolumeCapability capability, boolean readonly)
             throws IOException {
         Map<String, String> context = Map.of("readonly", Boolean.toString(readonly));
-        node.plugin().node().nodeStageVolume(NodeStageVolumeRequest.newBuilder().setVolumeId(volumeId)
-                .setStagingTargetPath(node.staging(volumeId).toString()).setVolumeCapability(capability)
-                .putAllPublishContext(context).build());
+        node.plugin()
+                .node()
+                .nodeStageVolume(NodeStageVolumeRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .setStagingTargetPath(node.staging(volumeId).toString())
+                        .setVolumeCapability(capability)
+                        .putAllPublishContext(context)
+                        .build());
         Files.createDirectories(node.target(volumeId).getParent());
-        node.plugin().node().nodePublishVolume(NodePublishVolumeRequest.newBuilder().setVolumeId(volumeId)
-                .setStagingTargetPath(node.staging(volumeId).toString()).setTargetPath(node.target(volumeId).toString())
-                .setVolumeCapability(capability).setReadonly(readonly).putAllPublishContext(context).build());
+        node.plugin()
+                .node()
+                .nodePublishVolume(NodePublishVolumeRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .setStagingTargetPath(node.staging(volumeId).toString())
+                        .setTargetPath(node.target(volumeId).toString())
+                        .setVolumeCapability(capability)
+                        .setReadonly(readonly)
+                        .putAllPublishContext(context)
+                        .build());
     }
 
     /** Stages and publishes on the node (published to it already) and writes a file there, as its pod would. */
@@ -374,15 +450,33 @@ class MultiNodeTest {
 
     /** Unpublish, unstage, ControllerUnpublish; then nothing of the volume may be left on the node. */
     private void detachEverywhere(Node node, String volumeId) {
-        node.plugin().node().nodeUnpublishVolume(NodeUnpublishVolumeRequest.newBuilder().setVolumeId(volumeId)
-                .setTargetPath(node.target(volumeId).toString()).build());
-        node.plugin().node().nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder().setVolumeId(volumeId)
-                .setStagingTargetPath(node.staging(volumeId).toString()).build());
-        controller.controller().controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder()
-                .setVolumeId(volumeId).setNodeId(node.id()).build());
-        assertThat(node.host().mountsAt(node.target(volumeId))).as("mounts at the target").isEmpty();
-        assertThat(node.host().mountsAt(node.staging(volumeId))).as("mounts at the staging path").isEmpty();
-        assertThat(node.host().loopsOf(volumeId)).as("loop devices of %s on %s", volumeId, node.id()).isEmpty();
+        node.plugin()
+                .node()
+                .nodeUnpublishVolume(NodeUnpublishVolumeRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .setTargetPath(node.target(volumeId).toString())
+                        .build());
+        node.plugin()
+                .node()
+                .nodeUnstageVolume(NodeUnstageVolumeRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .setStagingTargetPath(node.staging(volumeId).toString())
+                        .build());
+        controller
+                .controller()
+                .controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .setNodeId(node.id())
+                        .build());
+        assertThat(node.host().mountsAt(node.target(volumeId)))
+                .as("mounts at the target")
+                .isEmpty();
+        assertThat(node.host().mountsAt(node.staging(volumeId)))
+                .as("mounts at the staging path")
+                .isEmpty();
+        assertThat(node.host().loopsOf(volumeId))
+                .as("loop devices of %s on %s", volumeId, node.id())
+                .isEmpty();
     }
 
     private byte[] randomBytes(long length) {
@@ -431,11 +525,14 @@ class MultiNodeTest {
 
         /** The summary line, ending with {@code detail} (how long the run took, or why it was skipped). */
         void write(String detail) throws IOException {
-            String line = "multinode: %d passed, %d failed, %d skipped%s".formatted(passed.get(), failed.get(),
-                    skipped.get(), detail);
+            String line = "multinode: %d passed, %d failed, %d skipped%s"
+                    .formatted(passed.get(), failed.get(), skipped.get(), detail);
             System.out.println(line);
             Files.createDirectories(TARGET);
-            Files.writeString(TARGET.resolve("resilience-summary.txt"), line + "\n", StandardOpenOption.CREATE,
+            Files.writeString(
+                    TARGET.resolve("resilience-summary.txt"),
+                    line + "\n",
+                    StandardOpenOption.CREATE,
                     StandardOpenOption.APPEND);
         }
     }

@@ -21,12 +21,15 @@ sealed interface Operation {
      * A CSI call, sent again with the same request until it gets a definite answer. {@code onSuccess}
      * updates what the caller believes and says what was wrong with the answer, if anything.
      */
-    record Call(String type, String description, String subjectId, Function<DriverProcess, Message> send,
-                Function<Message, Optional<String>> onSuccess) implements Operation {
-    }
+    record Call(
+            String type,
+            String description,
+            String subjectId,
+            Function<DriverProcess, Message> send,
+            Function<Message, Optional<String>> onSuccess)
+            implements Operation {}
 
     /** What a pod does between calls (write and fsync data, read it back); says what went wrong, if anything. */
     record PodAction(String type, String description, String subjectId, Callable<Optional<String>> run)
-            implements Operation {
-    }
+            implements Operation {}
 }

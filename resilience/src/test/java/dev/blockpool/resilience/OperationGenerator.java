@@ -57,12 +57,10 @@ final class OperationGenerator {
         this.growsExt4 = growsExt4;
     }
 
-    private record Choice(double weight, Supplier<Operation> make) {
-    }
+    private record Choice(double weight, Supplier<Operation> make) {}
 
     /** A pod's publish of a volume. */
-    private record Target(Volume volume, String pod) {
-    }
+    private record Target(Volume volume, String pod) {}
 
     /**
      * First the kind of step, with fixed weights among the kinds possible now, then its object at
@@ -90,7 +88,11 @@ final class OperationGenerator {
         List<Choice> choices = new ArrayList<>();
         boolean room = volumes.size() < MAX_VOLUMES;
         when(choices, room, volumes.size() < 3 ? 20 : 6, () -> createVolume(Optional.empty()));
-        when(choices, room && !snapshots.isEmpty(), 3, () -> createVolume(Optional.of(pick(snapshots).id())));
+        when(
+                choices,
+                room && !snapshots.isEmpty(),
+                3,
+                () -> createVolume(Optional.of(pick(snapshots).id())));
         when(choices, room && !cold.isEmpty(), 2, () -> createVolume(Optional.of(pick(cold).id)));
         any(choices, 6, volumes, Volume::idle, this::deleteVolume);
         any(choices, snapshots.size() < MAX_SNAPSHOTS ? 6 : 0, cold, v -> true, this::createSnapshot);
@@ -103,11 +105,20 @@ final class OperationGenerator {
         any(choices, 7, published, t -> true, t -> nodeUnpublish(t.volume(), t.pod()));
         any(choices, 9, published, t -> true, t -> writeData(t.volume(), t.pod()));
         any(choices, 3, published, t -> !t.volume().data.isEmpty(), t -> verifyData(t.volume(), t.pod()));
-        any(choices, 4, volumes, v -> v.capacity + 64 * MiB <= MAX_CAPACITY,
+        any(
+                choices,
+                4,
+                volumes,
+                v -> v.capacity + 64 * MiB <= MAX_CAPACITY,
                 v -> controllerExpand(v, v.capacity + 64 * MiB));
-        any(choices, 6, published, t -> t.volume().nodeExpansionPending && (growsExt4 || t.volume().kind == Kind.BLOCK),
+        any(
+                choices,
+                6,
+                published,
+                t -> t.volume().nodeExpansionPending && (growsExt4 || t.volume().kind == Kind.BLOCK),
                 t -> nodeExpand(t.volume(), t.pod()));
-        double at = random.nextDouble() * choices.stream().mapToDouble(Choice::weight).sum();
+        double at = random.nextDouble()
+                * choices.stream().mapToDouble(Choice::weight).sum();
         for (Choice choice : choices) {
             at -= choice.weight();
             if (at < 0) {
@@ -124,8 +135,8 @@ final class OperationGenerator {
     }
 
     /** A step on one object, at random, of those {@code eligible}; none when there are none. */
-    private <T> void any(List<Choice> choices, double weight, List<T> objects, Predicate<T> eligible,
-                         Function<T, Operation> make) {
+    private <T> void any(
+            List<Choice> choices, double weight, List<T> objects, Predicate<T> eligible, Function<T, Operation> make) {
         List<T> candidates = objects.stream().filter(eligible).toList();
         when(choices, !candidates.isEmpty(), weight, () -> make.apply(pick(candidates)));
     }
@@ -135,7 +146,8 @@ final class OperationGenerator {
     }
 
     private static VolumeCapability capability(Kind kind) {
-        return kind == Kind.EXT4 ? CsiRequests.mount("ext4", Mode.SINGLE_NODE_WRITER)
+        return kind == Kind.EXT4
+                ? CsiRequests.mount("ext4", Mode.SINGLE_NODE_WRITER)
                 : CsiRequests.block(Mode.SINGLE_NODE_WRITER);
     }
 
@@ -154,27 +166,33 @@ final class OperationGenerator {
             kind = snapshot.get().kind();
             sourceSize = snapshot.get().size();
             data = snapshot.get().data();
-            request.setVolumeContentSource(Csi.VolumeContentSource.newBuilder().setSnapshot(
-                    Csi.VolumeContentSource.SnapshotSource.newBuilder().setSnapshotId(snapshot.get().id())));
+            request.setVolumeContentSource(Csi.VolumeContentSource.newBuilder()
+                    .setSnapshot(Csi.VolumeContentSource.SnapshotSource.newBuilder()
+                            .setSnapshotId(snapshot.get().id())));
         } else if (clone.isPresent()) {
             kind = clone.get().kind;
             sourceSize = clone.get().capacity;
             data = clone.get().data;
-            request.setVolumeContentSource(Csi.VolumeContentSource.newBuilder().setVolume(
-                    Csi.VolumeContentSource.VolumeSource.newBuilder().setVolumeId(clone.get().id)));
+            request.setVolumeContentSource(Csi.VolumeContentSource.newBuilder()
+                    .setVolume(Csi.VolumeContentSource.VolumeSource.newBuilder().setVolumeId(clone.get().id)));
         } else {
             kind = random.nextInt(10) < 7 ? Kind.EXT4 : Kind.BLOCK;
             sourceSize = 0;
             data = Map.of();
         }
-        long size = sourceId.isPresent() ? sourceSize + (random.nextBoolean() ? 0 : 64 * MiB)
+        long size = sourceId.isPresent()
+                ? sourceSize + (random.nextBoolean() ? 0 : 64 * MiB)
                 : (2 + random.nextInt(3)) * 64 * MiB;
         Csi.CreateVolumeRequest sent = request.addVolumeCapabilities(capability(kind))
-                .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(size)).build();
+                .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(size))
+                .build();
         Map<String, Payload> copied = new TreeMap<>(data);
-        String what = sourceId.map(id -> (snapshot.isPresent() ? " from snapshot " : " cloned from ") + id).orElse("");
-        return new Operation.Call("CreateVolume", "CreateVolume %s (%s, %d MiB%s)".formatted(name,
-                kind.name().toLowerCase(), size / MiB, what), Ids.volumeIdFor(name),
+        String what = sourceId.map(id -> (snapshot.isPresent() ? " from snapshot " : " cloned from ") + id)
+                .orElse("");
+        return new Operation.Call(
+                "CreateVolume",
+                "CreateVolume %s (%s, %d MiB%s)".formatted(name, kind.name().toLowerCase(), size / MiB, what),
+                Ids.volumeIdFor(name),
                 driver -> driver.controller().createVolume(sent),
                 answer -> {
                     Csi.Volume created = ((Csi.CreateVolumeResponse) answer).getVolume();
@@ -187,14 +205,18 @@ final class OperationGenerator {
                         return Optional.of("CreateVolume answered %d bytes, less than the %d required"
                                 .formatted(created.getCapacityBytes(), size));
                     }
-                    return Optional.of(created.getVolumeId()).filter(id -> !id.equals(Ids.volumeIdFor(name)))
+                    return Optional.of(created.getVolumeId())
+                            .filter(id -> !id.equals(Ids.volumeIdFor(name)))
                             .map(id -> "CreateVolume answered the ID " + id + ", not the one derived from its name");
                 });
     }
 
     Operation deleteVolume(Volume v) {
         var request = Csi.DeleteVolumeRequest.newBuilder().setVolumeId(v.id).build();
-        return new Operation.Call("DeleteVolume", "DeleteVolume " + v, v.id,
+        return new Operation.Call(
+                "DeleteVolume",
+                "DeleteVolume " + v,
+                v.id,
                 driver -> driver.controller().deleteVolume(request),
                 answer -> {
                     model.volumes.remove(v.id);
@@ -204,27 +226,39 @@ final class OperationGenerator {
 
     Operation createSnapshot(Volume v) {
         String name = model.newName("snapshot");
-        var request = Csi.CreateSnapshotRequest.newBuilder().setName(name).setSourceVolumeId(v.id).build();
+        var request = Csi.CreateSnapshotRequest.newBuilder()
+                .setName(name)
+                .setSourceVolumeId(v.id)
+                .build();
         Map<String, Payload> data = new TreeMap<>(v.data);
         long size = v.capacity;
-        return new Operation.Call("CreateSnapshot", "CreateSnapshot %s of %s".formatted(name, v),
+        return new Operation.Call(
+                "CreateSnapshot",
+                "CreateSnapshot %s of %s".formatted(name, v),
                 Ids.snapshotIdFor(name),
                 driver -> driver.controller().createSnapshot(request),
                 answer -> {
                     Csi.Snapshot taken = ((Csi.CreateSnapshotResponse) answer).getSnapshot();
-                    model.snapshots.put(taken.getSnapshotId(),
+                    model.snapshots.put(
+                            taken.getSnapshotId(),
                             new Snapshot(name, taken.getSnapshotId(), v.id, v.kind, taken.getSizeBytes(), data));
-                    if (!taken.getSourceVolumeId().equals(v.id) || taken.getSizeBytes() != size
+                    if (!taken.getSourceVolumeId().equals(v.id)
+                            || taken.getSizeBytes() != size
                             || !taken.getReadyToUse()) {
-                        return Optional.of("CreateSnapshot answered " + taken.toString().replace('\n', ' '));
+                        return Optional.of(
+                                "CreateSnapshot answered " + taken.toString().replace('\n', ' '));
                     }
                     return Optional.empty();
                 });
     }
 
     Operation deleteSnapshot(Snapshot s) {
-        var request = Csi.DeleteSnapshotRequest.newBuilder().setSnapshotId(s.id()).build();
-        return new Operation.Call("DeleteSnapshot", "DeleteSnapshot " + s, s.id(),
+        var request =
+                Csi.DeleteSnapshotRequest.newBuilder().setSnapshotId(s.id()).build();
+        return new Operation.Call(
+                "DeleteSnapshot",
+                "DeleteSnapshot " + s,
+                s.id(),
                 driver -> driver.controller().deleteSnapshot(request),
                 answer -> {
                     model.snapshots.remove(s.id());
@@ -233,9 +267,16 @@ final class OperationGenerator {
     }
 
     Operation controllerPublish(Volume v) {
-        var request = Csi.ControllerPublishVolumeRequest.newBuilder().setVolumeId(v.id).setNodeId(NODE_ID)
-                .setVolumeCapability(capability(v.kind)).setReadonly(false).build();
-        return new Operation.Call("ControllerPublishVolume", "ControllerPublishVolume " + v, v.id,
+        var request = Csi.ControllerPublishVolumeRequest.newBuilder()
+                .setVolumeId(v.id)
+                .setNodeId(NODE_ID)
+                .setVolumeCapability(capability(v.kind))
+                .setReadonly(false)
+                .build();
+        return new Operation.Call(
+                "ControllerPublishVolume",
+                "ControllerPublishVolume " + v,
+                v.id,
                 driver -> driver.controller().controllerPublishVolume(request),
                 answer -> {
                     v.attached = true;
@@ -244,8 +285,14 @@ final class OperationGenerator {
     }
 
     Operation controllerUnpublish(Volume v) {
-        var request = Csi.ControllerUnpublishVolumeRequest.newBuilder().setVolumeId(v.id).setNodeId(NODE_ID).build();
-        return new Operation.Call("ControllerUnpublishVolume", "ControllerUnpublishVolume " + v, v.id,
+        var request = Csi.ControllerUnpublishVolumeRequest.newBuilder()
+                .setVolumeId(v.id)
+                .setNodeId(NODE_ID)
+                .build();
+        return new Operation.Call(
+                "ControllerUnpublishVolume",
+                "ControllerUnpublishVolume " + v,
+                v.id,
                 driver -> driver.controller().controllerUnpublishVolume(request),
                 answer -> {
                     v.attached = false;
@@ -254,11 +301,15 @@ final class OperationGenerator {
     }
 
     Operation controllerExpand(Volume v, long size) {
-        var request = Csi.ControllerExpandVolumeRequest.newBuilder().setVolumeId(v.id)
+        var request = Csi.ControllerExpandVolumeRequest.newBuilder()
+                .setVolumeId(v.id)
                 .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(size))
-                .setVolumeCapability(capability(v.kind)).build();
-        return new Operation.Call("ControllerExpandVolume", "ControllerExpandVolume %s to %d MiB".formatted(v,
-                size / MiB), v.id,
+                .setVolumeCapability(capability(v.kind))
+                .build();
+        return new Operation.Call(
+                "ControllerExpandVolume",
+                "ControllerExpandVolume %s to %d MiB".formatted(v, size / MiB),
+                v.id,
                 driver -> driver.controller().controllerExpandVolume(request),
                 answer -> {
                     var expanded = (Csi.ControllerExpandVolumeResponse) answer;
@@ -274,14 +325,19 @@ final class OperationGenerator {
 
     Operation nodeStage(Volume v) {
         Path staging = model.staging(v);
-        var request = Csi.NodeStageVolumeRequest.newBuilder().setVolumeId(v.id)
-                .setStagingTargetPath(staging.toString()).setVolumeCapability(capability(v.kind))
+        var request = Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId(v.id)
+                .setStagingTargetPath(staging.toString())
+                .setVolumeCapability(capability(v.kind))
                 .putPublishContext("readonly", "false");
         if (v.kind == Kind.EXT4) {
             request.putVolumeContext("fsType", "ext4");
         }
         Csi.NodeStageVolumeRequest sent = request.build();
-        return new Operation.Call("NodeStageVolume", "NodeStageVolume " + v, v.id,
+        return new Operation.Call(
+                "NodeStageVolume",
+                "NodeStageVolume " + v,
+                v.id,
                 driver -> {
                     // kubelet makes the directory that holds the staging path (block: the path itself).
                     mkdirs(v.kind == Kind.EXT4 ? staging.getParent() : staging);
@@ -295,9 +351,14 @@ final class OperationGenerator {
 
     Operation nodeUnstage(Volume v) {
         Path staging = model.staging(v);
-        var request = Csi.NodeUnstageVolumeRequest.newBuilder().setVolumeId(v.id)
-                .setStagingTargetPath(staging.toString()).build();
-        return new Operation.Call("NodeUnstageVolume", "NodeUnstageVolume " + v, v.id,
+        var request = Csi.NodeUnstageVolumeRequest.newBuilder()
+                .setVolumeId(v.id)
+                .setStagingTargetPath(staging.toString())
+                .build();
+        return new Operation.Call(
+                "NodeUnstageVolume",
+                "NodeUnstageVolume " + v,
+                v.id,
                 driver -> driver.node().nodeUnstageVolume(request),
                 answer -> {
                     v.staged = false;
@@ -308,14 +369,21 @@ final class OperationGenerator {
 
     Operation nodePublish(Volume v, String pod) {
         Path target = model.target(v, pod);
-        var request = Csi.NodePublishVolumeRequest.newBuilder().setVolumeId(v.id)
-                .setStagingTargetPath(model.staging(v).toString()).setTargetPath(target.toString())
-                .setVolumeCapability(capability(v.kind)).setReadonly(false).putPublishContext("readonly", "false");
+        var request = Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId(v.id)
+                .setStagingTargetPath(model.staging(v).toString())
+                .setTargetPath(target.toString())
+                .setVolumeCapability(capability(v.kind))
+                .setReadonly(false)
+                .putPublishContext("readonly", "false");
         if (v.kind == Kind.EXT4) {
             request.putVolumeContext("fsType", "ext4");
         }
         Csi.NodePublishVolumeRequest sent = request.build();
-        return new Operation.Call("NodePublishVolume", "NodePublishVolume %s for %s".formatted(v, pod), v.id,
+        return new Operation.Call(
+                "NodePublishVolume",
+                "NodePublishVolume %s for %s".formatted(v, pod),
+                v.id,
                 driver -> {
                     mkdirs(target.getParent()); // kubelet's; the target itself is the driver's to make
                     return driver.node().nodePublishVolume(sent);
@@ -328,9 +396,14 @@ final class OperationGenerator {
 
     Operation nodeUnpublish(Volume v, String pod) {
         Path target = model.target(v, pod);
-        var request = Csi.NodeUnpublishVolumeRequest.newBuilder().setVolumeId(v.id)
-                .setTargetPath(target.toString()).build();
-        return new Operation.Call("NodeUnpublishVolume", "NodeUnpublishVolume %s for %s".formatted(v, pod), v.id,
+        var request = Csi.NodeUnpublishVolumeRequest.newBuilder()
+                .setVolumeId(v.id)
+                .setTargetPath(target.toString())
+                .build();
+        return new Operation.Call(
+                "NodeUnpublishVolume",
+                "NodeUnpublishVolume %s for %s".formatted(v, pod),
+                v.id,
                 driver -> driver.node().nodeUnpublishVolume(request),
                 answer -> {
                     v.pods.remove(pod);
@@ -338,7 +411,8 @@ final class OperationGenerator {
                         return Optional.of("NodeUnpublishVolume succeeded but left " + target);
                     }
                     // kubelet removes the volume's directory of the pod; a block volume's holds the other pods' files.
-                    return v.kind == Kind.EXT4 || v.pods.isEmpty() ? removeEmptyDirectory(target.getParent())
+                    return v.kind == Kind.EXT4 || v.pods.isEmpty()
+                            ? removeEmptyDirectory(target.getParent())
                             : Optional.empty();
                 });
     }
@@ -346,11 +420,17 @@ final class OperationGenerator {
     /** kubelet's NodeExpandVolume after a ControllerExpand: volume_path is the pod's target. */
     Operation nodeExpand(Volume v, String pod) {
         long required = v.capacity;
-        var request = Csi.NodeExpandVolumeRequest.newBuilder().setVolumeId(v.id)
-                .setVolumePath(model.target(v, pod).toString()).setStagingTargetPath(model.staging(v).toString())
+        var request = Csi.NodeExpandVolumeRequest.newBuilder()
+                .setVolumeId(v.id)
+                .setVolumePath(model.target(v, pod).toString())
+                .setStagingTargetPath(model.staging(v).toString())
                 .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(required))
-                .setVolumeCapability(capability(v.kind)).build();
-        return new Operation.Call("NodeExpandVolume", "NodeExpandVolume %s at %s".formatted(v, pod), v.id,
+                .setVolumeCapability(capability(v.kind))
+                .build();
+        return new Operation.Call(
+                "NodeExpandVolume",
+                "NodeExpandVolume %s at %s".formatted(v, pod),
+                v.id,
                 driver -> driver.node().nodeExpandVolume(request),
                 answer -> {
                     v.nodeExpansionPending = false;
@@ -369,13 +449,17 @@ final class OperationGenerator {
         byte[] bytes = new byte[(16 + random.nextInt(241)) * 4096]; // 64 KiB to 1 MiB
         random.nextBytes(bytes);
         String key = v.kind == Kind.EXT4 ? "file-" + random.nextInt(6) : "slot-" + random.nextInt(BLOCK_SLOTS);
-        return new Operation.PodAction("write", "write and fsync %d KiB as %s of %s through %s".formatted(
-                bytes.length / 1024, key, v, pod), v.id, () -> {
+        return new Operation.PodAction(
+                "write",
+                "write and fsync %d KiB as %s of %s through %s".formatted(bytes.length / 1024, key, v, pod),
+                v.id,
+                () -> {
                     if (host.mountsAt(target).isEmpty()) {
                         return Optional.of("the caller believes %s is published at %s, but nothing is mounted there"
                                 .formatted(v, target));
                     }
-                    Payload payload = v.kind == Kind.EXT4 ? PodData.writeFile(target, key, bytes)
+                    Payload payload = v.kind == Kind.EXT4
+                            ? PodData.writeFile(target, key, bytes)
                             : PodData.writeDevice(target, (8 + 4L * Integer.parseInt(key.substring(5))) * MiB, bytes);
                     v.data.put(key, payload);
                     return Optional.empty();
@@ -384,14 +468,18 @@ final class OperationGenerator {
 
     Operation verifyData(Volume v, String pod) {
         Path target = model.target(v, pod);
-        return new Operation.PodAction("read", "read back the %d fsync'd payloads of %s through %s".formatted(
-                v.data.size(), v, pod), v.id, () -> {
+        return new Operation.PodAction(
+                "read",
+                "read back the %d fsync'd payloads of %s through %s".formatted(v.data.size(), v, pod),
+                v.id,
+                () -> {
                     if (host.mountsAt(target).isEmpty()) {
                         return Optional.of("the caller believes %s is published at %s, but nothing is mounted there"
                                 .formatted(v, target));
                     }
                     List<String> wrong = PodData.verify(target, v.kind, v.data);
-                    return wrong.isEmpty() ? Optional.empty()
+                    return wrong.isEmpty()
+                            ? Optional.empty()
                             : Optional.of("fsync'd data of " + v + " differs: " + String.join("; ", wrong));
                 });
     }

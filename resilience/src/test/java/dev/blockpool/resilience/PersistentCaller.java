@@ -35,12 +35,13 @@ import java.util.function.Function;
  */
 final class PersistentCaller implements AutoCloseable {
 
-    static final Set<Status.Code> TRANSIENT = EnumSet.of(Status.Code.UNAVAILABLE, Status.Code.ABORTED,
-            Status.Code.DEADLINE_EXCEEDED);
+    static final Set<Status.Code> TRANSIENT =
+            EnumSet.of(Status.Code.UNAVAILABLE, Status.Code.ABORTED, Status.Code.DEADLINE_EXCEEDED);
     private static final int MAX_KILLS_PER_CALL = 3;
     private static final double KILL_RETRY_CHANCE = 0.2;
     /** How far past the typical duration a kill may fall: some kills land after the answer. */
     private static final double KILL_WINDOW = 1.15;
+
     private static final Duration GIVE_UP_AFTER = Duration.ofMinutes(2);
     private static final Duration TRANSIENT_BACKOFF = Duration.ofMillis(100);
     /** Once the driver is killed and the client closed, every call still in flight fails at once; far longer is a hang. */
@@ -58,9 +59,13 @@ final class PersistentCaller implements AutoCloseable {
      * The definite answer, a response or an error; neither when none came before giving up, and
      * then {@code lastTransient} is the last transient error.
      */
-    record Answer(Optional<Message> response, Optional<StatusRuntimeException> error, int attempts,
-                  List<Kill> kills, List<String> unexpectedExits, Optional<StatusRuntimeException> lastTransient) {
-    }
+    record Answer(
+            Optional<Message> response,
+            Optional<StatusRuntimeException> error,
+            int attempts,
+            List<Kill> kills,
+            List<String> unexpectedExits,
+            Optional<StatusRuntimeException> lastTransient) {}
 
     private record Attempt(Optional<Message> response, Optional<StatusRuntimeException> error, boolean definite) {
         static Attempt lost(Optional<StatusRuntimeException> error) {
@@ -73,6 +78,7 @@ final class PersistentCaller implements AutoCloseable {
     private final Map<String, Double> typicalNanos = new HashMap<>();
     /** The driver start at which each type of call was last sent: the first after a start is a cold one. */
     private final Map<String, Integer> lastSentAtStart = new HashMap<>();
+
     private ExecutorService inFlight = newInFlightExecutor();
 
     PersistentCaller(CrashableDriver driver, Function<Operation, HostInspector.KillPoint> killPoints) {
@@ -94,8 +100,11 @@ final class PersistentCaller implements AutoCloseable {
         while (System.nanoTime() < giveUp) {
             attempt++;
             driver.ensureRunning().ifPresent(exits::add);
-            boolean killThis = attempt == 1 ? kill
-                    : !kills.isEmpty() && kills.size() < MAX_KILLS_PER_CALL && killRandom.nextDouble() < KILL_RETRY_CHANCE;
+            boolean killThis = attempt == 1
+                    ? kill
+                    : !kills.isEmpty()
+                            && kills.size() < MAX_KILLS_PER_CALL
+                            && killRandom.nextDouble() < KILL_RETRY_CHANCE;
             Attempt result = killThis ? sendAndKill(call, kills, killRandom) : send(call);
             if (result.definite()) {
                 return new Answer(result.response(), result.error(), attempt, kills, exits, Optional.empty());
@@ -117,7 +126,8 @@ final class PersistentCaller implements AutoCloseable {
             learn(timing(call), System.nanoTime() - begin);
             return new Attempt(Optional.of(response), Optional.empty(), true);
         } catch (StatusRuntimeException e) {
-            return TRANSIENT.contains(e.getStatus().getCode()) ? Attempt.lost(Optional.of(e))
+            return TRANSIENT.contains(e.getStatus().getCode())
+                    ? Attempt.lost(Optional.of(e))
                     : new Attempt(Optional.empty(), Optional.of(e), true);
         }
     }
@@ -131,12 +141,19 @@ final class PersistentCaller implements AutoCloseable {
         LockSupport.parkNanos(delay);
         boolean answered = sent.isDone();
         driver.crash();
-        kills.add(new Kill("%.1f ms after sending (typically %.1f ms%s), %s".formatted(delay / 1e6, typical / 1e6,
-                timing.substring(call.type().length()), answered ? "after the answer had come"
-                        : "while the call was in flight"), killPoints.apply(call)));
+        kills.add(new Kill(
+                "%.1f ms after sending (typically %.1f ms%s), %s"
+                        .formatted(
+                                delay / 1e6,
+                                typical / 1e6,
+                                timing.substring(call.type().length()),
+                                answered ? "after the answer had come" : "while the call was in flight"),
+                killPoints.apply(call)));
         try {
-            return new Attempt(Optional.of(sent.get(UNANSWERED_AFTER_KILL.toMillis(), TimeUnit.MILLISECONDS)),
-                    Optional.empty(), true);
+            return new Attempt(
+                    Optional.of(sent.get(UNANSWERED_AFTER_KILL.toMillis(), TimeUnit.MILLISECONDS)),
+                    Optional.empty(),
+                    true);
         } catch (TimeoutException e) {
             // A call that started just as the kill closed the client can wait forever: its deadline
             // timer would have run on the client's event loop, which is gone. It never reached the
@@ -149,14 +166,16 @@ final class PersistentCaller implements AutoCloseable {
             if (!answered) {
                 // Whatever failed after the kill is the connection dying, or (when the kill came before the
                 // request left) the client being closed under it: no answer.
-                return Attempt.lost(Optional.of(e.getCause()).filter(StatusRuntimeException.class::isInstance)
+                return Attempt.lost(Optional.of(e.getCause())
+                        .filter(StatusRuntimeException.class::isInstance)
                         .map(StatusRuntimeException.class::cast));
             }
             if (!(e.getCause() instanceof StatusRuntimeException error)) {
                 throw new IllegalStateException("sending " + call.description() + " failed", e.getCause());
             }
             // An answer that came before the kill counts.
-            return TRANSIENT.contains(error.getStatus().getCode()) ? Attempt.lost(Optional.of(error))
+            return TRANSIENT.contains(error.getStatus().getCode())
+                    ? Attempt.lost(Optional.of(error))
                     : new Attempt(Optional.empty(), Optional.of(error), true);
         }
     }
@@ -177,7 +196,8 @@ final class PersistentCaller implements AutoCloseable {
     }
 
     private static ExecutorService newInFlightExecutor() {
-        return Executors.newSingleThreadExecutor(Thread.ofPlatform().name("call-in-flight").daemon().factory());
+        return Executors.newSingleThreadExecutor(
+                Thread.ofPlatform().name("call-in-flight").daemon().factory());
     }
 
     @Override

@@ -24,14 +24,17 @@ import java.util.Map;
  */
 final class PodData {
 
-    private PodData() {
-    }
+    private PodData() {}
 
     /** Writes {@code bytes} as the file {@code name} in the mounted directory, fsyncs it and the directory. */
     static Payload writeFile(Path mountedDir, String name, byte[] bytes) throws IOException {
         Path file = mountedDir.resolve(name);
-        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING, LinkOption.NOFOLLOW_LINKS)) {
+        try (FileChannel channel = FileChannel.open(
+                file,
+                StandardOpenOption.CREATE,
+                StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING,
+                LinkOption.NOFOLLOW_LINKS)) {
             writeFully(channel, bytes, 0);
             channel.force(true);
         }
@@ -62,7 +65,11 @@ final class PodData {
                 String hash = sha256(read);
                 if (!hash.equals(payload.sha256())) {
                     wrong.add("%s: %d bytes at %d read back with SHA-256 %s, %s was fsync'd"
-                            .formatted(key, payload.length(), payload.offset(), hash.substring(0, 12),
+                            .formatted(
+                                    key,
+                                    payload.length(),
+                                    payload.offset(),
+                                    hash.substring(0, 12),
                                     payload.sha256().substring(0, 12)));
                 }
             } catch (IOException e) {

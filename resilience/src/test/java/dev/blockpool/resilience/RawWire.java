@@ -34,8 +34,16 @@ final class RawWire {
             "\r\n\r\n\r\n");
 
     /** How one connection was abused, for the report's tally. */
-    enum Attack { GARBAGE, HTTP1, PARTIAL_PREFACE, PARTIAL_HEADERS, PARTIAL_DATA, DROPPED_AFTER_REQUEST, MUTATED_FRAMES,
-        RAPID_RESET }
+    enum Attack {
+        GARBAGE,
+        HTTP1,
+        PARTIAL_PREFACE,
+        PARTIAL_HEADERS,
+        PARTIAL_DATA,
+        DROPPED_AFTER_REQUEST,
+        MUTATED_FRAMES,
+        RAPID_RESET
+    }
 
     private final Random random;
 
@@ -58,7 +66,11 @@ final class RawWire {
             }
             case 1 -> {
                 int length = valid.length == 0 ? 0 : random.nextInt(valid.length);
-                how.append("truncated to ").append(length).append(" of ").append(valid.length).append(" bytes");
+                how.append("truncated to ")
+                        .append(length)
+                        .append(" of ")
+                        .append(valid.length)
+                        .append(" bytes");
                 return Arrays.copyOf(valid, length);
             }
             case 2 -> {
@@ -242,8 +254,14 @@ final class RawWire {
     /** The request headers in HPACK, every field a literal without indexing and without Huffman coding. */
     private static byte[] headers(String method) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
-        String[][] fields = {{":method", "POST"}, {":scheme", "http"}, {":path", "/" + method},
-                {":authority", "localhost"}, {"content-type", "application/grpc"}, {"te", "trailers"}};
+        String[][] fields = {
+            {":method", "POST"},
+            {":scheme", "http"},
+            {":path", "/" + method},
+            {":authority", "localhost"},
+            {"content-type", "application/grpc"},
+            {"te", "trailers"}
+        };
         for (String[] field : fields) {
             out.write(0);
             literal(out, field[0]);

@@ -14,7 +14,12 @@ import java.util.Random;
  */
 final class StringSlots {
 
-    enum Shape { SINGLE, REPEATED, MAP_KEY, MAP_VALUE }
+    enum Shape {
+        SINGLE,
+        REPEATED,
+        MAP_KEY,
+        MAP_VALUE
+    }
 
     /** A string field reached through {@code path} (message fields) from the request. */
     record Slot(List<FieldDescriptor> path, FieldDescriptor field, Shape shape) {
@@ -25,12 +30,13 @@ final class StringSlots {
                 name.append(step.getName()).append(step.isRepeated() ? "[]." : ".");
             }
             name.append(field.getName());
-            return name + switch (shape) {
-                case SINGLE -> "";
-                case REPEATED -> "[]";
-                case MAP_KEY -> "{key}";
-                case MAP_VALUE -> "{value}";
-            };
+            return name
+                    + switch (shape) {
+                        case SINGLE -> "";
+                        case REPEATED -> "[]";
+                        case MAP_KEY -> "{key}";
+                        case MAP_VALUE -> "{value}";
+                    };
         }
 
         HostileValues.Kind kind() {
@@ -54,8 +60,7 @@ final class StringSlots {
         }
     }
 
-    private StringSlots() {
-    }
+    private StringSlots() {}
 
     static List<Slot> of(Descriptor type) {
         List<Slot> slots = new ArrayList<>();
@@ -75,7 +80,8 @@ final class StringSlots {
                 if (entry.findFieldByName("value").getJavaType() == FieldDescriptor.JavaType.STRING) {
                     slots.add(new Slot(List.copyOf(path), field, Shape.MAP_VALUE));
                 }
-            } else if (field.getJavaType() == FieldDescriptor.JavaType.MESSAGE && path.size() < 5
+            } else if (field.getJavaType() == FieldDescriptor.JavaType.MESSAGE
+                    && path.size() < 5
                     && path.stream().noneMatch(step -> step.getMessageType() == field.getMessageType())) {
                 path.add(field);
                 collect(field.getMessageType(), path, slots);

@@ -29,9 +29,11 @@ record TreeSnapshot(Map<Path, String> entries) {
     record Change(Path path, String before, String after) {
         @Override
         public String toString() {
-            return before == null ? "added " + path + " (" + after + ")"
-                    : after == null ? "removed " + path + " (was " + before + ")"
-                    : "changed " + path + " from " + before + " to " + after;
+            return before == null
+                    ? "added " + path + " (" + after + ")"
+                    : after == null
+                            ? "removed " + path + " (was " + before + ")"
+                            : "changed " + path + " from " + before + " to " + after;
         }
     }
 

@@ -13,8 +13,7 @@ import java.util.Map;
  */
 final class Violations {
 
-    record Violation(int request, String kind, String method, String summary, String detail) {
-    }
+    record Violation(int request, String kind, String method, String summary, String detail) {}
 
     private final String root;
     private final List<Violation> all = new ArrayList<>();
@@ -54,11 +53,19 @@ final class Violations {
         int n = 0;
         for (List<Violation> group : classes.values()) {
             Violation first = group.getFirst();
-            out.append("\n[%d] %s in %s, %d time(s); first at request #%d:%n    %s%n    request: %s%n".formatted(++n,
-                    first.kind(), first.method(), group.size(), first.request(), shorten(first.detail(), 600),
-                    shorten(first.summary(), 600)));
-            group.stream().skip(1).limit(3).forEach(v -> out.append("    also #%d: %s%n".formatted(v.request(),
-                    shorten(v.summary(), 300))));
+            out.append("\n[%d] %s in %s, %d time(s); first at request #%d:%n    %s%n    request: %s%n"
+                    .formatted(
+                            ++n,
+                            first.kind(),
+                            first.method(),
+                            group.size(),
+                            first.request(),
+                            shorten(first.detail(), 600),
+                            shorten(first.summary(), 600)));
+            group.stream()
+                    .skip(1)
+                    .limit(3)
+                    .forEach(v -> out.append("    also #%d: %s%n".formatted(v.request(), shorten(v.summary(), 300))));
         }
         return out.toString();
     }
@@ -73,8 +80,10 @@ final class Violations {
         if (kind.equals("UNKNOWN") || kind.equals("INTERNAL") || kind.equals("no answer")) {
             blurred = blurred.replaceAll("<T>/\\S*", "<path>");
         }
-        blurred = blurred.replaceAll("(vol|snap)-[0-9a-f]{32}", "$1-ID").replaceAll("\"[^\"]*\"", "\"…\"")
-                .replaceAll("/dev/loop\\d+", "/dev/loopN").replaceAll("\\d+", "N");
+        blurred = blurred.replaceAll("(vol|snap)-[0-9a-f]{32}", "$1-ID")
+                .replaceAll("\"[^\"]*\"", "\"…\"")
+                .replaceAll("/dev/loop\\d+", "/dev/loopN")
+                .replaceAll("\\d+", "N");
         return blurred.length() > 160 ? blurred.substring(0, 160) : blurred;
     }
 
