@@ -26,7 +26,11 @@ import java.util.OptionalInt;
  * statx(2), fstatfs(2), mknod(2), ioctl(2), getdents64(2). The one place that knows the C
  * library's calls and constants; each failure is an {@link ErrnoException} carrying errno and the
  * system's words. A call that can hang on a dead filesystem is made through {@link BlockingCalls}.
+ *
+ * <p>Binding a symbol and viewing native memory are restricted methods: this class is the one place that uses them,
+ * so it is the one place that silences javac's warning about them.
  */
+@SuppressWarnings("restricted")
 public final class Libc {
 
     public static final int O_RDONLY = 0;

@@ -32,7 +32,7 @@ class PoolHealthRealHostTest {
                     .getVolume()
                     .getVolumeId();
             // closed before the harness, whose release touches the pool
-            try (SilentFuseMount dead = SilentFuseMount.on(dir.resolve("pool"))) {
+            try (SilentFuseMount _ = SilentFuseMount.on(dir.resolve("pool"))) {
                 var health = controller
                         .stub()
                         .controllerGetVolumeHealth(ControllerGetVolumeHealthRequest.newBuilder()

@@ -181,7 +181,7 @@ public final class FlexVolume {
 
     /** {@code work} with the staging area held and a client of the node plugin. */
     private Answer locked(Function<NodeClient, Answer> work) {
-        try (FileChannel held = area.lock();
+        try (FileChannel _ = area.lock();
                 NodeClient node = new NodeClient(socket)) {
             return work.apply(node);
         } catch (IOException e) {

@@ -86,7 +86,7 @@ class StagingAreaTest {
     @Test
     void onlyDirectoriesNamedLikeVolumesAreStagedVolumes() throws Exception {
         assertThat(area.stagedVolumes()).isEmpty();
-        try (var held = area.lock()) {
+        try (var _ = area.lock()) {
             Files.createDirectories(area.stagingOf(VOLUME));
             Files.createDirectories(area.root().resolve("lost+found"));
             assertThat(area.stagedVolumes()).containsExactly(VOLUME);

@@ -215,7 +215,7 @@ class HostLoopDevicesRealTest {
 
     /** A filesystem mounted nodev refuses to open device nodes on it. */
     private static boolean deviceNodesWork(Path node) {
-        try (var channel = Files.newByteChannel(node)) {
+        try (var _ = Files.newByteChannel(node)) {
             return true;
         } catch (IOException e) {
             return false;

@@ -57,7 +57,7 @@ class CommitOrderTest {
                 .as("no record while its image is being flushed")
                 .isEmpty();
 
-        try (FileInputStream reader = new FileInputStream(image.toFile())) {
+        try (FileInputStream _ = new FileInputStream(image.toFile())) {
             assertThatThrownBy(() -> create.get(30, TimeUnit.SECONDS))
                     .cause()
                     .isInstanceOfSatisfying(

@@ -132,7 +132,7 @@ final class CrashableDriver implements AutoCloseable {
 
     /** SIGTERM, as kubelet stops a pod; for the end of the run. */
     @Override
-    public void close() throws InterruptedException {
+    public void close() {
         driver.close();
     }
 }
