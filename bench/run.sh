@@ -58,7 +58,7 @@ fi
 # --- the bench's own directory, and its removal -------------------------------------------------
 mkdir -p .cache/bench
 work=$(mktemp -d "$repo/.cache/bench/run.XXXXXX")
-xfs=$work/xfs xfs_loop= client=
+xfs=$work/xfs xfs_loop='' client=''
 cleanup() {
   set +e
   # The client first (it stops the drivers it started), then any driver it left (pid files).

@@ -4,7 +4,7 @@
 # Needs root and loop devices; skips with the reason otherwise.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$repo"
+cd "$repo" || exit 1
 
 skip() { echo "e2e: skipped: $*"; echo "e2e: 0 passed, 0 failed, 1 skipped"; exit 0; }
 [[ $EUID -eq 0 ]] || skip "needs root (loop devices, mounts, a kubelet)"

@@ -64,7 +64,7 @@ cleanup_base() {
   # debootstrap mounts /proc and /sys inside the target; never delete through a mount.
   local m
   for m in $( (findmnt -R -n -l -o TARGET "$base_root/root" 2>/dev/null || true) | sort -r); do
-    [[ $m == "$base_root"/* ]] && umount -l "$m" || true
+    if [[ $m == "$base_root"/* ]]; then umount -l "$m" || true; fi
   done
   rm -rf --one-file-system "$base_root"
 }
@@ -184,8 +184,9 @@ in_image() {
   local what=$1
   shift
   local out
-  if out=$(unshare --mount --pid --fork --propagation private \
-             /bin/sh -c 'root=$1; shift; mount -t proc proc "$root/proc" && mount --rbind /dev "$root/dev" && exec chroot "$root" "$@"' \
+  # shellcheck disable=SC2016 # expanded by the sh inside the namespaces, not here
+  local enter='root=$1; shift; mount -t proc proc "$root/proc" && mount --rbind /dev "$root/dev" && exec chroot "$root" "$@"'
+  if out=$(unshare --mount --pid --fork --propagation private /bin/sh -c "$enter" \
              sh "$mnt" /usr/bin/env -i \
              PATH=/opt/blockpool/bin:/opt/java/bin:/usr/sbin:/usr/bin:/sbin:/bin \
              JAVA_HOME=/opt/java LANG=C.UTF-8 "$@" 2>&1); then

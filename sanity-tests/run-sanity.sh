@@ -28,6 +28,7 @@ stop_driver() {
   fi
   driver_pid=
 }
+# shellcheck disable=SC2317 # run by the EXIT trap below, which shellcheck 0.9 does not follow
 cleanup() {
   stop_driver
   # Whatever a failed spec left behind: mounts under the work dir, loop devices on its pool.

@@ -13,7 +13,7 @@
 # It ends with one line: "tests: N passed, N failed, N skipped".
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$repo"
+cd "$repo" || exit 1
 JAVA_HOME=$(scripts/java-home.sh) || exit 1
 export JAVA_HOME
 
