@@ -7,7 +7,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -81,7 +80,7 @@ class Proc:
     def __init__(self, name, argv, logs, env=None, cwd=None):
         self.name = name
         self.log_path = logs / f"{name}.log"
-        self.log = open(self.log_path, "w")
+        self.log = open(self.log_path, "w")  # noqa: SIM115 - open while the process runs; stop() closes it
         self.log.write("$ " + " ".join(map(str, argv)) + "\n")
         self.log.flush()
         self.popen = subprocess.Popen([str(a) for a in argv], stdout=self.log, stderr=subprocess.STDOUT,
@@ -125,7 +124,7 @@ class Cluster:
 
     def kubectl(self, *args, input=None, check=True, kubeconfig=None):
         r = subprocess.run([str(BIN / "kubectl"), "--kubeconfig", str(kubeconfig or self.admin), *map(str, args)],
-                           input=input, capture_output=True, text=True)
+                           input=input, capture_output=True, text=True, check=False)
         if check and r.returncode != 0:
             raise KubectlError(r.returncode, ["kubectl", *map(str, args)], r.stdout, r.stderr)
         return r.stdout
@@ -330,7 +329,7 @@ class Cluster:
         ds = self.workload(docs, "DaemonSet", "blockpool-node")
         host_paths = {MANIFEST_KUBELET: self.kubelet, MANIFEST_POOL: self.pool}
         ports = {}
-        args, env, to_host = self.container_command(ds, "blockpool", "blockpool-node-e2e", host_paths, ports)
+        args, _env, _to_host = self.container_command(ds, "blockpool", "blockpool-node-e2e", host_paths, ports)
         endpoint = next(a.partition("=")[2] for a in args if a.startswith("--endpoint="))
         self.install_flexvolume(endpoint)
         node_kc = self.cert_kubeconfig("node", f"system:node:{NODE}", "system:nodes")
@@ -411,7 +410,7 @@ class Cluster:
         for name in self.sidecars:
             port = self.ports[name]
             wait_for(f"{name} leading (/healthz/leader-election)",
-                     lambda: http_ok(f"http://127.0.0.1:{port}/healthz/leader-election"), timeout=120)
+                     lambda port=port: http_ok(f"http://127.0.0.1:{port}/healthz/leader-election"), timeout=120)
 
     def check_sidecar_versions(self, spec):
         """The sidecars built for the test are the versions the Deployment's images carry, except
@@ -440,6 +439,6 @@ class Cluster:
         for p in reversed(self.procs):
             try:
                 p.stop()
-            except Exception as e:  # keep tearing down
+            except Exception as e:  # noqa: BLE001 - keep tearing down
                 print(f"e2e: stopping {p.name}: {e}")
         return host.release_everything_under(self.work)

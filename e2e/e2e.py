@@ -18,7 +18,7 @@ from pathlib import Path
 
 import cluster as cl
 import host
-from cluster import NAMESPACE, NODE, DRIVER_NAME, wait_for
+from cluster import DRIVER_NAME, NAMESPACE, NODE, wait_for
 
 GI = 1 << 30
 NS = "default"
@@ -80,7 +80,7 @@ class E2E:
             outcome, msg = "PASS", ""
         except Skip as e:
             outcome, msg = "SKIP", str(e)
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - any error fails the flow, and the next flows run
             outcome, msg = "FAIL", f"{type(e).__name__}: {e}"
             traceback.print_exc(file=sys.stdout)
         took = time.monotonic() - start
@@ -343,8 +343,8 @@ class E2E:
         assert host.pool_records(self.c.pool)["groups"] == [group_handle], \
             f"the pool's group records: {host.pool_records(self.c.pool)['groups']}, the group: {group_handle}"
         snaps = {vsc["status"]["snapshotHandle"]: vsc["spec"]["volumeSnapshotRef"]["name"] for vsc in contents.values()}
-        for handle, name in snaps.items():
-            wait_for(f"member VolumeSnapshot {name} readyToUse", lambda: (self.c.get(
+        for name in snaps.values():
+            wait_for(f"member VolumeSnapshot {name} readyToUse", lambda name=name: (self.c.get(
                 "volumesnapshot", name, "-n", NS) or {}).get("status", {}).get("readyToUse"))
         print(f"        {group_handle}: {len(members)} members, "
               + ", ".join(f"{sources[v]} -> {snaps[h]}" for v, h in members.items()))
@@ -425,7 +425,8 @@ class E2E:
             self.c.kubectl("patch", "pv", source["pv"], "--type=merge",
                            "-p", json.dumps({"spec": {"persistentVolumeReclaimPolicy": "Retain"}}))
             self.c.kubectl("delete", "pvc", "flex-source", "-n", NS, "--wait=true", "--timeout=120s")
-            wait_for(f"{source['pv']} Released", lambda: self.c.get("pv", source["pv"])["status"]["phase"] == "Released")
+            wait_for(f"{source['pv']} Released",
+                     lambda: self.c.get("pv", source["pv"])["status"]["phase"] == "Released")
             assert image.is_file() and not host.loop_of(image), f"{image}: not kept, or attached"
 
             self.c.apply([{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "flex-data"},
@@ -482,8 +483,8 @@ class E2E:
         self.c.kubectl("delete", "pod", "--all", "-n", NS, "--wait=false")
         wait_for("every pod gone", lambda: not self.c.items("pods", "-n", NS))
         for claim, v in self.volumes.items():
-            wait_for(f"{v['pv']} detached (VolumeAttachment gone)", lambda: not self.attachment(v["pv"]))
-            wait_for(f"{claim}: loop device released", lambda: not host.loop_of(v["image"]))
+            wait_for(f"{v['pv']} detached (VolumeAttachment gone)", lambda v=v: not self.attachment(v["pv"]))
+            wait_for(f"{claim}: loop device released", lambda v=v: not host.loop_of(v["image"]))
             dev = host.loop_dev(v["loop"]) if (Path("/sys/block") / v["loop"]).exists() else None
             assert not any(m["path"] == str(v["publish"]) or (dev and m["dev"] == dev)
                            for m in host.mounts(self.c.kubelet)), f"{claim} still mounted"

@@ -58,10 +58,10 @@ def release_everything_under(work: Path):
     for _ in range(3):
         for name in loops(work):
             # The device is named only after sysfs showed it is backed by a file of ours.
-            subprocess.run(["losetup", "-d", f"/dev/{name}"], capture_output=True)
+            subprocess.run(["losetup", "-d", f"/dev/{name}"], capture_output=True, check=False)
         for m in sorted(mounts(work), key=lambda m: -len(m["path"])):
-            if subprocess.run(["umount", m["path"]], capture_output=True).returncode != 0:
-                subprocess.run(["umount", "-l", m["path"]], capture_output=True)
+            if subprocess.run(["umount", m["path"]], capture_output=True, check=False).returncode != 0:
+                subprocess.run(["umount", "-l", m["path"]], capture_output=True, check=False)
         if not mounts(work) and not loops(work):
             break
     left = [f"mount {m['path']}" for m in mounts(work)] + [f"loop {n} -> {b}" for n, b in loops(work).items()]

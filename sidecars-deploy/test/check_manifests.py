@@ -86,7 +86,8 @@ CLUSTER_RULES = {
 }
 # In the workload's own namespace.
 LEADER_ELECTION_RULES = {("coordination.k8s.io", "leases"): {"get", "watch", "list", "delete", "update", "create"}}
-CAPACITY_RULES = {("storage.k8s.io", "csistoragecapacities"): {"get", "list", "watch", "create", "update", "patch", "delete"}}
+CAPACITY_RULES = {
+    ("storage.k8s.io", "csistoragecapacities"): {"get", "list", "watch", "create", "update", "patch", "delete"}}
 # Owner walk for --capacity-ownerref-level, per workload kind.
 OWNER_LEVEL = {"Deployment": "2", "StatefulSet": "1", "DaemonSet": "1"}
 OWNER_WALK_RULES = {
@@ -115,7 +116,7 @@ def check(variant, ok, message):
 
 
 def render(directory):
-    proc = subprocess.run([KUBECTL, "kustomize", directory], capture_output=True, text=True)
+    proc = subprocess.run([KUBECTL, "kustomize", directory], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         return None, proc.stderr.strip()
     return [d for d in yaml.safe_load_all(proc.stdout) if d], ""
@@ -177,9 +178,9 @@ def mount_for(container, path):
     best = None
     for m in container.get("volumeMounts", []):
         mp = m["mountPath"].rstrip("/") or "/"
-        if path == mp or path.startswith(mp + "/") or mp == "/":
-            if best is None or len(mp) > len(best[0]["mountPath"].rstrip("/")):
-                best = (m, mp)
+        if (path == mp or path.startswith(mp + "/") or mp == "/") and (
+                best is None or len(mp) > len(best[0]["mountPath"].rstrip("/"))):
+            best = (m, mp)
     if best is None:
         return None, None
     m, mp = best
@@ -273,7 +274,8 @@ def check_rbac_narrow(variant, objs):
     for r in kind_of(objs, "ClusterRole") + kind_of(objs, "Role"):
         for rule in r.get("rules", []):
             wild = [f for f in ("apiGroups", "resources", "verbs") if "*" in rule.get(f, [])]
-            check(variant, not wild, f"{r['kind']}/{name(r)}: wildcard in {wild} grants more than any sidecar documents")
+            check(variant, not wild,
+                  f"{r['kind']}/{name(r)}: wildcard in {wild} grants more than any sidecar documents")
             check(variant, "secrets" not in rule.get("resources", []),
                   f"{r['kind']}/{name(r)}: grants access to secrets, which no StorageClass here needs")
 
@@ -290,10 +292,13 @@ def check_deployment(variant, objs):
     csidriver = drivers[0]
     driver_name = name(csidriver)
     spec = csidriver.get("spec", {})
-    check(variant, spec.get("attachRequired") is True, "CSIDriver: attachRequired must be true (the driver publishes volumes)")
-    check(variant, spec.get("podInfoOnMount") is True, "CSIDriver: podInfoOnMount must be true (inline ephemeral volumes)")
+    check(variant, spec.get("attachRequired") is True,
+          "CSIDriver: attachRequired must be true (the driver publishes volumes)")
+    check(variant, spec.get("podInfoOnMount") is True,
+          "CSIDriver: podInfoOnMount must be true (inline ephemeral volumes)")
     check(variant, spec.get("fsGroupPolicy") == "File", "CSIDriver: fsGroupPolicy must be File")
-    check(variant, spec.get("storageCapacity") is True, "CSIDriver: storageCapacity must be true (the driver serves GetCapacity)")
+    check(variant, spec.get("storageCapacity") is True,
+          "CSIDriver: storageCapacity must be true (the driver serves GetCapacity)")
     modes = set(spec.get("volumeLifecycleModes", []))
     check(variant, modes == {"Persistent", "Ephemeral"},
           f"CSIDriver: volumeLifecycleModes must be Persistent and Ephemeral, got {sorted(modes)}")
@@ -315,14 +320,16 @@ def check_deployment(variant, objs):
         params = sc.get("parameters", {}) or {}
         fs = params.get("csi.storage.k8s.io/fstype", params.get("fsType", "ext4"))
         check(variant, fs in FS_TYPES, f"{where}: file system '{fs}' is not one of {sorted(FS_TYPES)}")
-        unknown = sorted(k for k in params if not k.startswith("csi.storage.k8s.io/") and k not in ("fsType", "allocation"))
+        unknown = sorted(k for k in params
+                         if not k.startswith("csi.storage.k8s.io/") and k not in ("fsType", "allocation"))
         check(variant, not unknown, f"{where}: parameters {unknown} are not accepted by the driver")
         check(variant, params.get("allocation", "sparse") in ALLOCATIONS,
               f"{where}: allocation '{params.get('allocation')}' is not one of {sorted(ALLOCATIONS)}")
     fs_of = {name(sc): (sc.get("parameters") or {}).get("csi.storage.k8s.io/fstype") for sc in classes}
     check(variant, {"ext4", "xfs"} <= set(fs_of.values()), f"need one StorageClass per file system, have {fs_of}")
     defaults = [name(sc) for sc in all_classes
-                if (sc.get("metadata", {}).get("annotations") or {}).get("storageclass.kubernetes.io/is-default-class") == "true"]
+                if (sc.get("metadata", {}).get("annotations") or {}).get(
+                    "storageclass.kubernetes.io/is-default-class") == "true"]
     check(variant, len(defaults) == 1 and fs_of.get(defaults[0]) == "ext4",
           f"exactly one default StorageClass, with ext4, expected; defaults: {defaults}")
 
@@ -331,7 +338,8 @@ def check_deployment(variant, objs):
     check(variant, len(vscs) >= 1, "no VolumeSnapshotClass")
     for vsc in vscs:
         check(variant, vsc.get("driver") == driver_name,
-              f"VolumeSnapshotClass/{name(vsc)}: driver '{vsc.get('driver')}' differs from the CSIDriver name '{driver_name}'")
+              f"VolumeSnapshotClass/{name(vsc)}: driver '{vsc.get('driver')}' "
+              f"differs from the CSIDriver name '{driver_name}'")
 
     # --- workloads
     modes_seen = {}
@@ -384,7 +392,8 @@ def check_deployment(variant, objs):
         sock = socket_path(endpoint)
         dmount, drel = mount_for(drv, posixpath.dirname(sock))
         if not check(variant, dmount is not None,
-                     f"{where}: the driver's socket directory {posixpath.dirname(sock)} is not on a volume the sidecars can share"):
+                     f"{where}: the driver's socket directory {posixpath.dirname(sock)} "
+                     "is not on a volume the sidecars can share"):
             continue
         for c in containers:
             if c is drv:
@@ -399,7 +408,8 @@ def check_deployment(variant, objs):
             same = (cmount is not None and cmount["name"] == dmount["name"] and crel == drel
                     and posixpath.basename(addr) == posixpath.basename(sock))
             check(variant, same,
-                  f"{where} container {c['name']}: --csi-address {addr} is not the socket the driver listens on ({endpoint})")
+                  f"{where} container {c['name']}: --csi-address {addr} "
+                  f"is not the socket the driver listens on ({endpoint})")
 
         # liveness probe wired to the livenessprobe sidecar
         probe = (drv.get("livenessProbe") or {}).get("httpGet") or {}
@@ -413,13 +423,14 @@ def check_deployment(variant, objs):
             lflags = parse_flags(lps[0])
             health = lflags.get("health-port") or lflags.get("http-endpoint", ":9808").rsplit(":", 1)[-1]
             check(variant, str(ports[port]) == str(health),
-                  f"{where}: livenessProbe port {port}={ports[port]} is not where the livenessprobe sidecar listens ({health})")
+                  f"{where}: livenessProbe port {port}={ports[port]} "
+                  f"is not where the livenessprobe sidecar listens ({health})")
 
         if mode in ("node", "all"):
             check(variant, kind == "DaemonSet", f"{where}: the node plugin (--mode={mode}) must run as a DaemonSet")
             check(variant, (drv.get("securityContext") or {}).get("privileged") is True,
                   f"{where}: the node driver container must be privileged")
-            km, krel = mount_for(drv, KUBELET_DIR)
+            km, _krel = mount_for(drv, KUBELET_DIR)
             kvol = volume(pod, km["name"]) if km else None
             check(variant, km is not None and km["mountPath"].rstrip("/") == KUBELET_DIR
                   and km.get("mountPropagation") == "Bidirectional"
@@ -437,7 +448,8 @@ def check_deployment(variant, objs):
             check(variant, len(regs) == 1, f"{where}: expected one node-driver-registrar, found {len(regs)}")
             dvolume = volume(pod, dmount["name"]) or {}
             host_dir = (dvolume.get("hostPath") or {}).get("path", "")
-            check(variant, bool(host_dir), f"{where}: the node socket directory must be a hostPath (kubelet connects to it)")
+            check(variant, bool(host_dir),
+                  f"{where}: the node socket directory must be a hostPath (kubelet connects to it)")
             host_sock = posixpath.normpath(posixpath.join(host_dir, drel, posixpath.basename(sock)))
             check(variant, posixpath.normpath(host_dir) == f"{KUBELET_DIR}/plugins/{driver_name}",
                   f"{where}: the socket directory {host_dir} must be {KUBELET_DIR}/plugins/{driver_name}")
@@ -445,10 +457,12 @@ def check_deployment(variant, objs):
                 rflags = parse_flags(reg)
                 path = rflags.get("kubelet-registration-path", "")
                 check(variant, path == host_sock,
-                      f"{where}: --kubelet-registration-path {path} is not the driver's socket on the host ({host_sock})")
+                      f"{where}: --kubelet-registration-path {path} "
+                      f"is not the driver's socket on the host ({host_sock})")
                 rm = next((m for m in reg.get("volumeMounts", []) if m["mountPath"] == "/registration"), None)
                 rvol = volume(pod, rm["name"]) if rm else None
-                check(variant, (rvol or {}).get("hostPath", {}).get("path", "").rstrip("/") == f"{KUBELET_DIR}/plugins_registry",
+                check(variant,
+                      (rvol or {}).get("hostPath", {}).get("path", "").rstrip("/") == f"{KUBELET_DIR}/plugins_registry",
                       f"{where}: the registrar needs {KUBELET_DIR}/plugins_registry mounted at /registration")
             check(variant, pod.get("automountServiceAccountToken") is False,
                   f"{where}: the node pod talks to no API and should not mount a service account token")
@@ -462,22 +476,27 @@ def check_deployment(variant, objs):
             for s in present:
                 c = by_repo[s][0]
                 cflags = parse_flags(c)
-                check_rbac_covers(variant, f"{where} {s} (ServiceAccount {sa})", cluster_rules, CLUSTER_RULES[s], "cluster")
+                check_rbac_covers(variant, f"{where} {s} (ServiceAccount {sa})", cluster_rules, CLUSTER_RULES[s],
+                                  "cluster")
                 check(variant, cflags.get("leader-election") == "true",
                       f"{where} container {s}: --leader-election=true is needed ({kind} replicas can be more than one)")
                 if cflags.get("leader-election") == "true":
-                    check_rbac_covers(variant, f"{where} {s} leader election", local_rules, LEADER_ELECTION_RULES, f"namespace {wns}")
+                    check_rbac_covers(variant, f"{where} {s} leader election", local_rules, LEADER_ELECTION_RULES,
+                                      f"namespace {wns}")
                 if s == "csi-provisioner":
                     check(variant, cflags.get("extra-create-metadata") == "true",
                           f"{where}: csi-provisioner needs --extra-create-metadata")
                     check(variant, cflags.get("enable-capacity") == "true",
                           f"{where}: csi-provisioner needs --enable-capacity (the driver serves GetCapacity)")
                     check(variant, cflags.get("capacity-ownerref-level") == OWNER_LEVEL[kind],
-                          f"{where}: csi-provisioner --capacity-ownerref-level must be {OWNER_LEVEL[kind]} for a {kind}")
+                          f"{where}: csi-provisioner --capacity-ownerref-level must be {OWNER_LEVEL[kind]} "
+                          f"for a {kind}")
                     check(variant, env_field_ref(c, "NAMESPACE") == "metadata.namespace"
                           and env_field_ref(c, "POD_NAME") == "metadata.name",
-                          f"{where}: csi-provisioner needs env NAMESPACE and POD_NAME from the downward API for capacity tracking")
-                    check_rbac_covers(variant, f"{where} csi-provisioner capacity", local_rules, CAPACITY_RULES, f"namespace {wns}")
+                          f"{where}: csi-provisioner needs env NAMESPACE and POD_NAME from the downward API "
+                          "for capacity tracking")
+                    check_rbac_covers(variant, f"{where} csi-provisioner capacity", local_rules, CAPACITY_RULES,
+                                      f"namespace {wns}")
                     check_rbac_covers(variant, f"{where} csi-provisioner owner walk", local_rules + cluster_rules,
                                       OWNER_WALK_RULES[kind], f"namespace {wns}")
                 if s == "csi-snapshotter":
@@ -516,10 +535,12 @@ def check_examples(variant, objs, driver_name, class_names, snapclass_names):
         ds = p["spec"].get("dataSource")
         if ds:
             target = snaps if ds.get("kind") == "VolumeSnapshot" else pvcs
-            check(variant, ds.get("name") in target, f"PVC/{name(p)}: dataSource {ds.get('kind')}/{ds.get('name')} is not among the examples")
+            check(variant, ds.get("name") in target,
+                  f"PVC/{name(p)}: dataSource {ds.get('kind')}/{ds.get('name')} is not among the examples")
     for s in snaps.values():
         check(variant, s["spec"].get("volumeSnapshotClassName") in snapclass_names,
-              f"VolumeSnapshot/{name(s)}: class '{s['spec'].get('volumeSnapshotClassName')}' is not one of {sorted(snapclass_names)}")
+              f"VolumeSnapshot/{name(s)}: class '{s['spec'].get('volumeSnapshotClassName')}' "
+              f"is not one of {sorted(snapclass_names)}")
         src = s["spec"].get("source", {}).get("persistentVolumeClaimName")
         check(variant, src in pvcs, f"VolumeSnapshot/{name(s)}: source PVC '{src}' is not among the examples")
     inline = 0
@@ -531,7 +552,8 @@ def check_examples(variant, objs, driver_name, class_names, snapclass_names):
                 check(variant, claim in pvcs, f"Pod/{name(w)}: claim '{claim}' is not among the examples")
                 if claim in pvcs and pvcs[claim]["spec"].get("volumeMode") == "Block":
                     block += 1
-                    used = any(d.get("name") == v["name"] for c in pod["containers"] for d in c.get("volumeDevices", []))
+                    used = any(d.get("name") == v["name"]
+                               for c in pod["containers"] for d in c.get("volumeDevices", []))
                     check(variant, used, f"Pod/{name(w)}: block claim '{claim}' must be used through volumeDevices")
             if "csi" in v:
                 inline += 1
@@ -552,7 +574,8 @@ def check_examples(variant, objs, driver_name, class_names, snapclass_names):
             have.add(("restore", "VolumeSnapshot"))
         if ds.get("kind") == "PersistentVolumeClaim":
             have.add(("clone", "PersistentVolumeClaim"))
-    check(variant, have == kinds, f"examples for snapshot, restore and clone expected, missing {sorted(k for k, _ in kinds - have)}")
+    check(variant, have == kinds,
+          f"examples for snapshot, restore and clone expected, missing {sorted(k for k, _ in kinds - have)}")
     vacs = kind_of(objs, "VolumeAttributesClass")
     check(variant, len(vacs) >= 1, "no example VolumeAttributesClass (ControllerModifyVolume)")
     for vac in vacs:

@@ -84,9 +84,10 @@ CASES = [
     ("base/rbac-controller.yaml", 'resources: ["csinodes"]\n    verbs: ["get", "list", "watch"]', 'resources: ["*"]\n    verbs: ["get", "list", "watch"]', "wildcard"),
     ("base/rbac-controller.yaml", 'resources: ["storageclasses"]', 'resources: ["storageclasses", "secrets"]', "secrets"),
     ("base/rbac-node.yaml", "@@APPEND",
-     "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: node-extra\n  namespace: blockpool-system\n"
-     "subjects:\n  - kind: ServiceAccount\n    name: blockpool-node\n    namespace: blockpool-system\n"
-     "roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: blockpool-leader-election\n", "roles it does not need"),
+     ("---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: node-extra\n  namespace: blockpool-system\n"
+      "subjects:\n  - kind: ServiceAccount\n    name: blockpool-node\n    namespace: blockpool-system\n"
+      "roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: blockpool-leader-election\n"),
+     "roles it does not need"),
     # overlays and rendering
     ("base/kustomization.yaml", "  - node.yaml\n", "  - node.yaml\n  - missing.yaml\n", "kubectl kustomize failed"),
     ("overlays/nfs-pool/pool-nfs.yaml", "          nfs:\n            server: nfs.example.internal\n            path: /export/blockpool\n---",
