@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # The one command that builds blockpool and runs all of its tests:
-#   1. unit and integration tests (Maven; the integration tests drive real loop devices, mkfs
+#   1. the style gate (scripts/style.sh): the Java formatting (Spotless), shellcheck on the shell
+#      scripts, ruff on the Python; its failure fails the run, but the stages after it run anyway
+#   2. unit and integration tests (Maven; the integration tests drive real loop devices, mkfs
 #      and mount, and are skipped with a reason unless run as root; the multi-node test runs two
 #      node plugins and a controller on a real GlusterFS volume, skipped with a reason without
 #      GlusterFS or /dev/fuse)
-#   2. the real csi-sanity against the built binary, for mount and for block volumes
-#   3. the checks of the rendered Kubernetes manifests, and a self-test of those checks
-#   4. the end-to-end test: a local Kubernetes control plane, the real sidecars and a hollow
+#   3. the real csi-sanity against the built binary, for mount and for block volumes
+#   4. the checks of the rendered Kubernetes manifests, and a self-test of those checks
+#   5. the end-to-end test: a local Kubernetes control plane, the real sidecars and a hollow
 #      kubelet drive the driver through the project's manifests (e2e/run.sh; skipped with the
 #      reason unless run as root)
-#   5. the container image build and its check (BLOCKPOOL_SKIP_IMAGE=1 skips it)
+#   6. the container image build and its check (BLOCKPOOL_SKIP_IMAGE=1 skips it)
 # It ends with one line: "tests: N passed, N failed, N skipped".
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -22,6 +24,11 @@ add_counts() { # passed failed skipped
   passed=$((passed + $1)); failed=$((failed + $2)); skipped=$((skipped + $3))
 }
 stage() { echo; echo "=== $* ==="; }
+
+stage "style (Java format, shellcheck, ruff)"
+# Not in $status until the end: the stages below, which a failed build skips, run anyway.
+style_status=0
+if scripts/style.sh; then add_counts 1 0 0; else add_counts 0 1 0; style_status=1; fi
 
 stage "build, unit and integration tests"
 # As root, the tests on real loop devices, mkfs and mounts too (-Proot-tests); they skip with the reason otherwise.
@@ -74,7 +81,7 @@ if [[ -x image/build.sh && -z ${BLOCKPOOL_SKIP_IMAGE:-} ]]; then
   if image/build.sh; then add_counts 1 0 0; else add_counts 0 1 0; status=1; fi
 fi
 
-[[ $failed -eq 0 ]] || status=1
+[[ $failed -eq 0 && $style_status -eq 0 ]] || status=1
 echo
 [[ -f $summary ]] && cat "$summary"
 echo "tests: $passed passed, $failed failed, $skipped skipped"
