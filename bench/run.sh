@@ -1,28 +1,13 @@
 #!/usr/bin/env bash
 # blockpool's benchmark: starts the real bin/blockpool-csi, drives it over its socket with the Go
-# client in bench/csibench, and prints one Markdown table per section, with ratios measured in
-# the same run (the machine is shared and noisy, so absolute figures say less than ratios):
-#   start     process start -> first ready Probe, blockpool vs the gomock reference process
-#   memory    idle RSS; peak RSS and CPU time over csi-sanity (mount and block); a burst of
-#             cheap calls from 64 clients, then how fast RSS comes back under 96 MiB
-#   node      publish/unpublish, stats, stage+publish of fresh volumes vs mount(2)/statfs(2)
-#   snapshot  CreateSnapshot on an XFS reflink pool vs ioctl(FICLONE)
-#   list      10,000 volumes and 1,000 snapshots: listing, creating, starting on a full pool
-#   fio       fio in a published volume vs on the pool's own filesystem, and page cache growth
-#   flexvolume  kubelet's FlexVolume calls through bin/blockpool-flexvolume (a JVM start each) vs
-#             fork+exec and the same CSI calls from the client
+# client in bench/csibench, and prints one Markdown table per section (start, memory, node,
+# snapshot, list, fio, flexvolume), with ratios measured in the same run.
 #
-#   usage: sudo bench/run.sh [csibench flags] [section ...]    (all sections by default)
-#   e.g.   sudo bench/run.sh -burst 10s -idle 10s -starts 5 start memory
-#          BLOCKPOOL_JAVA_OPTS='-XX:+UseSerialGC' sudo -E bench/run.sh start memory
-# Flags go to bench/csibench (-h lists them with their defaults: durations and counts).
+#   usage: sudo bench/run.sh [csibench flags] [section ...]    (all sections by default; -h lists the flags)
 #
-# Needs root (loop devices, mounts, drop_caches), Go, xfsprogs; builds the driver if its jar is
-# missing, installs csi-sanity (sanity-tests/install-tools.sh) and fio (Debian) if missing.
-# Everything it makes lives in one temporary directory under .cache/bench, on the repository's
-# disk (not tmpfs): the pools, sockets, staging and target directories, and an XFS image on a
-# loop device of its own. All of it, with every mount and loop device in it, goes on exit, also
-# on failure or Ctrl-C; nothing outside that directory is mounted, unmounted or removed.
+# Needs root. Everything it makes lives in one temporary directory under .cache/bench, and goes
+# on exit with every mount and loop device in it. What each section measures, what the bench
+# needs and installs, and the figures: docs/performance.md.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"

@@ -1,18 +1,10 @@
 #!/usr/bin/env bash
-# The one command that builds blockpool and runs all of its tests:
-#   1. the style gate (scripts/style.sh): the Java formatting (Spotless), shellcheck on the shell
-#      scripts, ruff on the Python; its failure fails the run, but the stages after it run anyway
-#   2. unit and integration tests (Maven; the integration tests drive real loop devices, mkfs
-#      and mount, and are skipped with a reason unless run as root; the multi-node test runs two
-#      node plugins and a controller on a real GlusterFS volume, skipped with a reason without
-#      GlusterFS or /dev/fuse)
-#   3. the real csi-sanity against the built binary, for mount and for block volumes
-#   4. the checks of the rendered Kubernetes manifests, and a self-test of those checks
-#   5. the end-to-end test: a local Kubernetes control plane, the real sidecars and a hollow
-#      kubelet drive the driver through the project's manifests (e2e/run.sh; skipped with the
-#      reason unless run as root)
-#   6. the container image build and its check (BLOCKPOOL_SKIP_IMAGE=1 skips it)
-# It ends with one line: "tests: N passed, N failed, N skipped".
+# The one command that builds blockpool and runs all of its tests, in six stages: the style gate,
+# the Maven build with its unit, integration and system tests, csi-sanity (mount and block), the
+# checks of the Kubernetes manifests, the end-to-end test and the container image
+# (BLOCKPOOL_SKIP_IMAGE=1 leaves it out). Run it as root; what needs root is skipped with the
+# reason otherwise. It ends with one line: "tests: N passed, N failed, N skipped".
+# Every stage, how to run it alone and what it needs: docs/testing.md.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo" || exit 1
