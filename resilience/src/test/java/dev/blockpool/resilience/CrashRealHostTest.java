@@ -47,7 +47,7 @@ import org.junit.jupiter.api.Test;
  * and the driver's log in {@code target/crash-driver.log}.
  */
 @NeedsRoot
-class CrashTest {
+class CrashRealHostTest {
 
     private static final int DEFAULT_OPERATIONS = 500;
     /**

@@ -35,7 +35,7 @@ import org.junit.jupiter.api.Test;
  * See {@link Fuzzer} for what each request is and how it is judged.
  */
 @NeedsRoot
-class FuzzTest {
+class FuzzRealHostTest {
 
     private static final long DEFAULT_SEED = 42;
 

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.HostRequirements;
+import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.common.StorageException.Kind;
@@ -32,7 +33,8 @@ import org.junit.jupiter.api.io.TempDir;
  * reflink shares extents (FICLONE, without running any host tool), ext4 falls back to a
  * sparse-aware copy that keeps holes. Needs root; skipped otherwise.
  */
-class ImageFilesRealDeviceTest {
+@NeedsRoot
+class ImageFilesRealHostTest {
 
     private static final long MIB = 1 << 20;
     private static final long GIB = 1 << 30;

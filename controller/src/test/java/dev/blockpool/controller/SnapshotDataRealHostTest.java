@@ -31,7 +31,7 @@ import org.junit.jupiter.api.io.TempDir;
  * real loop devices attached to the pool's images. Needs root; skipped otherwise.
  */
 @NeedsRoot
-class SnapshotDataRealDeviceTest {
+class SnapshotDataRealHostTest {
 
     private static final int SIZE = (int) (64 * MIB);
     /** Regions written with random data: start of the device, the middle, unaligned, the very end. */

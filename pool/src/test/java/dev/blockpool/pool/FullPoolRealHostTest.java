@@ -31,7 +31,7 @@ import org.junit.jupiter.api.io.TempDir;
  * space. Needs root; skipped otherwise.
  */
 @NeedsRoot
-class FullPoolRealDeviceTest {
+class FullPoolRealHostTest {
 
     private static final long MIB = 1 << 20;
 

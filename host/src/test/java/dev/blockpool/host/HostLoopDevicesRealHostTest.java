@@ -36,7 +36,7 @@ import org.junit.jupiter.api.Test;
  * only ever detaches devices its own attaches returned.
  */
 @NeedsRoot
-class HostLoopDevicesRealTest {
+class HostLoopDevicesRealHostTest {
 
     private static final long MiB = 1L << 20;
     private static final CommandRunner RUNNER = new ProcessCommandRunner();

@@ -30,7 +30,7 @@ import org.junit.jupiter.api.Test;
  * devices and mounts. Every test ends with nothing of its own left mounted or attached.
  */
 @NeedsRoot
-class FlexVolumeTest {
+class FlexVolumeRealHostTest {
 
     private static final Path REPO = Path.of("..").toAbsolutePath().normalize();
     private static final ObjectMapper JSON = new ObjectMapper();

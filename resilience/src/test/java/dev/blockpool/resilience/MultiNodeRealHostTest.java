@@ -68,7 +68,7 @@ import org.junit.jupiter.api.extension.TestWatcher;
 @NeedsRoot
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
-class MultiNodeTest {
+class MultiNodeRealHostTest {
 
     private static final long MIB = 1 << 20;
     private static final Path TARGET = Path.of("target");
