@@ -24,8 +24,8 @@ if scripts/style.sh; then add_counts 1 0 0; else add_counts 0 1 0; style_status=
 
 stage "build, unit and integration tests"
 # As root, the tests on real loop devices, mkfs and mounts too (-Proot-tests); they skip with the reason otherwise.
-# The fuzz, crash and multi-node tests of the resilience module append their figures to this file.
-summary=resilience/target/resilience-summary.txt
+# The fuzz, crash and multi-node tests of the system-tests module append their figures to this file.
+summary=system-tests/target/system-tests-summary.txt
 rm -f "$summary"
 ./mvnw -B -ntp -Proot-tests verify || status=1
 read -r p f s < <(python3 scripts/surefire_counts.py "$repo")

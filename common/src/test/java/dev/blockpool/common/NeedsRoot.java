@@ -10,7 +10,9 @@ import org.junit.jupiter.api.Tag;
  * Marks a test class that drives real loop devices, mkfs and mounts, so needs root. Tagged
  * {@value #TAG}: a plain {@code ./mvnw test} leaves these out and is the fast, unprivileged run;
  * {@code -Proot-tests} (what scripts/test.sh passes) includes them. Each still checks
- * {@link HostRequirements} and skips with the reason on a host that cannot run it.
+ * {@link HostRequirements} and skips with the reason on a host that cannot run it. Such a class is
+ * named {@code *RealHostTest}, and only such a class: system-tests' RootTestNamesTest checks the
+ * test sources of every module for it.
  */
 @Target(ElementType.TYPE)
 @Retention(RetentionPolicy.RUNTIME)

@@ -1,0 +1,239 @@
+package dev.blockpool.host;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assumptions.assumeThat;
+
+import dev.blockpool.common.BlockingCalls;
+import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.HostRequirements;
+import dev.blockpool.common.NeedsRoot;
+import dev.blockpool.common.ProcessCommandRunner;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.RandomAccessFile;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.Deque;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Loop devices through the loop ioctls, on real devices (root only). Each test works in its
+ * own temporary directory and undoes every loop device and mount it made, even on failure; it
+ * only ever detaches devices its own attaches returned.
+ */
+@NeedsRoot
+class HostLoopDevicesRealHostTest {
+
+    private static final long MiB = 1L << 20;
+    private static final CommandRunner RUNNER = new ProcessCommandRunner();
+
+    private final BlockingCalls blocking = new BlockingCalls("test-syscall", 4);
+    private final LoopDevices loops = new HostLoopDevices(blocking);
+    /** What to undo, last made first. */
+    private final Deque<Runnable> undo = new ArrayDeque<>();
+
+    private Path dir;
+
+    @BeforeEach
+    void setUp() throws IOException {
+        HostRequirements.assumeRootWithLoopDevices();
+        dir = Files.createTempDirectory("blockpool-loop-it-");
+    }
+
+    @AfterEach
+    void tearDown() throws IOException {
+        List<RuntimeException> failures = new ArrayList<>();
+        while (!undo.isEmpty()) {
+            try {
+                undo.pop().run();
+            } catch (RuntimeException e) {
+                failures.add(e);
+            }
+        }
+        if (dir != null) {
+            try (Stream<Path> walk = Files.walk(dir)) {
+                for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+                    Files.deleteIfExists(p);
+                }
+            }
+        }
+        assertThat(failures).as("cleaning up").isEmpty();
+    }
+
+    private static Path image(Path where, String name, long bytes) throws IOException {
+        Path image = where.resolve(name);
+        try (RandomAccessFile file = new RandomAccessFile(image.toFile(), "rw")) {
+            file.setLength(bytes);
+        }
+        return image;
+    }
+
+    private LoopDevice attach(LoopDevices devices, Path image, boolean readOnly) {
+        LoopDevice device = devices.attach(image, readOnly);
+        undo.push(() -> devices.detach(device));
+        return device;
+    }
+
+    private void mount(Path where, String... command) throws IOException {
+        Files.createDirectories(where);
+        RUNNER.runChecked(command);
+        undo.push(() -> RUNNER.runChecked("umount", where.toString()));
+    }
+
+    @Test
+    void attachesReadsBackGrowsAndDetaches() throws IOException {
+        Path image = image(dir, "vol.img", 8 * MiB);
+        LoopDevice device = attach(loops, image, false);
+        assertThat(device.backingFile()).isEqualTo(LoopSysfs.canonical(image));
+        assertThat(device.sizeBytes()).isEqualTo(8 * MiB);
+        assertThat(device.readOnly()).isFalse();
+        assertThat(Files.readString(Path.of("/sys/block", device.name(), "queue/logical_block_size"))
+                        .strip())
+                .isEqualTo("512");
+        assertThat(loops.boundTo(image)).containsExactly(device);
+        assertThat(loops.byNumber(device.number())).contains(device);
+
+        try (RandomAccessFile file = new RandomAccessFile(image.toFile(), "rw")) {
+            file.setLength(24 * MiB);
+        }
+        assertThat(loops.refreshCapacity(device).sizeBytes()).isEqualTo(24 * MiB);
+
+        LoopDevice readOnly = attach(loops, image, true);
+        assertThat(readOnly.readOnly()).isTrue();
+        assertThat(readOnly.name()).isNotEqualTo(device.name());
+
+        loops.detach(readOnly);
+        loops.detach(device);
+        assertThat(loops.boundTo(image)).isEmpty();
+        loops.detach(device); // gone already: nothing to do, and nobody else's device is touched
+    }
+
+    @Test
+    void concurrentAttachesEachGetTheirOwnDevice() throws Exception {
+        // They race for the same free device; those that lose it take another.
+        List<Path> images = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+            images.add(image(dir, "vol-" + i + ".img", MiB));
+        }
+        List<Callable<LoopDevice>> attaches = images.stream()
+                .map(image -> (Callable<LoopDevice>) () -> loops.attach(image, false))
+                .toList();
+        List<LoopDevice> attached = new ArrayList<>();
+        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            for (Future<LoopDevice> result : threads.invokeAll(attaches)) {
+                LoopDevice device = result.get();
+                undo.push(() -> loops.detach(device));
+                attached.add(device);
+            }
+        }
+        assertThat(attached).extracting(LoopDevice::name).doesNotHaveDuplicates();
+        for (int i = 0; i < images.size(); i++) {
+            assertThat(attached.get(i).backingFile()).isEqualTo(LoopSysfs.canonical(images.get(i)));
+        }
+    }
+
+    @Test
+    void aMissingDeviceNodeIsMadeAsTheKernelNumbersIt() throws IOException {
+        // A /dev without the node (a container's): the node is made in that directory, nowhere else.
+        Path dev = Files.createDirectories(dir.resolve("dev"));
+        Files.createSymbolicLink(dev.resolve("loop-control"), Path.of("/dev/loop-control"));
+        LoopSysfs sysfs = new LoopSysfs(Path.of("/sys/block"), dev);
+        LoopDevices inContainer =
+                new HostLoopDevices(new LinuxLoopCalls(blocking, sysfs, dev), sysfs, Duration.ofSeconds(5));
+        // The control device is never reached through a symlink either.
+        assertThat(org.assertj.core.api.Assertions.catchThrowable(
+                        () -> inContainer.attach(image(dir, "refused.img", MiB), false)))
+                .hasMessageContaining("loop-control");
+        Files.delete(dev.resolve("loop-control"));
+        RUNNER.runChecked(
+                "cp", "-a", "/dev/loop-control", dev.resolve("loop-control").toString());
+        assumeThat(deviceNodesWork(dev.resolve("loop-control")))
+                .as("device nodes work in " + dir)
+                .isTrue();
+
+        Path image = image(dir, "vol.img", 4 * MiB);
+        LoopDevice device = attach(inContainer, image, false);
+        assertThat(device.device()).isEqualTo(dev.resolve(device.name()));
+        assertThat(PathState.of(device.device()))
+                .isEqualTo(new PathState.File(java.util.Optional.of(device.number()), 0));
+        assertThat(loops.boundTo(image)).extracting(LoopDevice::name).containsExactly(device.name());
+    }
+
+    @Test
+    void directIoWhereThePoolFilesystemTakesItAndBufferedWithAWarningWhereNot() throws IOException {
+        HostRequirements.assumeCommand("mkfs.ext4");
+        // An ext4 pool of the test's own: its disk (a loop device with 512-byte sectors) takes direct I/O.
+        Path ext4Image = image(dir, "ext4-pool.img", 64 * MiB);
+        RUNNER.runChecked("mkfs.ext4", "-q", ext4Image.toString());
+        LoopDevice ext4Disk = attach(loops, ext4Image, false);
+        Path ext4Pool = dir.resolve("ext4-pool");
+        mount(ext4Pool, "mount", "-t", "ext4", ext4Disk.device().toString(), ext4Pool.toString());
+        LoopDevice direct = attach(loops, image(ext4Pool, "vol.img", 8 * MiB), false);
+        assertThat(new LoopSysfs(Path.of("/sys/block"), Path.of("/dev")).directIo(direct.name()))
+                .isTrue();
+
+        // ramfs has no direct I/O at all: buffered, and said so once for the pool.
+        Path ramPool = dir.resolve("ram-pool");
+        mount(ramPool, "mount", "-t", "ramfs", "blockpool-test", ramPool.toString());
+        String warnings = stderrOf(() -> {
+            try {
+                attach(loops, image(ramPool, "a.img", MiB), false);
+                attach(loops, image(ramPool, "b.img", MiB), false);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        List<LoopDevice> buffered = loops.list().stream()
+                .filter(l -> l.backingFile().startsWith(LoopSysfs.canonical(ramPool)))
+                .toList();
+        assertThat(buffered)
+                .hasSize(2)
+                .allSatisfy(l -> assertThat(new LoopSysfs(Path.of("/sys/block"), Path.of("/dev")).directIo(l.name()))
+                        .isFalse());
+        assertThat(warnings.lines()
+                        .filter(l -> l.contains("takes no direct I/O"))
+                        .toList())
+                .singleElement()
+                .asString()
+                .contains(ramPool.toString())
+                .contains("page cache");
+    }
+
+    /** A filesystem mounted nodev refuses to open device nodes on it. */
+    private static boolean deviceNodesWork(Path node) {
+        try (var _ = Files.newByteChannel(node)) {
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** What the warn-level log (slf4j-simple writes to stderr) says while {@code work} runs. */
+    private static String stderrOf(Runnable work) {
+        PrintStream original = System.err;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        try {
+            work.run();
+        } finally {
+            System.setErr(original);
+        }
+        String text = captured.toString(StandardCharsets.UTF_8);
+        original.print(text);
+        return text;
+    }
+}

@@ -1,0 +1,209 @@
+package dev.blockpool.pool;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.HealthProblem;
+import dev.blockpool.common.HostRequirements;
+import dev.blockpool.common.NeedsRoot;
+import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.common.StorageException;
+import dev.blockpool.common.StorageException.Kind;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A small, real pool filesystem (ext4 without reserved blocks, on a loop device) run out of
+ * space. Needs root; skipped otherwise.
+ */
+@NeedsRoot
+class FullPoolRealHostTest {
+
+    private static final long MIB = 1 << 20;
+
+    private final CommandRunner commands = new ProcessCommandRunner();
+
+    @TempDir
+    Path work;
+
+    private ScratchFilesystem fs;
+    private Pool pool;
+
+    @BeforeEach
+    void setUp() {
+        HostRequirements.assumeRootWithLoopDevices();
+        HostRequirements.assumeCommand("losetup");
+        HostRequirements.assumeCommand("mkfs.ext4");
+        fs = ScratchFilesystem.create(work, 64 * MIB, "mkfs.ext4", "-q", "-F", "-m", "0");
+        pool = Pool.open(fs.mountPoint().resolve("pool"), commands, Clock.systemUTC(), Duration.ZERO);
+    }
+
+    @AfterEach
+    void tearDown() {
+        if (fs != null) {
+            fs.close();
+        }
+    }
+
+    @Test
+    void aRetryCountsTheImageItsInterruptedAttemptLeftAsFreeSpace() {
+        // An attempt that died after preallocating most of the pool, before its metadata was written.
+        long size = 40 * MIB;
+        VolumeSpec spec = new VolumeSpec(
+                "big", size, "ext4", Allocation.PREALLOCATED, Set.of(AccessType.BLOCK), Map.of(), Optional.empty());
+        Path leftover = pool.volumes().imagePath(Ids.volumeIdFor("big"));
+        new ImageFiles(commands).create(leftover, size, Allocation.PREALLOCATED);
+        assertThat(pool.space().availableBytes()).isLessThan(size);
+        assertKind(
+                Kind.EXHAUSTED,
+                () -> pool.volumes()
+                        .create(new VolumeSpec(
+                                "other",
+                                size,
+                                "ext4",
+                                Allocation.PREALLOCATED,
+                                Set.of(AccessType.BLOCK),
+                                Map.of(),
+                                Optional.empty())));
+
+        Volume volume = pool.volumes().create(spec);
+
+        assertThat(pool.volumes().imagePath(volume.id())).hasSize(size);
+        assertThat(pool.volumes().list()).containsExactly(volume);
+    }
+
+    @Test
+    void metadataWritesIntoAFullPoolAreNoSpaceAndLeaveNoImage() throws IOException {
+        fill(fs.mountPoint().resolve("filler"));
+
+        assertThatThrownBy(() -> pool.nodes().register(new NodeRecord("node-1", 8, Map.of())))
+                .isInstanceOfSatisfying(StorageException.class, e -> {
+                    assertThat(e.kind()).isEqualTo(Kind.EXHAUSTED);
+                    assertThat(e.getMessage()).contains("node-1.json", "No space left on device");
+                });
+        // An empty volume needs no blocks of its own: only its metadata write meets the full filesystem.
+        VolumeSpec empty = new VolumeSpec(
+                "empty", 0, "ext4", Allocation.SPARSE, Set.of(AccessType.BLOCK), Map.of(), Optional.empty());
+        assertKind(Kind.EXHAUSTED, () -> pool.volumes().create(empty));
+        assertThat(pool.volumes().imagePath(Ids.volumeIdFor("empty"))).doesNotExist();
+        assertThat(pool.volumes().list()).isEmpty();
+    }
+
+    @Test
+    void preallocatingASparseVolumeThePoolCannotHoldIsNoSpaceAndLeavesItSparse() {
+        Volume volume = pool.volumes()
+                .create(new VolumeSpec(
+                        "thin",
+                        48 * MIB,
+                        "ext4",
+                        Allocation.SPARSE,
+                        Set.of(AccessType.BLOCK),
+                        Map.of(),
+                        Optional.empty()));
+        Volume filler = pool.volumes()
+                .create(new VolumeSpec(
+                        "filler",
+                        24 * MIB,
+                        "ext4",
+                        Allocation.PREALLOCATED,
+                        Set.of(AccessType.BLOCK),
+                        Map.of(),
+                        Optional.empty()));
+
+        assertKind(Kind.EXHAUSTED, () -> pool.volumes().changeAllocation(volume, Allocation.PREALLOCATED));
+        assertThat(pool.volumes().get(volume.id()).allocation()).isEqualTo(Allocation.SPARSE);
+
+        pool.volumes().delete(filler.id());
+        Volume reserved = pool.volumes().changeAllocation(pool.volumes().get(volume.id()), Allocation.PREALLOCATED);
+        assertThat(reserved.allocation()).isEqualTo(Allocation.PREALLOCATED);
+        assertThat(pool.volumes().get(volume.id()).allocation()).isEqualTo(Allocation.PREALLOCATED);
+        assertThat(allocatedBytes(pool.volumes().imagePath(volume.id()))).isGreaterThanOrEqualTo(48 * MIB);
+    }
+
+    @Test
+    void aFullPoolIsEverySparseVolumesProblemAndAReadOnlyOneEveryVolumes() throws IOException {
+        Volume sparse = pool.volumes()
+                .create(new VolumeSpec(
+                        "sparse",
+                        4 * MIB,
+                        "ext4",
+                        Allocation.SPARSE,
+                        Set.of(AccessType.BLOCK),
+                        Map.of(),
+                        Optional.empty()));
+        Volume reserved = pool.volumes()
+                .create(new VolumeSpec(
+                        "reserved",
+                        4 * MIB,
+                        "ext4",
+                        Allocation.PREALLOCATED,
+                        Set.of(AccessType.BLOCK),
+                        Map.of(),
+                        Optional.empty()));
+        assertThat(pool.health().pool()).isEmpty();
+
+        fill(fs.mountPoint().resolve("filler"));
+        assertThat(pool.health().pool()).extracting(HealthProblem::reason).containsExactly("PoolFull");
+        assertThat(pool.health().volume(sparse.id()).problems())
+                .extracting(HealthProblem::reason)
+                .containsExactly("PoolFull");
+        assertThat(pool.health().volume(reserved.id()).problems()).isEmpty();
+        assertThat(pool.health().page(0, 0).entries())
+                .extracting(PoolHealth.VolumeHealth::volumeId)
+                .containsExactly(sparse.id());
+
+        Files.delete(fs.mountPoint().resolve("filler"));
+        commands.runChecked("mount", "-o", "remount,ro", fs.mountPoint().toString());
+        assertThat(pool.health().pool()).extracting(HealthProblem::reason).containsExactly("PoolReadOnly");
+        assertThat(pool.health().volume(reserved.id()).problems())
+                .extracting(HealthProblem::reason)
+                .containsExactly("PoolReadOnly");
+    }
+
+    private long allocatedBytes(Path file) {
+        // st_blocks counts 512-byte units
+        return Long.parseLong(commands.runChecked("stat", "-c", "%b", file.toString())
+                        .stdout()
+                        .strip())
+                * 512;
+    }
+
+    /** Writes {@code file} until the filesystem has no block left. */
+    private static void fill(Path file) throws IOException {
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            for (int chunk = (int) MIB; chunk >= 1024; chunk /= 4) {
+                ByteBuffer buffer = ByteBuffer.allocate(chunk);
+                try {
+                    while (true) {
+                        buffer.clear();
+                        channel.write(buffer);
+                        channel.force(false);
+                    }
+                } catch (IOException full) {
+                    // ENOSPC at this chunk size; try a smaller one
+                }
+            }
+        }
+    }
+
+    private static void assertKind(Kind kind, Runnable call) {
+        assertThatThrownBy(call::run)
+                .isInstanceOfSatisfying(
+                        StorageException.class,
+                        e -> assertThat(e.kind()).as(e.getMessage()).isEqualTo(kind));
+    }
+}

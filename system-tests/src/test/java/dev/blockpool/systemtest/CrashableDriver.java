@@ -1,0 +1,138 @@
+package dev.blockpool.systemtest;
+
+import java.io.IOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * The driver binary as a crash treats it: {@link #crash()} SIGKILLs the driver together with
+ * every process it started (losetup, mkfs, cp, ...), as the end of its container would, and
+ * {@link #ensureRunning()} starts it again on the same pool once it is dead, as kubelet
+ * restarts a crashed container. An exit nobody caused is remembered, and is a violation.
+ */
+final class CrashableDriver implements AutoCloseable {
+
+    private static final Duration SERVING_TIMEOUT = Duration.ofSeconds(60);
+
+    private final DriverProcess driver;
+    /** Whether the driver was stopped on purpose, so that its exit is no violation. */
+    private boolean exitExpected;
+
+    private int kills;
+    private int starts;
+    private long startNanos;
+
+    CrashableDriver(DriverProcess driver) {
+        this.driver = driver;
+    }
+
+    DriverProcess process() {
+        return driver;
+    }
+
+    int kills() {
+        return kills;
+    }
+
+    int starts() {
+        return starts;
+    }
+
+    Duration timeStarting() {
+        return Duration.ofNanos(startNanos);
+    }
+
+    /**
+     * Starts the driver when it is not running. Returns a description of the exit when it died
+     * without being killed (then it is started again all the same), empty otherwise.
+     */
+    Optional<String> ensureRunning() throws IOException, InterruptedException {
+        if (starts > 0 && driver.isAlive()) {
+            return Optional.empty();
+        }
+        Optional<String> unexpected = Optional.empty();
+        if (starts > 0 && !exitExpected) {
+            unexpected = Optional.of("the driver exited by itself; its log ends:\n" + logTail(15));
+        }
+        driver.kill(); // closes the old client; the process is gone already
+        long begin = System.nanoTime();
+        driver.start();
+        awaitServing();
+        startNanos += System.nanoTime() - begin;
+        starts++;
+        exitExpected = false;
+        return unexpected;
+    }
+
+    /**
+     * SIGKILL to the driver and its children at once. The driver is stopped first (SIGSTOP) so
+     * that it cannot start another child while they are collected; children then die before
+     * they could outlive it.
+     */
+    void crash() throws IOException, InterruptedException {
+        if (!driver.isAlive()) {
+            return;
+        }
+        ProcessHandle process = driver.handle();
+        new ProcessBuilder("kill", "-STOP", Long.toString(process.pid()))
+                .start()
+                .waitFor();
+        List<ProcessHandle> children = process.descendants().toList();
+        process.destroyForcibly();
+        children.forEach(ProcessHandle::destroyForcibly);
+        driver.kill(); // waits for it, closes the client
+        for (ProcessHandle child : children) {
+            child.onExit().join();
+        }
+        exitExpected = true;
+        kills++;
+    }
+
+    /**
+     * DriverProcess.start() returns once the socket file exists, but after a kill the old socket
+     * is still there until the new driver replaces it: wait until something answers on it.
+     */
+    private void awaitServing() throws IOException, InterruptedException {
+        Path socket = driver.socket();
+        long deadline = System.nanoTime() + SERVING_TIMEOUT.toNanos();
+        while (true) {
+            try (SocketChannel probe = SocketChannel.open(StandardProtocolFamily.UNIX)) {
+                probe.connect(UnixDomainSocketAddress.of(socket));
+                return;
+            } catch (IOException notYet) {
+                if (!driver.isAlive() || System.nanoTime() > deadline) {
+                    throw new IOException("the driver did not start serving; its log ends:\n" + logTail(30), notYet);
+                }
+                Thread.sleep(10);
+            }
+        }
+    }
+
+    String logTail(int lines) {
+        try {
+            List<String> all = Files.readAllLines(driver.log());
+            return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
+        } catch (IOException e) {
+            return "(no log: " + e + ")";
+        }
+    }
+
+    /** A planned restart: SIGTERM, as kubelet stops a pod, then a start on the same pool. */
+    void restart() throws IOException, InterruptedException {
+        driver.close();
+        exitExpected = true;
+        ensureRunning();
+    }
+
+    /** SIGTERM, as kubelet stops a pod; for the end of the run. */
+    @Override
+    public void close() {
+        driver.close();
+    }
+}

@@ -1,0 +1,185 @@
+package dev.blockpool.systemtest;
+
+import csi.v1.ControllerGrpc;
+import csi.v1.IdentityGrpc;
+import csi.v1.NodeGrpc;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
+import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The real {@code blockpool-csi} binary (bin/blockpool-csi with the jar the driver module just
+ * packaged), run as a child process with its socket and log inside {@code dir}, with a gRPC
+ * client on its socket: in mode "all" on a pool inside {@code dir}, or as one of several
+ * drivers sharing a pool mounted elsewhere. {@link #kill()} is SIGKILL; {@link #start()} starts it again on
+ * the same pool, as a restarted pod would.
+ */
+final class DriverProcess implements AutoCloseable {
+
+    private static final Path REPO = Path.of("..").toAbsolutePath().normalize();
+    private static final Duration START_TIMEOUT = Duration.ofSeconds(30);
+
+    private final Path dir;
+    private final Path socket;
+    private final Path pool;
+    private final Path log;
+    private final String mode;
+    private final String nodeId;
+    private final String logLevel;
+    private final List<String> extraArgs;
+    private Path workingDirectory;
+    private Process process;
+    private EventLoopGroup clientLoop;
+    private ManagedChannel channel;
+
+    DriverProcess(Path dir, String... extraArgs) {
+        this(dir, dir.resolve("pool"), "all", "system-test-node", "warn", extraArgs);
+    }
+
+    /** A driver in {@code mode} ("controller", "node", "all") on the pool at {@code pool}, e.g. one node's mount of it. */
+    DriverProcess(Path dir, Path pool, String mode, String nodeId, String logLevel, String... extraArgs) {
+        this.dir = dir;
+        this.socket = dir.resolve("csi.sock");
+        this.pool = pool;
+        this.log = dir.resolve("driver.log");
+        this.mode = mode;
+        this.nodeId = nodeId;
+        this.logLevel = logLevel;
+        this.extraArgs = List.of(extraArgs);
+    }
+
+    /** Runs the binary in {@code directory} rather than this JVM's, e.g. to see where relative paths land. */
+    DriverProcess workingDirectory(Path directory) {
+        this.workingDirectory = directory;
+        return this;
+    }
+
+    /** Starts the binary and waits until it answers on its socket. */
+    DriverProcess start() throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(List.of(
+                REPO.resolve("bin/blockpool-csi").toString(),
+                "--endpoint",
+                "unix://" + socket,
+                "--pool-dir",
+                pool.toString(),
+                "--node-id",
+                nodeId,
+                "--mode",
+                mode,
+                "--log-level",
+                logLevel));
+        command.addAll(extraArgs);
+        ProcessBuilder builder = new ProcessBuilder(command)
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        builder.environment()
+                .put(
+                        "BLOCKPOOL_JAR",
+                        REPO.resolve("driver/target/blockpool-csi.jar").toString());
+        if (workingDirectory != null) {
+            builder.directory(workingDirectory.toFile());
+        }
+        process = builder.start();
+        long deadline = System.nanoTime() + START_TIMEOUT.toNanos();
+        while (!Files.exists(socket)) {
+            if (!process.isAlive() || System.nanoTime() > deadline) {
+                throw new IOException("the driver did not start; its log:\n" + Files.readString(log));
+            }
+            Thread.sleep(20);
+        }
+        clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+        channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(clientLoop)
+                .usePlaintext()
+                .build();
+        return this;
+    }
+
+    IdentityGrpc.IdentityBlockingStub identity() {
+        return IdentityGrpc.newBlockingStub(channel).withDeadlineAfter(60, TimeUnit.SECONDS);
+    }
+
+    ControllerGrpc.ControllerBlockingStub controller() {
+        return ControllerGrpc.newBlockingStub(channel).withDeadlineAfter(60, TimeUnit.SECONDS);
+    }
+
+    NodeGrpc.NodeBlockingStub node() {
+        return NodeGrpc.newBlockingStub(channel).withDeadlineAfter(60, TimeUnit.SECONDS);
+    }
+
+    ManagedChannel channel() {
+        return channel;
+    }
+
+    Path socket() {
+        return socket;
+    }
+
+    Path pool() {
+        return pool;
+    }
+
+    Path log() {
+        return log;
+    }
+
+    boolean isAlive() {
+        return process != null && process.isAlive();
+    }
+
+    /** The running process, to signal it and the processes it started. */
+    ProcessHandle handle() {
+        return process.toHandle();
+    }
+
+    /** SIGKILL, as the OOM killer or a node crash would; waits for the process to be gone. */
+    void kill() throws InterruptedException {
+        closeClient();
+        if (process != null) {
+            process.destroyForcibly();
+            process.waitFor();
+        }
+    }
+
+    /** SIGTERM and wait, as kubelet stops a pod. */
+    @Override
+    public void close() {
+        closeClient();
+        if (process != null && process.isAlive()) {
+            process.destroy();
+            try {
+                if (!process.waitFor(30, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                    process.waitFor();
+                }
+            } catch (InterruptedException e) {
+                // An interrupted test still ends its driver; the interrupt goes on to its caller.
+                process.destroyForcibly();
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private void closeClient() {
+        if (channel != null) {
+            channel.shutdownNow();
+            channel = null;
+        }
+        if (clientLoop != null) {
+            clientLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            clientLoop = null;
+        }
+    }
+}
