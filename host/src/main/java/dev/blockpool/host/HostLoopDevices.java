@@ -21,21 +21,23 @@ public final class HostLoopDevices implements LoopDevices {
 
     private final LoopCalls calls;
     private final LoopSysfs sysfs;
+    private final ImageIdentities images;
     private final Duration detachGrace;
     /** Where buffered I/O was said to be used: said once per pool directory, not at every attach. */
     private final Set<Path> bufferedSaid = ConcurrentHashMap.newKeySet();
 
     public HostLoopDevices(BlockingCalls blocking) {
-        this(LoopSysfs.onThisHost(), blocking);
+        this(LoopSysfs.onThisHost(blocking), blocking);
     }
 
     private HostLoopDevices(LoopSysfs sysfs, BlockingCalls blocking) {
-        this(new LinuxLoopCalls(blocking, sysfs, Path.of("/dev")), sysfs, DETACH_GRACE);
+        this(new LinuxLoopCalls(blocking, sysfs, Path.of("/dev")), sysfs, new ImageIdentities(blocking), DETACH_GRACE);
     }
 
-    HostLoopDevices(LoopCalls calls, LoopSysfs sysfs, Duration detachGrace) {
+    HostLoopDevices(LoopCalls calls, LoopSysfs sysfs, ImageIdentities images, Duration detachGrace) {
         this.calls = calls;
         this.sysfs = sysfs;
+        this.images = images;
         this.detachGrace = detachGrace;
     }
 
@@ -46,7 +48,14 @@ public final class HostLoopDevices implements LoopDevices {
 
     @Override
     public List<LoopDevice> boundTo(Path image) {
-        return sysfs.boundTo(LoopSysfs.canonical(image));
+        return sysfs.backedByFileNamed(image.getFileName()).stream()
+                .filter(device -> images.isBoundTo(device, image))
+                .toList();
+    }
+
+    @Override
+    public boolean isBoundTo(LoopDevice device, Path image) {
+        return images.isBoundTo(device, image);
     }
 
     @Override
@@ -55,8 +64,11 @@ public final class HostLoopDevices implements LoopDevices {
     }
 
     @Override
-    public Optional<Path> backingFileOf(DeviceNumber number) {
-        return sysfs.backingFileByNumber(number);
+    public Optional<LoopDevice> knownBoundDevice(DeviceNumber number, Path image) {
+        return images.knownBinding(image, number)
+                .flatMap(known -> sysfs.byNumber(
+                                number, (name, n) -> Optional.of(known.device().backingFileId()))
+                        .filter(known::isStill));
     }
 
     @Override

@@ -2,6 +2,7 @@ package dev.blockpool.host;
 
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.Libc;
@@ -11,6 +12,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -18,8 +20,10 @@ import org.slf4j.LoggerFactory;
 /**
  * {@link LoopCalls} through the loop driver's ioctls (linux/loop.h), as losetup makes them:
  * LOOP_CTL_GET_FREE on /dev/loop-control, then LOOP_CONFIGURE on the free device (Linux 5.8;
- * LOOP_SET_FD and LOOP_SET_STATUS64 before), LOOP_CLR_FD and LOOP_SET_CAPACITY. Each runs
- * through {@link BlockingCalls}: on an image of a dead NFS pool any of them can hang.
+ * LOOP_SET_FD and LOOP_SET_STATUS64 before), LOOP_CLR_FD and LOOP_SET_CAPACITY; and
+ * LOOP_GET_STATUS64 for {@link LoopStatus}. Each runs through {@link BlockingCalls}: on an image
+ * of a dead NFS pool any of them can hang (the status too: the kernel asks the backing file's
+ * filesystem for its attributes).
  */
 final class LinuxLoopCalls implements LoopCalls {
 
@@ -28,6 +32,7 @@ final class LinuxLoopCalls implements LoopCalls {
     private static final long LOOP_SET_FD = 0x4C00;
     private static final long LOOP_CLR_FD = 0x4C01;
     private static final long LOOP_SET_STATUS64 = 0x4C04;
+    private static final long LOOP_GET_STATUS64 = 0x4C05;
     private static final long LOOP_SET_CAPACITY = 0x4C07;
     private static final long LOOP_SET_DIRECT_IO = 0x4C08;
     private static final long LOOP_CONFIGURE = 0x4C0A;
@@ -45,6 +50,10 @@ final class LinuxLoopCalls implements LoopCalls {
 
     private static final long INFO_OFFSET = 8;
     private static final long INFO_SIZE = 232;
+    /** struct loop_info64's first fields: lo_device (the backing file's st_dev, new_encode_dev), lo_inode. */
+    private static final long INFO_DEVICE = 0;
+
+    private static final long INFO_INODE = 8;
     private static final long INFO_FLAGS = 52;
     private static final long INFO_FILE_NAME = 56;
     private static final int LO_NAME_SIZE = 64;
@@ -52,6 +61,8 @@ final class LinuxLoopCalls implements LoopCalls {
     private static final int ATTEMPTS = 32;
 
     private static final Duration DEADLINE = Duration.ofSeconds(30);
+    /** A status is asked on every node call: it gets the deadline of the node's other looks at a filesystem. */
+    private static final Duration STATUS_DEADLINE = Duration.ofSeconds(5);
     /** The only device nodes this class ever makes: /dev/loopN. */
     private static final Pattern LOOP_NAME = Pattern.compile("loop[0-9]+");
 
@@ -98,16 +109,48 @@ final class LinuxLoopCalls implements LoopCalls {
         });
     }
 
+    /** {@link LoopStatus} through LOOP_GET_STATUS64 on the device's node in {@code devDir}. */
+    static LoopStatus status(BlockingCalls calls, Path devDir) {
+        return (name, number) -> calls.call(
+                STATUS_DEADLINE, "reading the status of " + devDir.resolve(name), () -> status(devDir, name, number));
+    }
+
+    private static Optional<FileId> status(Path devDir, String name, DeviceNumber number) {
+        int fd = openDevice(devDir, name, number, Libc.O_RDONLY);
+        try {
+            return status(fd);
+        } catch (Libc.ErrnoException e) {
+            throw StorageException.internal("cannot read the status of %s: %s", devDir.resolve(name), e.getMessage());
+        } finally {
+            Libc.close(fd);
+        }
+    }
+
+    /** The backing file of the open device {@code fd}; empty when it is not bound. */
+    private static Optional<FileId> status(int fd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment info = arena.allocate(INFO_SIZE, 8);
+            Libc.ioctl(fd, LOOP_GET_STATUS64, info);
+            return Optional.of(new FileId(
+                    DeviceNumber.fromDevT(info.get(JAVA_LONG, INFO_DEVICE)), info.get(JAVA_LONG, INFO_INODE)));
+        } catch (Libc.ErrnoException e) {
+            if (e.errno() == Libc.ENXIO) {
+                return Optional.empty();
+            }
+            throw e;
+        }
+    }
+
     @Override
     public int detach(LoopDevice device) {
         return calls.call(DEADLINE, "detaching " + device.device(), () -> {
-            if (sysfs.current(device).isEmpty()) {
-                return Libc.ENXIO;
+            if (sysfs.deviceNumber(device.name()).isEmpty()) {
+                return Libc.ENXIO; // the device itself is gone
             }
             int fd = openDevice(device.name(), Libc.O_RDONLY);
             try {
                 // Held open, the device cannot be freed and bound anew: what is checked now is what is detached.
-                if (sysfs.current(device).isEmpty()) {
+                if (!status(fd).equals(Optional.of(device.backingFileId()))) {
                     return Libc.ENXIO;
                 }
                 Libc.ioctl(fd, LOOP_CLR_FD, 0L);
@@ -224,12 +267,17 @@ final class LinuxLoopCalls implements LoopCalls {
      * containers) is made, with the number sysfs gives (its minor depends on max_part).
      */
     private int openDevice(String name, int flags) {
+        DeviceNumber number = sysfs.deviceNumber(name)
+                .orElseThrow(() -> StorageException.internal("the loop device %s has gone from sysfs", name));
+        return openDevice(devDir, name, number, flags);
+    }
+
+    /** {@link #openDevice(String, int)} of the device with this number. */
+    private static int openDevice(Path devDir, String name, DeviceNumber number, int flags) {
         if (!LOOP_NAME.matcher(name).matches()) {
             throw StorageException.internal("%s is not the name of a loop device", name);
         }
         Path node = devDir.resolve(name);
-        DeviceNumber number = sysfs.deviceNumber(name)
-                .orElseThrow(() -> StorageException.internal("the loop device %s has gone from sysfs", name));
         int fd;
         try {
             fd = Libc.open(node.toString(), flags | Libc.O_NOFOLLOW, 0);

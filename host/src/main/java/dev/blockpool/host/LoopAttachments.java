@@ -113,7 +113,7 @@ public final class LoopAttachments {
     public void releaseReadOnlyCopy(Path image, LoopDevice device) {
         Optional<LoopDevice> staged = loops.reusableFor(image);
         Optional<LoopDevice> current = loops.byNumber(device.number())
-                .filter(l -> l.name().equals(device.name()) && l.backingFile().equals(device.backingFile()));
+                .filter(l -> l.name().equals(device.name()) && l.backingFileId().equals(device.backingFileId()));
         if (current.isEmpty()
                 || !current.get().readOnly()
                 || current.get().autoclear()
@@ -141,29 +141,26 @@ public final class LoopAttachments {
 
     /** Whose the mount is, from the device behind it. */
     public MountOwner ownerOf(MountInfo mount, Path image) {
-        // Asked of every mount a node call looks at: the backing file alone tells, when there is one.
-        Optional<Path> backing = loops.backingFileOf(mount.device());
-        if (backing.isPresent()) {
-            return LoopSysfs.isBackingFile(backing.get(), image) ? MountOwner.THIS_VOLUME : MountOwner.OTHER;
-        }
         return ownerOf(mount, image, loopOf(mount));
     }
 
-    /** The loop device with this number, when it is bound to the image: one read of the device. */
-    public Optional<LoopDevice> boundDevice(DeviceNumber number, Path image) {
-        return loops.byNumber(number).filter(device -> LoopSysfs.isBackingFile(device.backingFile(), image));
+    /**
+     * The loop device with this number, when a call before found it bound to the image and it is
+     * still bound as it was then: one read of the device, without waiting on anything.
+     */
+    public Optional<LoopDevice> knownBoundDevice(DeviceNumber number, Path image) {
+        return loops.knownBoundDevice(number, image);
     }
 
-    /** Whether the loop device with this number is bound to the image: one read of its backing file. */
-    public boolean isBoundTo(DeviceNumber number, Path image) {
-        return loops.backingFileOf(number)
-                .filter(file -> LoopSysfs.isBackingFile(file, image))
-                .isPresent();
+    /** Whether the device is bound to the image, whatever mount namespace attached it. */
+    public boolean isBoundTo(LoopDevice device, Path image) {
+        return loops.isBoundTo(device, image);
     }
 
-    static MountOwner ownerOf(MountInfo mount, Path image, Optional<LoopDevice> loop) {
+    /** Whose the mount is, from {@code loop}, the device behind it as read once ({@link #loopOf}). */
+    public MountOwner ownerOf(MountInfo mount, Path image, Optional<LoopDevice> loop) {
         if (loop.isPresent()) {
-            return LoopSysfs.isBackingFile(loop.get().backingFile(), image) ? MountOwner.THIS_VOLUME : MountOwner.OTHER;
+            return loops.isBoundTo(loop.get(), image) ? MountOwner.THIS_VOLUME : MountOwner.OTHER;
         }
         // A vanished loop device: its filesystem's number, or a device-node bind of it whose
         // node has gone (an ext4 or xfs mount of a directory named loopN is not one).

@@ -21,9 +21,14 @@ public interface LoopDevices {
 
     /** Devices bound to {@code image}, including ones whose image was unlinked. */
     default List<LoopDevice> boundTo(Path image) {
-        Path wanted = LoopSysfs.canonical(image);
-        return list().stream().filter(d -> d.backingFile().equals(wanted)).toList();
+        return list().stream().filter(d -> isBoundTo(d, image)).toList();
     }
+
+    /**
+     * Whether the device is bound to {@code image}, a file of the pool: by the backing file's
+     * device and inode, whatever mount namespace attached it.
+     */
+    boolean isBoundTo(LoopDevice device, Path image);
 
     /**
      * The device a new user of {@code image} should share: bound to it and not detaching itself;
@@ -40,13 +45,17 @@ public interface LoopDevices {
                 .min(java.util.Comparator.comparing(LoopDevice::readOnly));
     }
 
-    default Optional<LoopDevice> byNumber(DeviceNumber number) {
-        return list().stream().filter(d -> d.number().equals(number)).findFirst();
+    /**
+     * The bound device with this number, when an earlier {@link #isBoundTo} found it bound to
+     * {@code image} and sysfs still shows it bound as then; answered without waiting on anything,
+     * so empty whenever that is not known (the caller asks {@link #isBoundTo} where it may wait).
+     */
+    default Optional<LoopDevice> knownBoundDevice(DeviceNumber number, Path image) {
+        return byNumber(number).filter(device -> isBoundTo(device, image));
     }
 
-    /** Only the backing file of the bound device with this number: what tells whose a mount is. */
-    default Optional<Path> backingFileOf(DeviceNumber number) {
-        return byNumber(number).map(LoopDevice::backingFile);
+    default Optional<LoopDevice> byNumber(DeviceNumber number) {
+        return list().stream().filter(d -> d.number().equals(number)).findFirst();
     }
 
     /** The bound device named {@code loopN}. */

@@ -1,5 +1,6 @@
 package dev.blockpool.host;
 
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
 import java.nio.file.FileSystemException;
@@ -17,7 +18,8 @@ import java.util.stream.Stream;
  * The one reader of loop devices in sysfs: {@code /sys/block/loopN/{dev,size,ro}} and, while
  * the device is bound, {@code /sys/block/loopN/loop/{backing_file,autoclear,dio}}; a device
  * number leads to its name through {@code /sys/dev/block/MAJOR:MINOR}, the sibling of
- * {@code /sys/block}.
+ * {@code /sys/block}. The identity of each device's backing file, which sysfs does not show,
+ * comes from its {@link LoopStatus}.
  */
 public final class LoopSysfs {
 
@@ -29,17 +31,20 @@ public final class LoopSysfs {
     private final Path sysBlock;
     private final Path sysDevBlock;
     private final Path devDir;
+    private final LoopStatus status;
     private final Map<DeviceNumber, Path> directories = new ConcurrentHashMap<>();
 
-    /** This host's: /sys/block, and the device nodes in /dev. */
-    public static LoopSysfs onThisHost() {
-        return new LoopSysfs(Path.of("/sys/block"), Path.of("/dev"));
+    /** This host's: /sys/block, and the device nodes in /dev, whose status is read on the threads of {@code blocking}. */
+    public static LoopSysfs onThisHost(BlockingCalls blocking) {
+        Path dev = Path.of("/dev");
+        return new LoopSysfs(Path.of("/sys/block"), dev, LinuxLoopCalls.status(blocking, dev));
     }
 
-    public LoopSysfs(Path sysBlock, Path devDir) {
+    LoopSysfs(Path sysBlock, Path devDir, LoopStatus status) {
         this.sysBlock = sysBlock;
         this.sysDevBlock = sysBlock.resolveSibling("dev").resolve("block");
         this.devDir = devDir;
+        this.status = status;
     }
 
     public List<LoopDevice> list() {
@@ -47,20 +52,21 @@ public final class LoopSysfs {
     }
 
     /**
-     * The devices bound to the image as the kernel prints it ({@link #canonical}); only their
-     * backing files are read of the others.
+     * The devices whose backing file has this name (the last name of its path, the same in every
+     * mount namespace): the only candidates for an image of that name. Only their backing files
+     * are read of the others.
      */
-    public List<LoopDevice> boundTo(Path canonicalImage) {
-        return scan(Optional.of(canonicalImage));
+    public List<LoopDevice> backedByFileNamed(Path fileName) {
+        return scan(Optional.of(fileName));
     }
 
-    private List<LoopDevice> scan(Optional<Path> image) {
+    private List<LoopDevice> scan(Optional<Path> fileName) {
         List<LoopDevice> devices = new ArrayList<>();
         try (Stream<Path> entries = Files.list(sysBlock)) {
             for (Path entry : entries.filter(p -> p.getFileName().toString().startsWith("loop"))
                     .sorted()
                     .toList()) {
-                read(entry.getFileName().toString(), image, Optional.empty()).ifPresent(devices::add);
+                read(entry.getFileName().toString(), fileName, Optional.empty()).ifPresent(devices::add);
             }
         } catch (IOException e) {
             throw StorageException.io(e, "cannot list the loop devices in %s", sysBlock);
@@ -79,17 +85,12 @@ public final class LoopSysfs {
      * one asked for.
      */
     public Optional<LoopDevice> byNumber(DeviceNumber number) {
-        return directoryOf(number).flatMap(dir -> read(dir, Optional.empty(), Optional.of(number)));
+        return byNumber(number, status);
     }
 
-    /**
-     * Only the backing file of the bound device with this number, as the kernel prints it (without
-     * " (deleted)"): who a mount belongs to, asked on every node call, from one read rather than
-     * every file of the device.
-     */
-    public Optional<Path> backingFileByNumber(DeviceNumber number) {
-        return directoryOf(number)
-                .flatMap(dir -> whileBound(dir, d -> backingFile(d).map(BackingFile::path)));
+    /** {@link #byNumber}, the identity of its backing file taken from {@code status}. */
+    public Optional<LoopDevice> byNumber(DeviceNumber number, LoopStatus status) {
+        return directoryOf(number).flatMap(dir -> read(dir, Optional.empty(), Optional.of(number), status));
     }
 
     /**
@@ -132,7 +133,7 @@ public final class LoopSysfs {
 
     /** The device as it is now, if it is still bound to the same image. */
     public Optional<LoopDevice> current(LoopDevice device) {
-        return read(device.name()).filter(d -> d.backingFile().equals(device.backingFile()));
+        return read(device.name()).filter(d -> d.backingFileId().equals(device.backingFileId()));
     }
 
     /** The number of the device named {@code loopN}, bound or not, if the kernel has it. */
@@ -156,12 +157,13 @@ public final class LoopSysfs {
     }
 
     /** {@code number}: the device's number when the caller knows it (its dev file is not read then). */
-    private Optional<LoopDevice> read(String name, Optional<Path> image, Optional<DeviceNumber> number) {
-        return read(sysBlock.resolve(name), image, number);
+    private Optional<LoopDevice> read(String name, Optional<Path> fileName, Optional<DeviceNumber> number) {
+        return read(sysBlock.resolve(name), fileName, number, status);
     }
 
     /** The device whose sysfs directory is {@code dir}, named as it is. */
-    private Optional<LoopDevice> read(Path dir, Optional<Path> image, Optional<DeviceNumber> number) {
+    private Optional<LoopDevice> read(
+            Path dir, Optional<Path> fileName, Optional<DeviceNumber> number, LoopStatus status) {
         String name = dir.getFileName().toString();
         Path backingFile = dir.resolve("loop/backing_file");
         if (number.isEmpty() && !Files.exists(backingFile)) {
@@ -172,17 +174,23 @@ public final class LoopSysfs {
         return whileBound(dir, d -> {
             Optional<BackingFile> backing = backingFile(d);
             if (backing.isEmpty()
-                    || image.isPresent() && !image.get().equals(backing.get().path())) {
+                    || fileName.isPresent()
+                            && !fileName.get().equals(backing.get().path().getFileName())) {
                 return Optional.empty();
             }
             DeviceNumber read = number.isPresent()
                     ? number.get()
                     : DeviceNumber.parse(Files.readString(d.resolve("dev")).strip());
+            Optional<FileId> id = status.backingFileId(name, read);
+            if (id.isEmpty()) {
+                return Optional.empty(); // detached since its backing file was read
+            }
             return Optional.of(new LoopDevice(
                     name,
                     devDir.resolve(name),
                     read,
                     backing.get().path(),
+                    id.get(),
                     backing.get().deleted(),
                     "1".equals(Files.readString(d.resolve("ro")).strip()),
                     "1".equals(readIfExists(d.resolve("loop/autoclear")).orElse("0")),
@@ -226,26 +234,6 @@ public final class LoopSysfs {
             return Optional.of(Files.readString(file).strip());
         } catch (NoSuchFileException e) {
             return Optional.empty();
-        }
-    }
-
-    /**
-     * Whether a device whose backing file the kernel prints as {@code backingFile} is bound to
-     * {@code image}, a path of the pool. The kernel prints a path without symlinks, and the pool's
-     * paths are already so ({@code Pool.open} resolves its directory), so the two are compared as
-     * they are: resolving the image again would cost a lookup per directory on every node call,
-     * and a look into the pool, which may be a network filesystem that does not answer.
-     */
-    public static boolean isBackingFile(Path backingFile, Path image) {
-        return backingFile.equals(image);
-    }
-
-    /** The path as the kernel prints a backing file: absolute, normalized, symlinks resolved when it exists. */
-    public static Path canonical(Path image) {
-        try {
-            return image.toRealPath();
-        } catch (IOException e) {
-            return image.toAbsolutePath().normalize();
         }
     }
 }

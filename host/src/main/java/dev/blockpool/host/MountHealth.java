@@ -39,7 +39,7 @@ public final class MountHealth {
         for (MountInfo mount : mounts) {
             // one look at the device: a concurrent unstage may detach it between two
             Optional<LoopDevice> device = loops.loopOf(mount);
-            MountOwner owner = LoopAttachments.ownerOf(mount, image, device);
+            MountOwner owner = loops.ownerOf(mount, image, device);
             if (owner == MountOwner.OTHER) {
                 continue;
             }

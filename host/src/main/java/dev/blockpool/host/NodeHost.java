@@ -53,7 +53,7 @@ public record NodeHost(
             try {
                 Libc.prepare();
                 new ProcMountTable().mounts();
-                LoopSysfs.onThisHost().list();
+                LoopSysfs.onThisHost(new BlockingCalls("node-host-prepare", 1)).list();
             } catch (RuntimeException e) {
                 // a real call meets the same failure and reports it
             }

@@ -116,7 +116,7 @@ public final class Publishing {
     }
 
     private void requireSameBlockPublish(MountInfo mount, Path image, Path target, boolean readOnly) {
-        Optional<LoopDevice> bound = loops.loopOf(mount).filter(l -> LoopSysfs.isBackingFile(l.backingFile(), image));
+        Optional<LoopDevice> bound = loops.loopOf(mount).filter(l -> loops.isBoundTo(l, image));
         if (bound.isEmpty()) {
             throw StorageException.conflict("%s already has another device or filesystem mounted", target);
         }

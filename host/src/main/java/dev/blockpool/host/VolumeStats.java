@@ -48,11 +48,13 @@ public final class VolumeStats {
             if (!stat.mountRoot().orElse(false)) {
                 return Optional.empty();
             }
-            if (stat.isDirectory() && loops.isBoundTo(new DeviceNumber(stat.devMajor(), stat.devMinor()), image)) {
+            if (stat.isDirectory()
+                    && loops.knownBoundDevice(new DeviceNumber(stat.devMajor(), stat.devMinor()), image)
+                            .isPresent()) {
                 return Optional.of(new Usage(Optional.of(FsStats.of(Libc.fstatfs(fd))), Optional.empty()));
             }
             if (stat.isBlockDevice()) {
-                return loops.boundDevice(new DeviceNumber(stat.rdevMajor(), stat.rdevMinor()), image)
+                return loops.knownBoundDevice(new DeviceNumber(stat.rdevMajor(), stat.rdevMinor()), image)
                         .map(device -> new Usage(Optional.empty(), Optional.of(device.sizeBytes())));
             }
             return Optional.empty();

@@ -22,6 +22,7 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
     public final Map<Path, Probe> content = new HashMap<>();
     public final List<String> log = new ArrayList<>();
     private final Path devDir;
+    private final ImageIdentities images = new ImageIdentities(new dev.blockpool.common.BlockingCalls("fake-host", 2));
     private int nextMountId = 100;
 
     public FakeHost(Path devDir) {
@@ -54,7 +55,8 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
                 "loop" + n,
                 devDir.resolve("loop" + n),
                 new DeviceNumber(7, n),
-                LoopSysfs.canonical(image),
+                image,
+                idOf(image),
                 false,
                 readOnly,
                 false,
@@ -74,6 +76,7 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
                     l.device(),
                     l.number(),
                     l.backingFile(),
+                    l.backingFileId(),
                     l.backingFileDeleted(),
                     l.readOnly(),
                     l.autoclear(),
@@ -82,6 +85,21 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
             return refreshed;
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /** The real rule, on the test's real image files. */
+    @Override
+    public boolean isBoundTo(LoopDevice device, Path image) {
+        return images.isBoundTo(device, image);
+    }
+
+    /** An image the test did not make gets an identity of its own, as a file of a filesystem nobody has. */
+    private static FileId idOf(Path image) {
+        try {
+            return FileId.of(image);
+        } catch (java.io.IOException e) {
+            return new FileId(new DeviceNumber(0, 0), image.hashCode());
         }
     }
 

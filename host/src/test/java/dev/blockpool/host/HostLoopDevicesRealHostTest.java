@@ -98,7 +98,7 @@ class HostLoopDevicesRealHostTest {
     void attachesReadsBackGrowsAndDetaches() throws IOException {
         Path image = image(dir, "vol.img", 8 * MiB);
         LoopDevice device = attach(loops, image, false);
-        assertThat(device.backingFile()).isEqualTo(LoopSysfs.canonical(image));
+        assertThat(device.backingFileId()).isEqualTo(FileId.of(image));
         assertThat(device.sizeBytes()).isEqualTo(8 * MiB);
         assertThat(device.readOnly()).isFalse();
         assertThat(Files.readString(Path.of("/sys/block", device.name(), "queue/logical_block_size"))
@@ -142,7 +142,7 @@ class HostLoopDevicesRealHostTest {
         }
         assertThat(attached).extracting(LoopDevice::name).doesNotHaveDuplicates();
         for (int i = 0; i < images.size(); i++) {
-            assertThat(attached.get(i).backingFile()).isEqualTo(LoopSysfs.canonical(images.get(i)));
+            assertThat(attached.get(i).backingFileId()).isEqualTo(FileId.of(images.get(i)));
         }
     }
 
@@ -151,9 +151,9 @@ class HostLoopDevicesRealHostTest {
         // A /dev without the node (a container's): the node is made in that directory, nowhere else.
         Path dev = Files.createDirectories(dir.resolve("dev"));
         Files.createSymbolicLink(dev.resolve("loop-control"), Path.of("/dev/loop-control"));
-        LoopSysfs sysfs = new LoopSysfs(Path.of("/sys/block"), dev);
-        LoopDevices inContainer =
-                new HostLoopDevices(new LinuxLoopCalls(blocking, sysfs, dev), sysfs, Duration.ofSeconds(5));
+        LoopSysfs sysfs = new LoopSysfs(Path.of("/sys/block"), dev, LinuxLoopCalls.status(blocking, dev));
+        LoopDevices inContainer = new HostLoopDevices(
+                new LinuxLoopCalls(blocking, sysfs, dev), sysfs, new ImageIdentities(blocking), Duration.ofSeconds(5));
         // The control device is never reached through a symlink either.
         assertThat(org.assertj.core.api.Assertions.catchThrowable(
                         () -> inContainer.attach(image(dir, "refused.img", MiB), false)))
@@ -183,8 +183,7 @@ class HostLoopDevicesRealHostTest {
         Path ext4Pool = dir.resolve("ext4-pool");
         mount(ext4Pool, "mount", "-t", "ext4", ext4Disk.device().toString(), ext4Pool.toString());
         LoopDevice direct = attach(loops, image(ext4Pool, "vol.img", 8 * MiB), false);
-        assertThat(new LoopSysfs(Path.of("/sys/block"), Path.of("/dev")).directIo(direct.name()))
-                .isTrue();
+        assertThat(LoopSysfs.onThisHost(blocking).directIo(direct.name())).isTrue();
 
         // ramfs has no direct I/O at all: buffered, and said so once for the pool.
         Path ramPool = dir.resolve("ram-pool");
@@ -198,11 +197,11 @@ class HostLoopDevicesRealHostTest {
             }
         });
         List<LoopDevice> buffered = loops.list().stream()
-                .filter(l -> l.backingFile().startsWith(LoopSysfs.canonical(ramPool)))
+                .filter(l -> l.backingFile().getParent().getFileName().equals(ramPool.getFileName()))
                 .toList();
         assertThat(buffered)
                 .hasSize(2)
-                .allSatisfy(l -> assertThat(new LoopSysfs(Path.of("/sys/block"), Path.of("/dev")).directIo(l.name()))
+                .allSatisfy(l -> assertThat(LoopSysfs.onThisHost(blocking).directIo(l.name()))
                         .isFalse());
         assertThat(warnings.lines()
                         .filter(l -> l.contains("takes no direct I/O"))

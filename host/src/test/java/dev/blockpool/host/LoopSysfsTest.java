@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -20,6 +21,41 @@ class LoopSysfsTest {
     Path root;
 
     private Path sys;
+
+    /** Each file of the made-up pool has an identity of its own, as {@link #sysfs} gives it. */
+    private static final ImageIdentities IMAGES = new ImageIdentities(new ImageIdentities.PoolFiles() {
+        @Override
+        public Optional<FileId> idOf(Path image) {
+            return Optional.of(fakeId(image.toString()));
+        }
+
+        @Override
+        public DeviceNumber filesystemOf(Path directory) {
+            return POOL_DEVICE;
+        }
+    });
+
+    private static final DeviceNumber POOL_DEVICE = new DeviceNumber(0, 1);
+
+    private static FileId fakeId(String path) {
+        return new FileId(POOL_DEVICE, path.hashCode());
+    }
+
+    /**
+     * The made-up sysfs, each device's backing file identified as LOOP_GET_STATUS64 would: the
+     * same file, the same identity; another file, another one.
+     */
+    private LoopSysfs sysfs() {
+        return new LoopSysfs(sys, Path.of("/dev"), (name, number) -> {
+            try {
+                String backing = Files.readString(sys.resolve(name).resolve("loop/backing_file"))
+                        .strip();
+                return Optional.of(fakeId(backing.replace(" (deleted)", "")));
+            } catch (IOException e) {
+                return Optional.empty();
+            }
+        });
+    }
 
     /** A made-up /sys: block/loopN, and dev/block/MAJOR:MINOR links to them, as the kernel has them. */
     @BeforeEach
@@ -78,7 +114,7 @@ class LoopSysfsTest {
         device("loop2", "7:2", 2048, "1", "/var/lib/blockpool/volumes/vol b.img (deleted)", "1");
         Files.createDirectories(sys.resolve("vda"));
 
-        LoopSysfs sysfs = new LoopSysfs(sys, Path.of("/dev"));
+        LoopSysfs sysfs = sysfs();
         assertThat(sysfs.list()).hasSize(2);
 
         LoopDevice a = sysfs.read("loop0").orElseThrow();
@@ -104,12 +140,13 @@ class LoopSysfsTest {
     void aDeviceOnItsWayOutIsNeverReused() throws IOException {
         device("loop0", "7:0", 2048, "0", "/pool/volumes/vol-a.img", "1");
         device("loop1", "7:1", 2048, "0", "/pool/volumes/vol-a.img", "0");
-        LoopSysfs sysfs = new LoopSysfs(sys, Path.of("/dev"));
+        LoopSysfs sysfs = sysfs();
         LoopDevices loops = new HostLoopDevices(
                 new RecordedCalls(() -> {
                     throw new AssertionError("no call expected");
                 }),
                 sysfs,
+                IMAGES,
                 Duration.ofMillis(300));
         assertThat(loops.boundTo(Path.of("/pool/volumes/vol-a.img"))).hasSize(2);
         assertThat(loops.reusableFor(Path.of("/pool/volumes/vol-a.img")))
@@ -129,8 +166,7 @@ class LoopSysfsTest {
         // With max_part, loopN's minor is N shifted: the number is looked up, never guessed.
         device("loop3", "7:48", 2048, "0", "/pool/volumes/vol-a.img", "0");
         device("loop4", "7:64", 2048, "0", "/pool/volumes/vol-b.img", "0");
-        LoopDevices loops = new HostLoopDevices(
-                new RecordedCalls(() -> {}), new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(300));
+        LoopDevices loops = new HostLoopDevices(new RecordedCalls(() -> {}), sysfs(), IMAGES, Duration.ofMillis(300));
         assertThat(loops.byNumber(new DeviceNumber(7, 48)))
                 .get()
                 .extracting(LoopDevice::name)
@@ -144,9 +180,9 @@ class LoopSysfsTest {
     @Test
     void anAutoclearDeviceIsNeverDetachedAgainOnlyWaitedFor() throws Exception {
         device("loop4", "7:4", 2048, "0", "/pool/volumes/vol-a.img", "1");
-        LoopDevice leaving = new LoopSysfs(sys, Path.of("/dev")).read("loop4").orElseThrow();
+        LoopDevice leaving = sysfs().read("loop4").orElseThrow();
         RecordedCalls runner = new RecordedCalls(() -> {});
-        LoopDevices loops = new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(300));
+        LoopDevices loops = new HostLoopDevices(runner, sysfs(), IMAGES, Duration.ofMillis(300));
 
         // Still held elsewhere after the grace period (another mount namespace): it frees itself
         // once released, nothing of the driver's is left to undo, so this is no error.
@@ -157,7 +193,7 @@ class LoopSysfsTest {
         device("loop4", "7:4", 2048, "0", "/pool/volumes/vol-b.img", "0");
         loops.detach(leaving);
         assertThat(runner.calls).isEmpty();
-        assertThat(new LoopSysfs(sys, Path.of("/dev")).read("loop4"))
+        assertThat(sysfs().read("loop4"))
                 .get()
                 .extracting(LoopDevice::backingFile)
                 .isEqualTo(Path.of("/pool/volumes/vol-b.img"));
@@ -166,7 +202,7 @@ class LoopSysfsTest {
     @Test
     void aDeviceInUseByNobodyElseIsDetached() throws IOException {
         device("loop5", "7:5", 2048, "0", "/pool/volumes/vol-a.img", "0");
-        LoopDevice loop = new LoopSysfs(sys, Path.of("/dev")).read("loop5").orElseThrow();
+        LoopDevice loop = sysfs().read("loop5").orElseThrow();
         RecordedCalls runner = new RecordedCalls(() -> {
             try {
                 Files.delete(sys.resolve("loop5/loop/backing_file")); // what the kernel does
@@ -174,16 +210,16 @@ class LoopSysfsTest {
                 throw new java.io.UncheckedIOException(e);
             }
         });
-        new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(300)).detach(loop);
+        new HostLoopDevices(runner, sysfs(), IMAGES, Duration.ofMillis(300)).detach(loop);
         assertThat(runner.calls).containsExactly("detach loop5");
     }
 
     @Test
     void aDeviceThatWillNotDetachIsBusyWithItsHoldersForARetry() throws IOException {
         device("loop6", "7:6", 2048, "0", "/pool/volumes/vol-a.img", "0");
-        LoopDevice loop = new LoopSysfs(sys, Path.of("/dev")).read("loop6").orElseThrow();
+        LoopDevice loop = sysfs().read("loop6").orElseThrow();
         RecordedCalls runner = new RecordedCalls(() -> {}); // the call succeeds, the kernel keeps it bound
-        LoopDevices loops = new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(200));
+        LoopDevices loops = new HostLoopDevices(runner, sysfs(), IMAGES, Duration.ofMillis(200));
         assertThatThrownBy(() -> loops.detach(loop)).isInstanceOfSatisfying(StorageException.class, e -> {
             assertThat(e.kind()).isEqualTo(StorageException.Kind.BUSY);
             assertThat(e.getMessage()).contains("still in use");

@@ -211,6 +211,7 @@ class NodeHostTest {
                 l.device(),
                 l.number(),
                 l.backingFile(),
+                l.backingFileId(),
                 false,
                 false,
                 true,

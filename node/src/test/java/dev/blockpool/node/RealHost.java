@@ -1,5 +1,6 @@
 package dev.blockpool.node;
 
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.host.LoopDevice;
@@ -21,31 +22,31 @@ import java.util.stream.Stream;
 final class RealHost {
 
     static final CommandRunner RUNNER = new ProcessCommandRunner();
-    private static final LoopSysfs LOOPS = new LoopSysfs(Path.of("/sys/block"), Path.of("/dev"));
+    private static final LoopSysfs LOOPS = LoopSysfs.onThisHost(new BlockingCalls("inspector", 2));
 
     private RealHost() {}
 
     static List<MountInfo> mountsUnder(Path dir) {
-        Path root = LoopSysfs.canonical(dir);
+        Path root = canonical(dir);
         return new ProcMountTable()
                 .mounts().stream().filter(m -> m.mountPoint().startsWith(root)).toList();
     }
 
     static List<MountInfo> mountsAt(Path path) {
-        Path wanted = LoopSysfs.canonical(path);
+        Path wanted = canonical(path);
         return new ProcMountTable()
                 .mounts().stream().filter(m -> m.mountPoint().equals(wanted)).toList();
     }
 
     static List<LoopDevice> loopsUnder(Path dir) {
-        Path root = LoopSysfs.canonical(dir);
+        Path root = canonical(dir);
         return LOOPS.list().stream()
                 .filter(l -> l.backingFile().startsWith(root))
                 .toList();
     }
 
     static List<LoopDevice> loopsOf(Path image) {
-        Path wanted = LoopSysfs.canonical(image);
+        Path wanted = canonical(image);
         return LOOPS.list().stream().filter(l -> l.backingFile().equals(wanted)).toList();
     }
 
@@ -82,6 +83,15 @@ final class RealHost {
             for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
                 Files.deleteIfExists(p);
             }
+        }
+    }
+
+    /** The path as the kernel prints it in this mount namespace: absolute, symlinks resolved where it exists. */
+    static Path canonical(Path path) {
+        try {
+            return path.toRealPath();
+        } catch (IOException e) {
+            return path.toAbsolutePath().normalize();
         }
     }
 }

@@ -71,8 +71,7 @@ public final class Pool {
             if (!Files.exists(root.resolve(RecordLock.FILE_NAME))) {
                 PoolLockFile.tryTake(root.resolve(RecordLock.FILE_NAME)).ifPresent(PoolLockFile::close);
             }
-            // Every path of the pool is then named as the kernel names a loop device's backing
-            // file, which the node compares as it is (LoopSysfs.isBackingFile).
+            // Every path of the pool is then named without symlinks, as the kernel names files.
             return new Pool(root.toRealPath(), commands, clock, settleTime, blocking);
         } catch (IOException e) {
             throw StorageException.io(e, "cannot create the pool directories under %s", root);

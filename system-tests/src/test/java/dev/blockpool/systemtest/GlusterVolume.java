@@ -3,7 +3,6 @@ package dev.blockpool.systemtest;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.ProcessCommandRunner;
-import dev.blockpool.host.LoopSysfs;
 import dev.blockpool.host.ProcMountTable;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -244,7 +243,7 @@ final class GlusterVolume implements AutoCloseable {
     }
 
     static boolean isMounted(Path mountPoint) {
-        Path wanted = LoopSysfs.canonical(mountPoint);
+        Path wanted = HostInspector.canonical(mountPoint);
         return new ProcMountTable()
                 .mounts().stream().anyMatch(m -> m.mountPoint().equals(wanted));
     }

@@ -1,5 +1,6 @@
 package dev.blockpool.systemtest;
 
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.host.LoopDevice;
@@ -40,12 +41,12 @@ final class HostInspector {
 
     private final Path dir;
     private final Path pool;
-    private final LoopSysfs loops = new LoopSysfs(Path.of("/sys/block"), Path.of("/dev"));
+    private final LoopSysfs loops = LoopSysfs.onThisHost(new BlockingCalls("inspector", 2));
 
     /** {@code pool} inside {@code dir}, or elsewhere (a shared pool's mount), where it must exist already. */
     HostInspector(Path dir, Path pool) {
-        this.dir = LoopSysfs.canonical(dir);
-        this.pool = pool.startsWith(dir) ? this.dir.resolve(dir.relativize(pool)) : LoopSysfs.canonical(pool);
+        this.dir = canonical(dir);
+        this.pool = pool.startsWith(dir) ? this.dir.resolve(dir.relativize(pool)) : canonical(pool);
     }
 
     Path volumeImage(String id) {
@@ -60,7 +61,7 @@ final class HostInspector {
     }
 
     List<MountInfo> mountsAt(Path path) {
-        Path wanted = LoopSysfs.canonical(path);
+        Path wanted = canonical(path);
         return new ProcMountTable()
                 .mounts().stream().filter(m -> m.mountPoint().equals(wanted)).toList();
     }
@@ -321,6 +322,15 @@ final class HostInspector {
             return Files.readString(file);
         } catch (IOException e) {
             return "";
+        }
+    }
+
+    /** The path as the kernel prints it in this mount namespace: absolute, symlinks resolved where it exists. */
+    static Path canonical(Path path) {
+        try {
+            return path.toRealPath();
+        } catch (IOException e) {
+            return path.toAbsolutePath().normalize();
         }
     }
 }

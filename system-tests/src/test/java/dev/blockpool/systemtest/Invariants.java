@@ -4,7 +4,6 @@ import static dev.blockpool.systemtest.CallerModel.NODE_ID;
 
 import csi.v1.Csi;
 import dev.blockpool.host.LoopDevice;
-import dev.blockpool.host.LoopSysfs;
 import dev.blockpool.host.MountInfo;
 import dev.blockpool.systemtest.CallerModel.Kind;
 import dev.blockpool.systemtest.CallerModel.Volume;
@@ -354,6 +353,6 @@ final class Invariants {
     }
 
     private static Path canonical(Path path) {
-        return LoopSysfs.canonical(path);
+        return HostInspector.canonical(path);
     }
 }
