@@ -82,6 +82,7 @@ public final class HostLoopDevices implements LoopDevices {
         LoopDevice device = sysfs.read(name)
                 .orElseThrow(() -> StorageException.internal(
                         "the kernel bound %s to /dev/%s, but sysfs shows no image bound to it", image, name));
+        images.attached(device, image);
         log.info("attached {} to {}{}", image, device.device(), readOnly ? " read-only" : "");
         Path pool = image.toAbsolutePath().getParent();
         if (!sysfs.directIo(name) && bufferedSaid.add(pool)) {

@@ -99,6 +99,12 @@ final class ImageIdentities {
         return bound;
     }
 
+    /** {@code loop} was bound to {@code image} just now, by this process: its backing file is the image. */
+    void attached(LoopDevice loop, Path image) {
+        known.put(image, loop.backingFileId());
+        bindings.put(new BindingKey(image, loop.number()), new Binding(loop));
+    }
+
     /** The device with this number as it was last found bound to the image, if it was: for answers that must not wait. */
     Optional<Binding> knownBinding(Path image, DeviceNumber number) {
         return Optional.ofNullable(bindings.get(new BindingKey(image, number)));

@@ -54,6 +54,8 @@ class VolumeHealthRealHostTest {
     private final OperationLocks locks = new OperationLocks();
     private final List<AutoCloseable> closing = new ArrayList<>();
 
+    private NodeGrpc.NodeBlockingStub node;
+
     @BeforeEach
     void setUp() throws IOException {
         HostRequirements.assumeRootWithLoopDevices();
@@ -82,7 +84,15 @@ class VolumeHealthRealHostTest {
         return pool;
     }
 
+    /** The test's node plugin, one process for the whole test as a real one is (it learns what it attaches). */
     private NodeGrpc.NodeBlockingStub node() {
+        if (node == null) {
+            node = newNode();
+        }
+        return node;
+    }
+
+    private NodeGrpc.NodeBlockingStub newNode() {
         InProcessCsi server = InProcessCsi.serve(new NodeService(
                 NodeIdentity.of("it-node", 64),
                 new PoolVolumeCatalog(pool),
@@ -214,7 +224,8 @@ class VolumeHealthRealHostTest {
             assertThat(entry.getStatus()).isEqualTo(Csi.VolumeHealthErrorType.INACCESSIBLE);
             assertThat(entry.getReason()).isEqualTo("PoolUnavailable");
         });
-        // The volume's usage comes from its own filesystem, which still answers: stats never ask the pool.
+        // The volume's usage comes from its own filesystem, which still answers: stats never ask the pool
+        // about a device the plugin has found bound to the volume's image before.
         assertThat(node().nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
                                 .setVolumeId(volume.id())
                                 .setVolumePath(staging.toString())
