@@ -15,7 +15,7 @@ import java.util.Map;
 public record FileId(DeviceNumber device, long inode) {
 
     /** The file at {@code path}, a last symlink not followed (stat(2) through the JDK). */
-    static FileId of(Path path) throws IOException {
+    public static FileId of(Path path) throws IOException {
         Map<String, Object> attributes = Files.readAttributes(path, "unix:dev,ino", LinkOption.NOFOLLOW_LINKS);
         return new FileId(DeviceNumber.fromDevT((Long) attributes.get("dev")), (Long) attributes.get("ino"));
     }

@@ -39,6 +39,7 @@ final class DriverProcess implements AutoCloseable {
     private final String logLevel;
     private final List<String> extraArgs;
     private Path workingDirectory;
+    private List<String> launcher = List.of();
     private Process process;
     private EventLoopGroup clientLoop;
     private ManagedChannel channel;
@@ -65,9 +66,19 @@ final class DriverProcess implements AutoCloseable {
         return this;
     }
 
+    /**
+     * Runs the binary through {@code command}, which ends by running its arguments in its own
+     * process (e.g. unshare, then exec): to start it where a container would.
+     */
+    DriverProcess launchedBy(List<String> command) {
+        this.launcher = List.copyOf(command);
+        return this;
+    }
+
     /** Starts the binary and waits until it answers on its socket. */
     DriverProcess start() throws IOException, InterruptedException {
-        List<String> command = new ArrayList<>(List.of(
+        List<String> command = new ArrayList<>(launcher);
+        command.addAll(List.of(
                 REPO.resolve("bin/blockpool-csi").toString(),
                 "--endpoint",
                 "unix://" + socket,

@@ -3,6 +3,7 @@ package dev.blockpool.systemtest;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.host.FileId;
 import dev.blockpool.host.LoopDevice;
 import dev.blockpool.host.LoopSysfs;
 import dev.blockpool.host.MountInfo;
@@ -18,6 +19,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -66,16 +68,39 @@ final class HostInspector {
                 .mounts().stream().filter(m -> m.mountPoint().equals(wanted)).toList();
     }
 
-    /** Loop devices bound to any file in the pool, including images deleted while bound. */
+    /**
+     * Loop devices bound to any file in the pool, by the file's device and inode whatever mount
+     * namespace attached them, and those of images deleted while bound that this namespace sees.
+     */
     List<LoopDevice> poolLoops() {
+        Set<FileId> files = poolFileIds();
         return loops.list().stream()
-                .filter(l -> l.backingFile().startsWith(pool))
+                .filter(l -> files.contains(l.backingFileId())
+                        || (l.backingFileDeleted() && l.backingFile().startsWith(pool)))
                 .toList();
     }
 
     List<LoopDevice> loopsOf(String volumeId) {
-        Path image = volumeImage(volumeId);
-        return poolLoops().stream().filter(l -> l.backingFile().equals(image)).toList();
+        Optional<FileId> image = fileId(volumeImage(volumeId));
+        return poolLoops().stream()
+                .filter(l -> image.equals(Optional.of(l.backingFileId())))
+                .toList();
+    }
+
+    private Set<FileId> poolFileIds() {
+        Set<FileId> ids = new HashSet<>();
+        for (String kind : List.of("volumes", "snapshots")) {
+            list(pool.resolve(kind)).forEach(file -> fileId(file).ifPresent(ids::add));
+        }
+        return ids;
+    }
+
+    private static Optional<FileId> fileId(Path file) {
+        try {
+            return Optional.of(FileId.of(file));
+        } catch (IOException e) {
+            return Optional.empty();
+        }
     }
 
     /** The filesystem blkid finds on the device, "none" when it finds none. */
@@ -289,11 +314,9 @@ final class HostInspector {
                 RUNNER.run("umount", "--lazy", mount.mountPoint().toString());
             }
         }
-        for (LoopDevice loop : poolLoops()) {
-            if (loop.backingFile().startsWith(pool)) { // never a device of anything outside the pool
-                cleaned.add("losetup -d " + loop.device() + " (" + loop.backingFile() + ")");
-                RUNNER.run("losetup", "--detach", loop.device().toString());
-            }
+        for (LoopDevice loop : poolLoops()) { // never a device of anything outside the pool
+            cleaned.add("losetup -d " + loop.device() + " (" + loop.backingFile() + ")");
+            RUNNER.run("losetup", "--detach", loop.device().toString());
         }
         return cleaned;
     }
