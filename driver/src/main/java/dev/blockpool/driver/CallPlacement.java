@@ -4,7 +4,7 @@ import csi.v1.ControllerGrpc;
 import csi.v1.GroupControllerGrpc;
 import csi.v1.IdentityGrpc;
 import csi.v1.NodeGrpc;
-import dev.blockpool.common.InPlaceCalls;
+import dev.blockpool.csi.InPlaceCalls;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.ServerCall;
