@@ -152,8 +152,8 @@ class HostLoopDevicesRealTest {
         Path dev = Files.createDirectories(dir.resolve("dev"));
         Files.createSymbolicLink(dev.resolve("loop-control"), Path.of("/dev/loop-control"));
         LoopSysfs sysfs = new LoopSysfs(Path.of("/sys/block"), dev);
-        LoopDevices inContainer =
-                new HostLoopDevices(new LinuxLoopCalls(blocking, sysfs, dev), sysfs, Duration.ofSeconds(5));
+        LoopDevices inContainer = new HostLoopDevices(
+                new LinuxLoopCalls(blocking, sysfs, dev), sysfs, Path.of("/proc"), Duration.ofSeconds(5));
         // The control device is never reached through a symlink either.
         assertThat(org.assertj.core.api.Assertions.catchThrowable(
                         () -> inContainer.attach(image(dir, "refused.img", MiB), false)))

@@ -20,12 +20,14 @@ class LoopSysfsTest {
     Path root;
 
     private Path sys;
+    private Path proc;
 
     /** A made-up /sys: block/loopN, and dev/block/MAJOR:MINOR links to them, as the kernel has them. */
     @BeforeEach
     void makeSys() throws IOException {
         sys = Files.createDirectories(root.resolve("block"));
         Files.createDirectories(root.resolve("dev/block"));
+        proc = Files.createDirectories(root.resolve("proc"));
     }
 
     /** Loop calls that do nothing but record what was asked, and then do {@code effect}. */
@@ -110,6 +112,7 @@ class LoopSysfsTest {
                     throw new AssertionError("no call expected");
                 }),
                 sysfs,
+                proc,
                 Duration.ofMillis(300));
         assertThat(loops.boundTo(Path.of("/pool/volumes/vol-a.img"))).hasSize(2);
         assertThat(loops.reusableFor(Path.of("/pool/volumes/vol-a.img")))
@@ -130,7 +133,7 @@ class LoopSysfsTest {
         device("loop3", "7:48", 2048, "0", "/pool/volumes/vol-a.img", "0");
         device("loop4", "7:64", 2048, "0", "/pool/volumes/vol-b.img", "0");
         LoopDevices loops = new HostLoopDevices(
-                new RecordedCalls(() -> {}), new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(300));
+                new RecordedCalls(() -> {}), new LoopSysfs(sys, Path.of("/dev")), proc, Duration.ofMillis(300));
         assertThat(loops.byNumber(new DeviceNumber(7, 48)))
                 .get()
                 .extracting(LoopDevice::name)
@@ -146,7 +149,8 @@ class LoopSysfsTest {
         device("loop4", "7:4", 2048, "0", "/pool/volumes/vol-a.img", "1");
         LoopDevice leaving = new LoopSysfs(sys, Path.of("/dev")).read("loop4").orElseThrow();
         RecordedCalls runner = new RecordedCalls(() -> {});
-        LoopDevices loops = new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(300));
+        LoopDevices loops =
+                new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), proc, Duration.ofMillis(300));
 
         // Still held elsewhere after the grace period (another mount namespace): it frees itself
         // once released, nothing of the driver's is left to undo, so this is no error.
@@ -174,7 +178,7 @@ class LoopSysfsTest {
                 throw new java.io.UncheckedIOException(e);
             }
         });
-        new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(300)).detach(loop);
+        new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), proc, Duration.ofMillis(300)).detach(loop);
         assertThat(runner.calls).containsExactly("detach loop5");
     }
 
@@ -183,10 +187,14 @@ class LoopSysfsTest {
         device("loop6", "7:6", 2048, "0", "/pool/volumes/vol-a.img", "0");
         LoopDevice loop = new LoopSysfs(sys, Path.of("/dev")).read("loop6").orElseThrow();
         RecordedCalls runner = new RecordedCalls(() -> {}); // the call succeeds, the kernel keeps it bound
-        LoopDevices loops = new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), Duration.ofMillis(200));
+        Path dd = Files.createDirectories(proc.resolve("42/fd"));
+        Files.writeString(proc.resolve("42/comm"), "dd\n");
+        Files.createSymbolicLink(dd.resolve("3"), Path.of("/dev/loop6"));
+        LoopDevices loops =
+                new HostLoopDevices(runner, new LoopSysfs(sys, Path.of("/dev")), proc, Duration.ofMillis(200));
         assertThatThrownBy(() -> loops.detach(loop)).isInstanceOfSatisfying(StorageException.class, e -> {
             assertThat(e.kind()).isEqualTo(StorageException.Kind.BUSY);
-            assertThat(e.getMessage()).contains("still in use");
+            assertThat(e.getMessage()).contains("still in use", "pid 42 (dd) has /dev/loop6 open");
         });
     }
 
