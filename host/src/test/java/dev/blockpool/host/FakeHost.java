@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * An in-memory host for the node's decision logic: a mount table, loop devices and the
@@ -55,9 +56,7 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
                 devDir.resolve("loop" + n),
                 new DeviceNumber(7, n),
                 LoopSysfs.canonical(image),
-                false,
-                readOnly,
-                false,
+                readOnly ? Set.of(LoopDevice.Flag.READ_ONLY) : Set.of(),
                 1L << 30);
         loops.put(loop.name(), loop);
         log.add("attach " + image.getFileName() + (readOnly ? " ro" : ""));
@@ -74,9 +73,7 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
                     l.device(),
                     l.number(),
                     l.backingFile(),
-                    l.backingFileDeleted(),
-                    l.readOnly(),
-                    l.autoclear(),
+                    l.flags(),
                     java.nio.file.Files.size(l.backingFile()));
             loops.put(l.name(), refreshed);
             return refreshed;
