@@ -106,7 +106,10 @@ final class RecordCodecs {
 
         static final RecordCodec<Attachment> CODEC = new RecordCodec<>(
                 List.of(NODE_ID, READONLY, MULTI_NODE),
-                values -> new Attachment(values.get(NODE_ID), values.get(READONLY), values.get(MULTI_NODE)));
+                values -> new Attachment(
+                        values.get(NODE_ID),
+                        values.get(READONLY) ? Attachment.Access.READ_ONLY : Attachment.Access.READ_WRITE,
+                        values.get(MULTI_NODE) ? Attachment.Sharing.MULTI_NODE : Attachment.Sharing.SINGLE_NODE));
     }
 
     private static final class SnapshotFields {
