@@ -18,8 +18,8 @@ import java.util.Set;
 
 /**
  * Every record's fields on disk, each named here once, in the order they are written: the names,
- * order and shapes Jackson databind gave them from the records' components until commit 5133a5a,
- * so that drivers before and after read each other's records.
+ * order and shapes Jackson databind gave them from the records' components when it wrote them,
+ * so that drivers before and after these codecs read each other's records.
  */
 final class RecordCodecs {
 
