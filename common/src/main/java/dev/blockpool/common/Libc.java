@@ -95,6 +95,7 @@ public final class Libc {
     public static final int S_IFBLK = 0x6000;
     public static final int S_IFREG = 0x8000;
     public static final int S_IFLNK = 0xA000;
+    public static final int S_IFSOCK = 0xC000;
 
     private static final int AT_FDCWD = -100;
     private static final int AT_EMPTY_PATH = 0x1000;
