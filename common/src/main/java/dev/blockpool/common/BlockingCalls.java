@@ -108,7 +108,7 @@ public final class BlockingCalls {
     private record Outcome<T>(boolean finished, T value) {}
 
     private <T> Outcome<T> attempt(Duration deadline, String what, Supplier<T> work) {
-        InPlaceCalls.refuseWaiting(what);
+        NoWaiting.refuse(what);
         long end = System.nanoTime() + deadline.toNanos();
         acquire(deadline, what);
         Call<T> call = new Call<>(what, work);

@@ -10,12 +10,15 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemoryLayout.PathElement;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
 import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
@@ -23,9 +26,20 @@ import java.util.OptionalInt;
 /**
  * The Linux system calls the driver makes itself, through Java's foreign function API (no JNI
  * library to ship): opening a path (also without following any symlink), mount(2), umount2(2),
- * statx(2), fstatfs(2), mknod(2), ioctl(2), getdents64(2). The one place that knows the C
- * library's calls and constants; each failure is an {@link ErrnoException} carrying errno and the
- * system's words. A call that can hang on a dead filesystem is made through {@link BlockingCalls}.
+ * statx(2), fstatfs(2), mknod(2), flock(2), ioctl(2), getdents64(2). Each failure is an
+ * {@link ErrnoException} that carries errno and says which call failed and the system's words
+ * ("umount2: Device or resource busy"). A call that can hang on a dead filesystem is made through
+ * {@link BlockingCalls}.
+ *
+ * <p>Where the knowledge of a system call lives. This class binds every C function the driver
+ * calls, each on its first call (binding generates code at run time, so a process binds only the
+ * calls it makes: docs/performance.md), and makes every call through one helper that captures
+ * errno. It owns the constants of its calls and the structs they read or fill
+ * ({@code statx}, {@code statfs}, {@code open_how}, {@code linux_dirent64}). An ioctl belongs to
+ * the subsystem whose driver defines it: its request ({@link Ioctl}) and the structs it passes,
+ * as named {@link MemoryLayout}s whose fields are read and written through {@link #field}, are
+ * declared in the class that speaks to that subsystem (the loop driver's in host's
+ * {@code LinuxLoopCalls}, FICLONE in pool's {@code ImageFiles}) and made through {@link #ioctl}.
  *
  * <p>Binding a symbol and viewing native memory are restricted methods: this class is the one place that uses them,
  * so it is the one place that silences javac's warning about them.
@@ -57,9 +71,6 @@ public final class Libc {
     public static final int EOPNOTSUPP = 95;
     public static final int EDQUOT = 122;
 
-    /** ioctl(dest_fd, FICLONE, src_fd): dest shares all of src's extents (a reflink). */
-    public static final long FICLONE = 0x40049409L;
-
     public static final long MS_RDONLY = 1;
     public static final long MS_NOSUID = 2;
     public static final long MS_NODEV = 4;
@@ -84,6 +95,7 @@ public final class Libc {
     public static final int S_IFBLK = 0x6000;
     public static final int S_IFREG = 0x8000;
     public static final int S_IFLNK = 0xA000;
+    public static final int S_IFSOCK = 0xC000;
 
     private static final int AT_FDCWD = -100;
     private static final int AT_EMPTY_PATH = 0x1000;
@@ -104,42 +116,17 @@ public final class Libc {
 
     private static final Linker LINKER = Linker.nativeLinker();
     private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
-    private static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    private static final VarHandle ERRNO = CALL_STATE.varHandle(PathElement.groupElement("errno"));
 
-    private static final MethodHandle SYSCALL =
-            function("syscall", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG), 1);
-    private static final MethodHandle OPENAT =
-            function("openat", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), 3);
-    private static final MethodHandle IOCTL_POINTER =
-            function("ioctl", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS), 2);
-    private static final MethodHandle IOCTL_VALUE =
-            function("ioctl", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG), 2);
-    private static final MethodHandle CLOSE = function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT), -1);
-    private static final MethodHandle FLOCK =
-            function("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT), -1);
-    private static final MethodHandle LSEEK =
-            function("lseek", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT), -1);
-    private static final MethodHandle GETDENTS64 =
-            function("getdents64", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), -1);
-    private static final MethodHandle MOUNT =
-            function("mount", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS), -1);
-    private static final MethodHandle UMOUNT2 =
-            function("umount2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), -1);
-    private static final MethodHandle STATX =
-            function("statx", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS), -1);
-    private static final MethodHandle FSTATFS =
-            function("fstatfs", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS), -1);
-    private static final MethodHandle MKNOD =
-            function("mknod", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG), -1);
-    private static final MethodHandle STRERROR = LINKER.downcallHandle(
-            LINKER.defaultLookup().find("strerror").orElseThrow(), FunctionDescriptor.of(ADDRESS, JAVA_INT));
+    /** An ioctl(2) request: its number and its name in the kernel's header, which a failure is said with. */
+    public record Ioctl(String name, long number) {}
 
-    /** A failed system call: errno and the system's description of it. */
+    /** A failed system call: errno, and a message naming the call with the system's description of errno. */
     public static final class ErrnoException extends RuntimeException {
         private final int errno;
 
-        ErrnoException(int errno) {
-            super(strerror(errno));
+        ErrnoException(String call, int errno) {
+            super(call + ": " + strerror(errno));
             this.errno = errno;
         }
 
@@ -204,28 +191,40 @@ public final class Libc {
     private Libc() {}
 
     /**
+     * The field at {@code path} (its name in the C header; a nested field's names from the
+     * outermost) of the struct laid out by {@code layout}, read and written on a segment that
+     * starts with that struct.
+     */
+    public static VarHandle field(MemoryLayout layout, String... path) {
+        return MethodHandles.insertCoordinates(layout.varHandle(elements(path)), 1, 0L);
+    }
+
+    /** The bytes of the field at {@code path} (a char array, a nested struct) in {@code struct}, laid out by {@code layout}. */
+    public static MemorySegment slice(MemorySegment struct, MemoryLayout layout, String... path) {
+        PathElement[] elements = elements(path);
+        return struct.asSlice(
+                layout.byteOffset(elements), layout.select(elements).byteSize());
+    }
+
+    private static PathElement[] elements(String... path) {
+        return Arrays.stream(path).map(PathElement::groupElement).toArray(PathElement[]::new);
+    }
+
+    /**
      * Opens {@code path} as an O_PATH descriptor without following a symlink anywhere in it
      * (openat2's RESOLVE_NO_SYMLINKS; on kernels before 5.6, O_NOFOLLOW for the last name), so
      * what is opened is exactly the object at that path, never a symlink's destination.
      */
     public static int openPathNoSymlinks(String path, boolean directory) {
         int flags = O_PATH | O_CLOEXEC | O_NOFOLLOW | (directory ? O_DIRECTORY : 0);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            long fd = openat2(arena, state, path, flags, RESOLVE_NO_SYMLINKS);
-            if (fd >= 0) {
-                return (int) fd;
+        long fd = call("openat2", call -> {
+            long opened = openat2(call, path, flags, RESOLVE_NO_SYMLINKS);
+            if (opened < 0 && call.errno() != ENOSYS) {
+                throw call.failure();
             }
-            if (errno(state) != ENOSYS) {
-                throw new ErrnoException(errno(state));
-            }
-            int fallback = (int) OPENAT.invokeExact(state, AT_FDCWD, arena.allocateFrom(path), flags, 0);
-            return check(fallback, state);
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("openat2 could not be called", t);
-        }
+            return opened;
+        });
+        return fd >= 0 ? (int) fd : open(path, flags, 0);
     }
 
     /**
@@ -236,80 +235,55 @@ public final class Libc {
      * there). A path something is mounted on is always cached, with every directory above it.
      */
     public static OptionalInt openPathCached(String path) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            long fd =
-                    openat2(arena, state, path, O_PATH | O_CLOEXEC | O_NOFOLLOW, RESOLVE_NO_SYMLINKS | RESOLVE_CACHED);
+        return call("openat2", call -> {
+            long fd = openat2(call, path, O_PATH | O_CLOEXEC | O_NOFOLLOW, RESOLVE_NO_SYMLINKS | RESOLVE_CACHED);
             if (fd >= 0) {
                 return OptionalInt.of((int) fd);
             }
-            int errno = errno(state);
+            int errno = call.errno();
             if (errno == EWOULDBLOCK || errno == EINVAL || errno == ENOSYS) {
                 return OptionalInt.empty();
             }
-            throw new ErrnoException(errno);
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("openat2 could not be called", t);
-        }
+            throw call.failure();
+        });
     }
 
-    /** openat2(2) through syscall(2), which the C library may not wrap: a descriptor, or -1 and errno in {@code state}. */
-    private static long openat2(Arena arena, MemorySegment state, String path, long flags, long resolve)
-            throws Throwable {
-        MemorySegment how = arena.allocate(JAVA_LONG, 3); // struct open_how: flags, mode, resolve
-        how.setAtIndex(JAVA_LONG, 0, flags);
-        how.setAtIndex(JAVA_LONG, 2, resolve);
-        return (long)
-                SYSCALL.invokeExact(state, SYS_OPENAT2, (long) AT_FDCWD, arena.allocateFrom(path), how, how.byteSize());
+    /** openat2(2) through syscall(2), which the C library may not wrap: a descriptor, or -1 and errno in the call. */
+    private static long openat2(Downcall call, String path, long flags, long resolve) throws Throwable {
+        MemorySegment how = call.arena().allocate(Openat2.OPEN_HOW);
+        Openat2.FLAGS.set(how, flags);
+        Openat2.RESOLVE.set(how, resolve);
+        return (long) Openat2.SYSCALL.invokeExact(
+                call.state(), SYS_OPENAT2, (long) AT_FDCWD, call.string(path), how, how.byteSize());
     }
 
     /** open(2) of {@code path} with {@code flags} (O_CLOEXEC added) and {@code mode} for a created file. */
     public static int open(String path, int flags, int mode) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            return check(
-                    (int) OPENAT.invokeExact(state, AT_FDCWD, arena.allocateFrom(path), flags | O_CLOEXEC, mode),
-                    state);
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("openat could not be called", t);
-        }
+        return call(
+                "openat",
+                call -> call.check((int)
+                        Openat.HANDLE.invokeExact(call.state(), AT_FDCWD, call.string(path), flags | O_CLOEXEC, mode)));
     }
 
     /** ioctl(2) whose argument is a pointer to {@code argument} (a struct the caller lays out). */
-    public static int ioctl(int fd, long request, MemorySegment argument) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            return check((int) IOCTL_POINTER.invokeExact(state, fd, request, argument), state);
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("ioctl could not be called", t);
-        }
+    public static int ioctl(int fd, Ioctl request, MemorySegment argument) {
+        return call(
+                request.name(),
+                call -> call.check(
+                        (int) IoctlWithPointer.HANDLE.invokeExact(call.state(), fd, request.number(), argument)));
     }
 
     /** ioctl(2) whose argument is a plain integer (a descriptor, a flag, or unused). */
-    public static int ioctl(int fd, long request, long argument) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            return check((int) IOCTL_VALUE.invokeExact(state, fd, request, argument), state);
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("ioctl could not be called", t);
-        }
+    public static int ioctl(int fd, Ioctl request, long argument) {
+        return call(
+                request.name(),
+                call -> call.check(
+                        (int) IoctlWithValue.HANDLE.invokeExact(call.state(), fd, request.number(), argument)));
     }
 
+    /** close(2); a failure is not reported: the descriptor is gone either way. */
     public static void close(int fd) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            int ignored = (int) CLOSE.invokeExact(state, fd);
-        } catch (Throwable t) {
-            throw new IllegalStateException("close could not be called", t);
-        }
+        call("close", call -> (int) Close.HANDLE.invokeExact(call.state(), fd));
     }
 
     /**
@@ -317,14 +291,7 @@ public final class Libc {
      * each other even in one process, and NFS and GlusterFS clients on other hosts see it too.
      */
     public static void flock(int fd, int operation) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            check((int) FLOCK.invokeExact(state, fd, operation), state);
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("flock could not be called", t);
-        }
+        call("flock", call -> call.check((int) Flock.HANDLE.invokeExact(call.state(), fd, operation)));
     }
 
     /** A name read from a directory, and the position at which reading resumes after it (its d_off). */
@@ -348,51 +315,44 @@ public final class Libc {
     public static DirectoryRead directoryEntries(String path, String suffix, long from, int count) {
         byte[] wanted = suffix.getBytes(StandardCharsets.UTF_8);
         List<DirectoryEntry> entries = new ArrayList<>();
+        int fd = open(path, O_RDONLY | O_DIRECTORY, 0);
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            int fd = check(
-                    (int) OPENAT.invokeExact(
-                            state, AT_FDCWD, arena.allocateFrom(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0),
-                    state);
-            try {
-                if (from != 0 && (long) LSEEK.invokeExact(state, fd, from, SEEK_SET) < 0) {
-                    throw new ErrnoException(errno(state));
-                }
-                // A page needs a few hundred names; a whole listing reads in large steps.
-                long size = count == Integer.MAX_VALUE ? DIRENT_BUFFER_BYTES : DIRENT_PAGE_BUFFER_BYTES;
-                MemorySegment buffer = arena.allocate(size, 8);
-                long filled;
-                while ((filled = (long) GETDENTS64.invokeExact(state, fd, buffer, buffer.byteSize())) > 0) {
-                    // struct linux_dirent64: d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name (NUL-terminated)
-                    long recordLength;
-                    for (long entry = 0; entry < filled; entry += recordLength) {
-                        recordLength = Short.toUnsignedInt(buffer.get(JAVA_SHORT, entry + 16));
-                        long name = entry + 19;
-                        int length = 0;
-                        while (buffer.get(JAVA_BYTE, name + length) != 0) {
-                            length++;
-                        }
-                        if (endsWith(buffer, name, length, wanted)) {
-                            entries.add(new DirectoryEntry(
-                                    buffer.getString(name, StandardCharsets.UTF_8), buffer.get(JAVA_LONG, entry + 8)));
-                            if (entries.size() == count) {
-                                return new DirectoryRead(entries, false);
-                            }
+            if (from != 0) {
+                call("lseek", call -> call.check((long) Lseek.HANDLE.invokeExact(call.state(), fd, from, SEEK_SET)));
+            }
+            // A page needs a few hundred names; a whole listing reads in large steps.
+            long size = count == Integer.MAX_VALUE ? DIRENT_BUFFER_BYTES : DIRENT_PAGE_BUFFER_BYTES;
+            MemorySegment buffer = arena.allocate(size, 8);
+            long filled;
+            while ((filled = getdents64(fd, buffer)) > 0) {
+                long recordLength;
+                for (long entry = 0; entry < filled; entry += recordLength) {
+                    recordLength = Short.toUnsignedInt((short) Getdents64.D_RECLEN.get(buffer, entry));
+                    long name = entry + Getdents64.D_NAME;
+                    int length = 0;
+                    while (buffer.get(JAVA_BYTE, name + length) != 0) {
+                        length++;
+                    }
+                    if (endsWith(buffer, name, length, wanted)) {
+                        entries.add(new DirectoryEntry(buffer.getString(name, StandardCharsets.UTF_8), (long)
+                                Getdents64.D_OFF.get(buffer, entry)));
+                        if (entries.size() == count) {
+                            return new DirectoryRead(entries, false);
                         }
                     }
                 }
-                if (filled < 0) {
-                    throw new ErrnoException(errno(state));
-                }
-            } finally {
-                int ignored = (int) CLOSE.invokeExact(state, fd);
             }
             return new DirectoryRead(entries, true);
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("getdents64 could not be called", t);
+        } finally {
+            close(fd);
         }
+    }
+
+    /** getdents64(2): fills {@code buffer} with the directory's next records; how many bytes they take, 0 at its end. */
+    private static long getdents64(int fd, MemorySegment buffer) {
+        return call(
+                "getdents64",
+                call -> call.check((long) Getdents64.HANDLE.invokeExact(call.state(), fd, buffer, buffer.byteSize())));
     }
 
     private static boolean endsWith(MemorySegment buffer, long name, int length, byte[] suffix) {
@@ -425,51 +385,39 @@ public final class Libc {
     }
 
     private static Stat statx(int directory, String path, int flags) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            MemorySegment buffer = arena.allocate(256, 8); // struct statx
-            check(
-                    (int) STATX.invokeExact(
-                            state, directory, arena.allocateFrom(path), flags, STATX_TYPE | STATX_SIZE, buffer),
-                    state);
-            boolean told = (buffer.get(JAVA_LONG, 56) & STATX_ATTR_MOUNT_ROOT) != 0; // stx_attributes_mask
+        return call("statx", call -> {
+            MemorySegment statx = call.arena().allocate(Statx.STATX);
+            call.check((int) Statx.HANDLE.invokeExact(
+                    call.state(), directory, call.string(path), flags, STATX_TYPE | STATX_SIZE, statx));
+            boolean told = ((long) Statx.ATTRIBUTES_MASK.get(statx) & STATX_ATTR_MOUNT_ROOT) != 0;
             return new Stat(
-                    Short.toUnsignedInt(buffer.get(JAVA_SHORT, 28)),
-                    buffer.get(JAVA_LONG, 40),
-                    buffer.get(JAVA_INT, 128),
-                    buffer.get(JAVA_INT, 132),
-                    buffer.get(JAVA_INT, 136),
-                    buffer.get(JAVA_INT, 140),
-                    told ? Optional.of((buffer.get(JAVA_LONG, 8) & STATX_ATTR_MOUNT_ROOT) != 0) : Optional.empty());
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("statx could not be called", t);
-        }
+                    Short.toUnsignedInt((short) Statx.MODE.get(statx)),
+                    (long) Statx.SIZE.get(statx),
+                    (int) Statx.RDEV_MAJOR.get(statx),
+                    (int) Statx.RDEV_MINOR.get(statx),
+                    (int) Statx.DEV_MAJOR.get(statx),
+                    (int) Statx.DEV_MINOR.get(statx),
+                    told
+                            ? Optional.of(((long) Statx.ATTRIBUTES.get(statx) & STATX_ATTR_MOUNT_ROOT) != 0)
+                            : Optional.empty());
+        });
     }
 
     /** fstatfs(2) of an open descriptor (an O_PATH one will do). */
     public static StatFs fstatfs(int fd) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            // struct statfs of the 64-bit ABIs: f_type, f_bsize, f_blocks, f_bfree, f_bavail, f_files,
-            // f_ffree, f_fsid, f_namelen, f_frsize, f_flags, f_spare[4]: 8 bytes each but f_fsid's two ints.
-            MemorySegment buffer = arena.allocate(128, 8);
-            check((int) FSTATFS.invokeExact(state, fd, buffer), state);
-            long fragment = buffer.get(JAVA_LONG, 72);
+        return call("fstatfs", call -> {
+            MemorySegment statfs = call.arena().allocate(Fstatfs.STATFS);
+            call.check((int) Fstatfs.HANDLE.invokeExact(call.state(), fd, statfs));
+            long fragment = (long) Fstatfs.FRSIZE.get(statfs);
             return new StatFs(
-                    fragment != 0 ? fragment : buffer.get(JAVA_LONG, 8),
-                    buffer.get(JAVA_LONG, 16),
-                    buffer.get(JAVA_LONG, 24),
-                    buffer.get(JAVA_LONG, 32),
-                    buffer.get(JAVA_LONG, 40),
-                    buffer.get(JAVA_LONG, 48),
-                    buffer.get(JAVA_LONG, 80));
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("fstatfs could not be called", t);
-        }
+                    fragment != 0 ? fragment : (long) Fstatfs.BSIZE.get(statfs),
+                    (long) Fstatfs.BLOCKS.get(statfs),
+                    (long) Fstatfs.BFREE.get(statfs),
+                    (long) Fstatfs.BAVAIL.get(statfs),
+                    (long) Fstatfs.FILES.get(statfs),
+                    (long) Fstatfs.FFREE.get(statfs),
+                    (long) Fstatfs.FLAGS.get(statfs));
+        });
     }
 
     /** mknod(2) of a block device node {@code major:minor} at {@code path}, with permission bits {@code mode}. */
@@ -479,51 +427,33 @@ public final class Libc {
                 | ((major & 0xfffL) << 8)
                 | ((minor & 0xffffff00L) << 12)
                 | (minor & 0xffL);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            check((int) MKNOD.invokeExact(state, arena.allocateFrom(path), S_IFBLK | mode, dev), state);
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("mknod could not be called", t);
-        }
+        call(
+                "mknod",
+                call -> call.check(
+                        (int) Mknod.HANDLE.invokeExact(call.state(), call.string(path), S_IFBLK | mode, dev)));
     }
 
     /** mount(2); a null source, type or data is passed as NULL. */
     public static void mount(String source, String target, String type, long flags, String data) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            check(
-                    (int) MOUNT.invokeExact(
-                            state,
-                            string(arena, source),
-                            arena.allocateFrom(target),
-                            string(arena, type),
-                            flags,
-                            string(arena, data)),
-                    state);
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("mount could not be called", t);
-        }
+        call(
+                "mount",
+                call -> call.check((int) Mount.HANDLE.invokeExact(
+                        call.state(),
+                        call.string(source),
+                        call.string(target),
+                        call.string(type),
+                        flags,
+                        call.string(data))));
     }
 
     public static void umount2(String target, int flags) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CALL_STATE);
-            check((int) UMOUNT2.invokeExact(state, arena.allocateFrom(target), flags), state);
-        } catch (ErrnoException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException("umount2 could not be called", t);
-        }
+        call("umount2", call -> call.check((int) Umount2.HANDLE.invokeExact(call.state(), call.string(target), flags)));
     }
 
     /**
      * Makes every call once, each failing harmlessly (an empty path, a request no descriptor
-     * knows): the first call of each downcall links it, about 100 ms in all, which would
-     * otherwise fall on the first requests a node serves.
+     * knows): the first call of each C function binds and links it, which would otherwise fall
+     * on the first requests a node serves (docs/performance.md, "The first calls after a start").
      */
     public static void prepare() {
         int fd = openPathNoSymlinks("/", true);
@@ -535,8 +465,9 @@ public final class Libc {
         }
         int root = open("/", O_RDONLY | O_DIRECTORY, 0);
         try (Arena arena = Arena.ofConfined()) {
-            ignore(() -> ioctl(root, 0, 0L));
-            ignore(() -> ioctl(root, 0, arena.allocate(8)));
+            Ioctl none = new Ioctl("ioctl", 0);
+            ignore(() -> ioctl(root, none, 0L));
+            ignore(() -> ioctl(root, none, arena.allocate(8)));
         } finally {
             close(root);
         }
@@ -561,30 +492,67 @@ public final class Libc {
 
     public static String strerror(int errno) {
         try {
-            MemorySegment text = (MemorySegment) STRERROR.invokeExact(errno);
+            MemorySegment text = (MemorySegment) Strerror.HANDLE.invokeExact(errno);
             return text.reinterpret(1024).getString(0);
         } catch (Throwable t) {
             return "errno " + errno;
         }
     }
 
-    private static MemorySegment string(Arena arena, String value) {
-        return value == null ? MemorySegment.NULL : arena.allocateFrom(value);
-    }
+    /** A call being made: its name for a failure, the arena of its arguments, and where errno is captured. */
+    private record Downcall(String name, Arena arena, MemorySegment state) {
 
-    private static int errno(MemorySegment state) {
-        return (int) ERRNO.get(state, 0L);
-    }
-
-    private static int check(int result, MemorySegment state) {
-        if (result < 0) {
-            throw new ErrnoException(errno(state));
+        int errno() {
+            return (int) ERRNO.get(state, 0L);
         }
-        return result;
+
+        ErrnoException failure() {
+            return new ErrnoException(name, errno());
+        }
+
+        int check(int result) {
+            if (result < 0) {
+                throw failure();
+            }
+            return result;
+        }
+
+        long check(long result) {
+            if (result < 0) {
+                throw failure();
+            }
+            return result;
+        }
+
+        /** A C string in the call's arena; NULL for null. */
+        MemorySegment string(String value) {
+            return value == null ? MemorySegment.NULL : arena.allocateFrom(value);
+        }
     }
 
-    /** A downcall that captures errno; {@code firstVariadic} is the index of the first variadic argument, or -1. */
-    private static MethodHandle function(String name, FunctionDescriptor descriptor, int firstVariadic) {
+    /** What a call does with its {@link Downcall}: invoke the function, check and read its result. */
+    @FunctionalInterface
+    private interface Body<T> {
+        T make(Downcall call) throws Throwable;
+    }
+
+    /**
+     * Makes the call {@code name} in an arena of its own, errno captured: every call of this class
+     * goes through here. An {@link ErrnoException} is the call's failure; anything else thrown
+     * means the function could not be called at all.
+     */
+    private static <T> T call(String name, Body<T> body) {
+        try (Arena arena = Arena.ofConfined()) {
+            return body.make(new Downcall(name, arena, arena.allocate(CALL_STATE)));
+        } catch (ErrnoException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException(name + " could not be called", t);
+        }
+    }
+
+    /** The C library's {@code name}, capturing errno; {@code firstVariadic} is the index of the first variadic argument, or -1. */
+    private static MethodHandle bind(String name, FunctionDescriptor descriptor, int firstVariadic) {
         MemorySegment address = LINKER.defaultLookup()
                 .find(name)
                 .orElseThrow(() -> new IllegalStateException("the C library has no " + name));
@@ -592,5 +560,153 @@ public final class Libc {
         return firstVariadic < 0
                 ? LINKER.downcallHandle(address, descriptor, errno)
                 : LINKER.downcallHandle(address, descriptor, errno, Linker.Option.firstVariadicArg(firstVariadic));
+    }
+
+    // Each C function in a class of its own, bound when that class is first used: see the class's doc.
+
+    private static final class Openat2 {
+        static final MethodHandle SYSCALL =
+                bind("syscall", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG), 1);
+        /** struct open_how (linux/openat2.h). */
+        static final StructLayout OPEN_HOW = MemoryLayout.structLayout(
+                        JAVA_LONG.withName("flags"), JAVA_LONG.withName("mode"), JAVA_LONG.withName("resolve"))
+                .withName("open_how");
+
+        static final VarHandle FLAGS = field(OPEN_HOW, "flags");
+        static final VarHandle RESOLVE = field(OPEN_HOW, "resolve");
+    }
+
+    private static final class Openat {
+        static final MethodHandle HANDLE =
+                bind("openat", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), 3);
+    }
+
+    private static final class IoctlWithPointer {
+        static final MethodHandle HANDLE =
+                bind("ioctl", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS), 2);
+    }
+
+    private static final class IoctlWithValue {
+        static final MethodHandle HANDLE =
+                bind("ioctl", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG), 2);
+    }
+
+    private static final class Close {
+        static final MethodHandle HANDLE = bind("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT), -1);
+    }
+
+    private static final class Flock {
+        static final MethodHandle HANDLE = bind("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT), -1);
+    }
+
+    private static final class Lseek {
+        static final MethodHandle HANDLE =
+                bind("lseek", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT), -1);
+    }
+
+    private static final class Getdents64 {
+        static final MethodHandle HANDLE =
+                bind("getdents64", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), -1);
+        /** struct linux_dirent64 (getdents64(2)): records of this shape, 8-aligned, fill the buffer. */
+        static final StructLayout LINUX_DIRENT64 = MemoryLayout.structLayout(
+                        JAVA_LONG.withName("d_ino"),
+                        JAVA_LONG.withName("d_off"),
+                        JAVA_SHORT.withName("d_reclen"),
+                        JAVA_BYTE.withName("d_type"),
+                        MemoryLayout.sequenceLayout(0, JAVA_BYTE).withName("d_name"))
+                .withName("linux_dirent64");
+        // Read at a record's offset in the buffer: the handles keep their offset coordinate.
+        static final VarHandle D_OFF = LINUX_DIRENT64.varHandle(PathElement.groupElement("d_off"));
+        static final VarHandle D_RECLEN = LINUX_DIRENT64.varHandle(PathElement.groupElement("d_reclen"));
+        /** Where the NUL-terminated name starts in a record. */
+        static final long D_NAME = LINUX_DIRENT64.byteOffset(PathElement.groupElement("d_name"));
+    }
+
+    private static final class Statx {
+        static final MethodHandle HANDLE =
+                bind("statx", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS), -1);
+        static final StructLayout TIMESTAMP = MemoryLayout.structLayout(
+                JAVA_LONG.withName("tv_sec"), JAVA_INT.withName("tv_nsec"), JAVA_INT.withName("__reserved"));
+        /** struct statx (linux/stat.h): the fields read, then the rest of its 256 bytes. */
+        static final StructLayout STATX = MemoryLayout.structLayout(
+                        JAVA_INT.withName("stx_mask"),
+                        JAVA_INT.withName("stx_blksize"),
+                        JAVA_LONG.withName("stx_attributes"),
+                        JAVA_INT.withName("stx_nlink"),
+                        JAVA_INT.withName("stx_uid"),
+                        JAVA_INT.withName("stx_gid"),
+                        JAVA_SHORT.withName("stx_mode"),
+                        MemoryLayout.paddingLayout(2),
+                        JAVA_LONG.withName("stx_ino"),
+                        JAVA_LONG.withName("stx_size"),
+                        JAVA_LONG.withName("stx_blocks"),
+                        JAVA_LONG.withName("stx_attributes_mask"),
+                        TIMESTAMP.withName("stx_atime"),
+                        TIMESTAMP.withName("stx_btime"),
+                        TIMESTAMP.withName("stx_ctime"),
+                        TIMESTAMP.withName("stx_mtime"),
+                        JAVA_INT.withName("stx_rdev_major"),
+                        JAVA_INT.withName("stx_rdev_minor"),
+                        JAVA_INT.withName("stx_dev_major"),
+                        JAVA_INT.withName("stx_dev_minor"),
+                        MemoryLayout.paddingLayout(112))
+                .withName("statx");
+
+        static final VarHandle ATTRIBUTES = field(STATX, "stx_attributes");
+        static final VarHandle MODE = field(STATX, "stx_mode");
+        static final VarHandle SIZE = field(STATX, "stx_size");
+        static final VarHandle ATTRIBUTES_MASK = field(STATX, "stx_attributes_mask");
+        static final VarHandle RDEV_MAJOR = field(STATX, "stx_rdev_major");
+        static final VarHandle RDEV_MINOR = field(STATX, "stx_rdev_minor");
+        static final VarHandle DEV_MAJOR = field(STATX, "stx_dev_major");
+        static final VarHandle DEV_MINOR = field(STATX, "stx_dev_minor");
+    }
+
+    private static final class Fstatfs {
+        static final MethodHandle HANDLE = bind("fstatfs", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS), -1);
+        /** struct statfs of the 64-bit ABIs (bits/statfs.h). */
+        static final StructLayout STATFS = MemoryLayout.structLayout(
+                        JAVA_LONG.withName("f_type"),
+                        JAVA_LONG.withName("f_bsize"),
+                        JAVA_LONG.withName("f_blocks"),
+                        JAVA_LONG.withName("f_bfree"),
+                        JAVA_LONG.withName("f_bavail"),
+                        JAVA_LONG.withName("f_files"),
+                        JAVA_LONG.withName("f_ffree"),
+                        MemoryLayout.sequenceLayout(2, JAVA_INT).withName("f_fsid"),
+                        JAVA_LONG.withName("f_namelen"),
+                        JAVA_LONG.withName("f_frsize"),
+                        JAVA_LONG.withName("f_flags"),
+                        MemoryLayout.sequenceLayout(4, JAVA_LONG).withName("f_spare"))
+                .withName("statfs");
+
+        static final VarHandle BSIZE = field(STATFS, "f_bsize");
+        static final VarHandle BLOCKS = field(STATFS, "f_blocks");
+        static final VarHandle BFREE = field(STATFS, "f_bfree");
+        static final VarHandle BAVAIL = field(STATFS, "f_bavail");
+        static final VarHandle FILES = field(STATFS, "f_files");
+        static final VarHandle FFREE = field(STATFS, "f_ffree");
+        static final VarHandle FRSIZE = field(STATFS, "f_frsize");
+        static final VarHandle FLAGS = field(STATFS, "f_flags");
+    }
+
+    private static final class Mknod {
+        static final MethodHandle HANDLE =
+                bind("mknod", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG), -1);
+    }
+
+    private static final class Mount {
+        static final MethodHandle HANDLE =
+                bind("mount", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS), -1);
+    }
+
+    private static final class Umount2 {
+        static final MethodHandle HANDLE = bind("umount2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), -1);
+    }
+
+    /** strerror(3) reads no errno of its own: bound without capturing it. */
+    private static final class Strerror {
+        static final MethodHandle HANDLE = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("strerror").orElseThrow(), FunctionDescriptor.of(ADDRESS, JAVA_INT));
     }
 }

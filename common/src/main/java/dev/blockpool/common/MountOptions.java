@@ -7,7 +7,7 @@ import java.util.stream.Stream;
 
 /**
  * The mount flags a request may ask for. Anything outside this allow-list is refused with
- * INVALID: a flag reaches mount(8), so it must never be able to change what is
+ * INVALID: a flag reaches mount(2), so it must never be able to change what is
  * mounted where (bind, remount, loop, offset, ...), nor make a volume unsafe to write
  * (norecovery, noload: a filesystem mounted without replaying its journal) or take the node
  * down (errors=panic).

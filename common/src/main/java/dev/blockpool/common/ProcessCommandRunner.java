@@ -19,7 +19,7 @@ public final class ProcessCommandRunner implements CommandRunner {
 
     @Override
     public Result run(Duration timeout, List<String> command) {
-        InPlaceCalls.refuseWaiting(command.getFirst());
+        NoWaiting.refuse(command.getFirst());
         log.debug("running {}", command);
         Process process;
         try {

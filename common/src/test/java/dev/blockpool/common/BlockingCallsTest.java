@@ -65,10 +65,10 @@ class BlockingCallsTest {
     }
 
     @Test
-    void aCallInPlaceOnATransportThreadIsRefusedRatherThanLeftToWait() {
+    void aCallOnAThreadThatMustNotWaitIsRefusedRatherThanLeftToWait() {
         BlockingCalls calls = new BlockingCalls("test", 2);
         AtomicReference<Throwable> refused = new AtomicReference<>();
-        InPlaceCalls.EXECUTOR.execute(() -> {
+        NoWaiting.run("the transport thread", () -> {
             try {
                 calls.call(LONG, "statfs(2) of /pool", () -> "done");
             } catch (Throwable t) {
@@ -77,8 +77,8 @@ class BlockingCallsTest {
         });
         assertThat(refused.get())
                 .isInstanceOf(IllegalStateException.class)
-                .hasMessageContaining("statfs(2) of /pool would wait on the gRPC transport thread");
-        assertThat(calls.call(LONG, "statfs(2) of /pool", () -> "done")).isEqualTo("done"); // not in place: runs
+                .hasMessageContaining("statfs(2) of /pool would wait on the transport thread");
+        assertThat(calls.call(LONG, "statfs(2) of /pool", () -> "done")).isEqualTo("done"); // not marked: runs
     }
 
     @Test

@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** The allow-list of mount flags: nothing that reaches mount(8) can change what is mounted where. */
+/** The allow-list of mount flags: nothing that reaches mount(2) can change what is mounted where. */
 class MountOptionsTest {
 
     private static void invalid(Runnable call) {

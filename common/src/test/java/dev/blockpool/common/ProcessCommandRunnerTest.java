@@ -50,9 +50,9 @@ class ProcessCommandRunnerTest {
     }
 
     @Test
-    void noToolIsRunInPlaceOnATransportThread() {
+    void noToolIsRunOnAThreadThatMustNotWait() {
         List<Throwable> refused = new ArrayList<>();
-        InPlaceCalls.EXECUTOR.execute(() -> {
+        NoWaiting.run("the transport thread", () -> {
             try {
                 runner.run("true");
             } catch (Throwable t) {
@@ -64,6 +64,6 @@ class ProcessCommandRunnerTest {
                 .isInstanceOf(IllegalStateException.class)
                 .extracting(Throwable::getMessage)
                 .asString()
-                .startsWith("true would wait on the gRPC transport thread");
+                .startsWith("true would wait on the transport thread");
     }
 }

@@ -48,6 +48,7 @@ import dev.blockpool.csi.RequestFields;
 import dev.blockpool.csi.UnaryReply;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;
+import dev.blockpool.pool.Attachment;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.Page;
@@ -142,9 +143,10 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         String nodeId = RequestFields.id("node_id", request.getNodeId());
         Capability capability = Capability.required(request.hasVolumeCapability(), request.getVolumeCapability())
                 .served();
-        changes.make(
-                () -> pool.attachments().attach(volumeId, nodeId, request.getReadonly(), capability.singleNode()),
-                volumeId);
+        Attachment.Access access = request.getReadonly() ? Attachment.Access.READ_ONLY : Attachment.Access.READ_WRITE;
+        Attachment.Sharing sharing =
+                capability.singleNode() ? Attachment.Sharing.SINGLE_NODE : Attachment.Sharing.MULTI_NODE;
+        changes.make(() -> pool.attachments().attach(volumeId, nodeId, access, sharing), volumeId);
         UnaryReply.send(
                 response,
                 ControllerPublishVolumeResponse.newBuilder()

@@ -2,7 +2,9 @@ package dev.blockpool.controller;
 
 import com.google.protobuf.Timestamp;
 import csi.v1.Csi;
+import csi.v1.Csi.ControllerGetVolumeResponse;
 import csi.v1.Csi.CreateVolumeRequest;
+import csi.v1.Csi.ListVolumesResponse;
 import csi.v1.Csi.VolumeContentSource;
 import dev.blockpool.csi.CsiException;
 import dev.blockpool.csi.CsiKeys;
@@ -49,14 +51,14 @@ final class ProtoMapper {
         return result.build();
     }
 
-    static Csi.ListVolumesResponse.VolumeStatus listStatus(Volume volume) {
-        return Csi.ListVolumesResponse.VolumeStatus.newBuilder()
+    static ListVolumesResponse.VolumeStatus listStatus(Volume volume) {
+        return ListVolumesResponse.VolumeStatus.newBuilder()
                 .addAllPublishedNodeIds(Attachments.nodeIds(volume))
                 .build();
     }
 
-    static Csi.ControllerGetVolumeResponse.VolumeStatus getStatus(Volume volume) {
-        return Csi.ControllerGetVolumeResponse.VolumeStatus.newBuilder()
+    static ControllerGetVolumeResponse.VolumeStatus getStatus(Volume volume) {
+        return ControllerGetVolumeResponse.VolumeStatus.newBuilder()
                 .addAllPublishedNodeIds(Attachments.nodeIds(volume))
                 .build();
     }

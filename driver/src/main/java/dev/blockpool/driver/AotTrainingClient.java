@@ -47,9 +47,8 @@ final class AotTrainingClient {
         try {
             awaitServing(IdentityGrpc.newBlockingStub(channel));
             // Enough rounds for the shared paths (gRPC, Netty, protobuf, logging) to be compiled in
-            // training, which the cache's training data then compiles early: with 20, as many as
-            // when the client ran in the driver's JVM, NodePublish and NodeUnpublish took 0.74-0.80
-            // ms at p50 against 0.69-0.72 ms; with 100, 0.72 ms.
+            // training, which the cache's training data then compiles early; fewer left the first
+            // node calls slower (docs/performance.md, "One AOT cache per workload").
             for (int round = 0; round < 100; round++) {
                 exercise(channel, work, round);
             }

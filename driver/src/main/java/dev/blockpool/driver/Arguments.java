@@ -27,7 +27,7 @@ import org.apache.commons.cli.help.HelpFormatter;
  *
  * <p>Apache Commons CLI parses it rather than picocli: picocli's classes are Java 5 class files,
  * which the JVM's ahead-of-time cache cannot hold, and loading and verifying them from the jar
- * took a quarter of every start (docs/performance.md).
+ * at every start was much of its time to ready (docs/performance.md, "One AOT cache per workload").
  */
 record Arguments(
         Optional<Endpoint> endpoint,
@@ -39,8 +39,14 @@ record Arguments(
         LogLevel logLevel,
         LogFormat logFormat,
         int shutdownGraceSeconds,
-        boolean help,
-        boolean version) {
+        Action action) {
+
+    /** What the command line asks for: the driver, or only its help or version (help first, when both are asked). */
+    enum Action {
+        SERVE,
+        HELP,
+        VERSION
+    }
 
     /** A mistake on the command line, said in words that name the option. */
     static final class Usage extends Exception {
@@ -135,8 +141,7 @@ record Arguments(
                 oneOf(LOG_LEVEL, line.getOptionValue(LOG_LEVEL, "info"), LogLevel.class),
                 oneOf(LOG_FORMAT, line.getOptionValue(LOG_FORMAT, "text"), LogFormat.class),
                 integer(SHUTDOWN_GRACE, line.getOptionValue(SHUTDOWN_GRACE, "25")),
-                line.hasOption(HELP),
-                line.hasOption(VERSION));
+                line.hasOption(HELP) ? Action.HELP : line.hasOption(VERSION) ? Action.VERSION : Action.SERVE);
     }
 
     /** The help, on standard output: usage, options in the order above, and the FlexVolume entry. */

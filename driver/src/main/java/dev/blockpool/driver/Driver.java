@@ -43,9 +43,10 @@ public final class Driver {
     /** Files younger than this are left alone by the pool's reconcile; the controller repeats it this often. */
     private static final Duration RECONCILE_SETTLE_TIME = Duration.ofMinutes(10);
     /**
-     * The reconcile reads every record in the pool (some 0.7 s of CPU for 10,000 volumes): it
-     * waits this long after the server is up, so that the driver's start and the sidecars' first
-     * calls do not share a small node's CPU with it. What it removes has waited the settle time.
+     * The reconcile reads every record in the pool (docs/performance.md, "Against the targets", for
+     * what that costs): it waits this long after the server is up, so that the driver's start and the
+     * sidecars' first calls do not share a small node's CPU with it. What it removes has waited
+     * the settle time.
      */
     private static final Duration RECONCILE_START_DELAY = Duration.ofSeconds(5);
 

@@ -37,11 +37,11 @@ public final class Main {
         Arguments arguments;
         try {
             arguments = Arguments.parse(args, System.getenv());
-            if (arguments.help()) {
+            if (arguments.action() == Arguments.Action.HELP) {
                 Arguments.printHelp();
                 return 0;
             }
-            if (arguments.version()) {
+            if (arguments.action() == Arguments.Action.VERSION) {
                 System.out.println(versionLine());
                 return 0;
             }

@@ -1,6 +1,7 @@
 package dev.blockpool.driver;
 
 import dev.blockpool.common.Endpoint;
+import dev.blockpool.common.Libc;
 import io.grpc.Server;
 import io.grpc.ServerInterceptor;
 import io.grpc.ServerInterceptors;
@@ -126,7 +127,7 @@ public final class UnixSocketServer {
 
     private static boolean isSocket(Path path) throws IOException {
         int mode = (Integer) Files.getAttribute(path, "unix:mode", LinkOption.NOFOLLOW_LINKS);
-        return (mode & 0170000) == 0140000; // S_IFSOCK
+        return (mode & Libc.S_IFMT) == Libc.S_IFSOCK;
     }
 
     public Path socket() {

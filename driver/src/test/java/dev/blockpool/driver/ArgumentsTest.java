@@ -31,6 +31,13 @@ class ArgumentsTest {
     }
 
     @Test
+    void helpOrVersionIsAllThatIsAskedAndHelpComesFirst() throws Exception {
+        assertThat(parse(Map.of()).action()).isEqualTo(Arguments.Action.SERVE);
+        assertThat(parse(Map.of(), "--version").action()).isEqualTo(Arguments.Action.VERSION);
+        assertThat(parse(Map.of(), "--version", "--help").action()).isEqualTo(Arguments.Action.HELP);
+    }
+
+    @Test
     void theEndpointComesFromCsiEndpointUnlessGiven() throws Exception {
         assertThat(parse(Map.of("CSI_ENDPOINT", "unix:///csi/csi.sock"))
                         .endpoint()

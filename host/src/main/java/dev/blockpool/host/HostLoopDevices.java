@@ -22,6 +22,9 @@ public final class HostLoopDevices implements LoopDevices {
     private final LoopCalls calls;
     private final LoopSysfs sysfs;
     private final ImageIdentities images;
+    /** Who holds a device that will not detach, for the error: from this host's /proc. */
+    private final DeviceHolders holders;
+
     private final Duration detachGrace;
     /** Where buffered I/O was said to be used: said once per pool directory, not at every attach. */
     private final Set<Path> bufferedSaid = ConcurrentHashMap.newKeySet();
@@ -31,13 +34,20 @@ public final class HostLoopDevices implements LoopDevices {
     }
 
     private HostLoopDevices(LoopSysfs sysfs, BlockingCalls blocking) {
-        this(new LinuxLoopCalls(blocking, sysfs, Path.of("/dev")), sysfs, new ImageIdentities(blocking), DETACH_GRACE);
+        this(
+                new LinuxLoopCalls(blocking, sysfs, Path.of("/dev")),
+                sysfs,
+                new ImageIdentities(blocking),
+                Path.of("/proc"),
+                DETACH_GRACE);
     }
 
-    HostLoopDevices(LoopCalls calls, LoopSysfs sysfs, ImageIdentities images, Duration detachGrace) {
+    /** Over {@code sysfs} and the processes in {@code proc}, as a test makes them up. */
+    HostLoopDevices(LoopCalls calls, LoopSysfs sysfs, ImageIdentities images, Path proc, Duration detachGrace) {
         this.calls = calls;
         this.sysfs = sysfs;
         this.images = images;
+        this.holders = new DeviceHolders(proc);
         this.detachGrace = detachGrace;
     }
 
@@ -128,8 +138,8 @@ public final class HostLoopDevices implements LoopDevices {
         long deadline = System.nanoTime() + detachGrace.toNanos();
         for (Optional<LoopDevice> still = sysfs.current(device); still.isPresent(); still = sysfs.current(device)) {
             if (System.nanoTime() > deadline) {
-                List<String> holders = new DeviceHolders(Path.of("/proc")).of(device.device(), device.number());
-                String held = holders.isEmpty() ? "" : ": " + String.join("; ", holders);
+                List<String> holding = holders.of(device.device(), device.number());
+                String held = holding.isEmpty() ? "" : ": " + String.join("; ", holding);
                 if (still.get().autoclear()) {
                     log.warn(
                             "{} of {} is still in use{}; it detaches itself once released",

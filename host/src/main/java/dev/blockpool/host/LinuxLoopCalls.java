@@ -8,7 +8,10 @@ import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.invoke.VarHandle;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -24,39 +27,69 @@ import org.slf4j.LoggerFactory;
  * LOOP_GET_STATUS64 for {@link LoopStatus}. Each runs through {@link BlockingCalls}: on an image
  * of a dead NFS pool any of them can hang (the status too: the kernel asks the backing file's
  * filesystem for its attributes).
+ *
+ * <p>The loop driver's requests and the structs they pass are declared here, and only here, as
+ * {@link Libc} says of every subsystem's ioctls.
  */
 final class LinuxLoopCalls implements LoopCalls {
 
     private static final Logger log = LoggerFactory.getLogger(LinuxLoopCalls.class);
 
-    private static final long LOOP_SET_FD = 0x4C00;
-    private static final long LOOP_CLR_FD = 0x4C01;
-    private static final long LOOP_SET_STATUS64 = 0x4C04;
-    private static final long LOOP_GET_STATUS64 = 0x4C05;
-    private static final long LOOP_SET_CAPACITY = 0x4C07;
-    private static final long LOOP_SET_DIRECT_IO = 0x4C08;
-    private static final long LOOP_CONFIGURE = 0x4C0A;
-    private static final long LOOP_CTL_GET_FREE = 0x4C82;
+    private static final Libc.Ioctl LOOP_SET_FD = new Libc.Ioctl("LOOP_SET_FD", 0x4C00);
+    private static final Libc.Ioctl LOOP_CLR_FD = new Libc.Ioctl("LOOP_CLR_FD", 0x4C01);
+    private static final Libc.Ioctl LOOP_SET_STATUS64 = new Libc.Ioctl("LOOP_SET_STATUS64", 0x4C04);
+    private static final Libc.Ioctl LOOP_GET_STATUS64 = new Libc.Ioctl("LOOP_GET_STATUS64", 0x4C05);
+    private static final Libc.Ioctl LOOP_SET_CAPACITY = new Libc.Ioctl("LOOP_SET_CAPACITY", 0x4C07);
+    private static final Libc.Ioctl LOOP_SET_DIRECT_IO = new Libc.Ioctl("LOOP_SET_DIRECT_IO", 0x4C08);
+    private static final Libc.Ioctl LOOP_CONFIGURE = new Libc.Ioctl("LOOP_CONFIGURE", 0x4C0A);
+    private static final Libc.Ioctl LOOP_CTL_GET_FREE = new Libc.Ioctl("LOOP_CTL_GET_FREE", 0x4C82);
     private static final int LO_FLAGS_READ_ONLY = 1;
     private static final int LO_FLAGS_DIRECT_IO = 16;
+    private static final int LO_NAME_SIZE = 64;
+    private static final int LO_KEY_SIZE = 32;
+
+    /**
+     * struct loop_info64: a bound device's status, which LOOP_SET_STATUS64 sets and
+     * LOOP_GET_STATUS64 reads (the device and inode of the backing file among it).
+     */
+    static final StructLayout LOOP_INFO64 = MemoryLayout.structLayout(
+                    JAVA_LONG.withName("lo_device"),
+                    JAVA_LONG.withName("lo_inode"),
+                    JAVA_LONG.withName("lo_rdevice"),
+                    JAVA_LONG.withName("lo_offset"),
+                    JAVA_LONG.withName("lo_sizelimit"),
+                    JAVA_INT.withName("lo_number"),
+                    JAVA_INT.withName("lo_encrypt_type"),
+                    JAVA_INT.withName("lo_encrypt_key_size"),
+                    JAVA_INT.withName("lo_flags"),
+                    MemoryLayout.sequenceLayout(LO_NAME_SIZE, JAVA_BYTE).withName("lo_file_name"),
+                    MemoryLayout.sequenceLayout(LO_NAME_SIZE, JAVA_BYTE).withName("lo_crypt_name"),
+                    MemoryLayout.sequenceLayout(LO_KEY_SIZE, JAVA_BYTE).withName("lo_encrypt_key"),
+                    MemoryLayout.sequenceLayout(2, JAVA_LONG).withName("lo_init"))
+            .withName("loop_info64");
+
+    /** struct loop_config: what LOOP_CONFIGURE binds, the image's descriptor and the device's status at once. */
+    static final StructLayout LOOP_CONFIG = MemoryLayout.structLayout(
+                    JAVA_INT.withName("fd"),
+                    JAVA_INT.withName("block_size"),
+                    LOOP_INFO64.withName("info"),
+                    MemoryLayout.sequenceLayout(8, JAVA_LONG).withName("__reserved"))
+            .withName("loop_config");
+
+    private static final VarHandle CONFIG_FD = Libc.field(LOOP_CONFIG, "fd");
+    private static final VarHandle CONFIG_BLOCK_SIZE = Libc.field(LOOP_CONFIG, "block_size");
+    private static final VarHandle CONFIG_FLAGS = Libc.field(LOOP_CONFIG, "info", "lo_flags");
+    /** The backing file's st_dev (the kernel's new_encode_dev) and inode. */
+    private static final VarHandle INFO_DEVICE = Libc.field(LOOP_INFO64, "lo_device");
+
+    private static final VarHandle INFO_INODE = Libc.field(LOOP_INFO64, "lo_inode");
+
     /**
      * The logical block size of every volume's device, whatever the pool's disk has: a
      * filesystem made on one node must mount on another. Direct I/O takes only where the backing
      * file accepts 512-byte aligned I/O; elsewhere the kernel stays buffered.
      */
     private static final int SECTOR_SIZE = 512;
-    /** struct loop_config: fd, block_size, struct loop_info64 (232 bytes), 8 reserved u64s. */
-    private static final long LOOP_CONFIG_SIZE = 304;
-
-    private static final long INFO_OFFSET = 8;
-    private static final long INFO_SIZE = 232;
-    /** struct loop_info64's first fields: lo_device (the backing file's st_dev, new_encode_dev), lo_inode. */
-    private static final long INFO_DEVICE = 0;
-
-    private static final long INFO_INODE = 8;
-    private static final long INFO_FLAGS = 52;
-    private static final long INFO_FILE_NAME = 56;
-    private static final int LO_NAME_SIZE = 64;
     /** Another process may take the free device before we bind it (EBUSY): ask again, this often. */
     private static final int ATTEMPTS = 32;
 
@@ -84,18 +117,18 @@ final class LinuxLoopCalls implements LoopCalls {
                 for (int attempt = 1; ; attempt++) {
                     String name = "loop" + freeDevice();
                     int device = openDevice(name, Libc.O_RDWR);
-                    int errno;
+                    Libc.ErrnoException failure;
                     try {
-                        errno = configure(device, file, image, readOnly);
+                        bind(device, file, image, readOnly);
+                        return name;
+                    } catch (Libc.ErrnoException e) {
+                        failure = e;
                     } finally {
                         Libc.close(device);
                     }
-                    if (errno == 0) {
-                        return name;
-                    }
-                    if (errno != Libc.EBUSY || attempt == ATTEMPTS) {
+                    if (failure.errno() != Libc.EBUSY || attempt == ATTEMPTS) {
                         throw StorageException.internal(
-                                "cannot attach %s to %s: %s", image, devDir.resolve(name), Libc.strerror(errno));
+                                "cannot attach %s to %s: %s", image, devDir.resolve(name), failure.getMessage());
                     }
                     log.debug(
                             "{} was taken by another process before {} was bound to it; trying again",
@@ -129,10 +162,10 @@ final class LinuxLoopCalls implements LoopCalls {
     /** The backing file of the open device {@code fd}; empty when it is not bound. */
     private static Optional<FileId> status(int fd) {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment info = arena.allocate(INFO_SIZE, 8);
+            MemorySegment info = arena.allocate(LOOP_INFO64);
             Libc.ioctl(fd, LOOP_GET_STATUS64, info);
             return Optional.of(new FileId(
-                    DeviceNumber.fromDevT(info.get(JAVA_LONG, INFO_DEVICE)), info.get(JAVA_LONG, INFO_INODE)));
+                    DeviceNumber.fromDevT((long) INFO_DEVICE.get(info)), (long) INFO_INODE.get(info)));
         } catch (Libc.ErrnoException e) {
             if (e.errno() == Libc.ENXIO) {
                 return Optional.empty();
@@ -207,51 +240,53 @@ final class LinuxLoopCalls implements LoopCalls {
     /**
      * Binds the image: LOOP_CONFIGURE with direct I/O; without it when refused (EINVAL: a kernel
      * that refuses rather than staying buffered, or one without LOOP_CONFIGURE); the two older
-     * ioctls where LOOP_CONFIGURE does not exist. Returns 0 or errno.
+     * ioctls where LOOP_CONFIGURE does not exist. A failure is that of the last ioctl tried.
      */
-    private int configure(int device, int file, Path image, boolean readOnly) {
+    private static void bind(int device, int file, Path image, boolean readOnly) {
         int flags = readOnly ? LO_FLAGS_READ_ONLY : 0;
-        int errno = configure(device, file, image, flags | LO_FLAGS_DIRECT_IO);
-        if (errno == Libc.EINVAL) {
-            errno = configure(device, file, image, flags);
+        try {
+            try {
+                configure(device, file, image, flags | LO_FLAGS_DIRECT_IO);
+            } catch (Libc.ErrnoException e) {
+                if (e.errno() != Libc.EINVAL) {
+                    throw e;
+                }
+                configure(device, file, image, flags);
+            }
+        } catch (Libc.ErrnoException e) {
+            if (e.errno() != Libc.EINVAL && e.errno() != Libc.ENOTTY) {
+                throw e;
+            }
+            setFd(device, file, image);
         }
-        return errno == Libc.EINVAL || errno == Libc.ENOTTY ? setFd(device, file, image) : errno;
     }
 
-    private static int configure(int device, int file, Path image, int flags) {
+    private static void configure(int device, int file, Path image, int flags) {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment config = arena.allocate(LOOP_CONFIG_SIZE, 8);
-            config.set(JAVA_INT, 0, file);
-            config.set(JAVA_INT, 4, SECTOR_SIZE);
-            config.set(JAVA_INT, INFO_OFFSET + INFO_FLAGS, flags);
-            fileName(config.asSlice(INFO_OFFSET + INFO_FILE_NAME, LO_NAME_SIZE), image);
+            MemorySegment config = arena.allocate(LOOP_CONFIG);
+            CONFIG_FD.set(config, file);
+            CONFIG_BLOCK_SIZE.set(config, SECTOR_SIZE);
+            CONFIG_FLAGS.set(config, flags);
+            fileName(Libc.slice(config, LOOP_CONFIG, "info", "lo_file_name"), image);
             Libc.ioctl(device, LOOP_CONFIGURE, config);
-            return 0;
-        } catch (Libc.ErrnoException e) {
-            return e.errno();
         }
     }
 
     /** Before Linux 5.8: read-only follows the image's open mode; direct I/O where the kernel takes it. */
-    private static int setFd(int device, int file, Path image) {
+    private static void setFd(int device, int file, Path image) {
+        Libc.ioctl(device, LOOP_SET_FD, file);
         try (Arena arena = Arena.ofConfined()) {
-            Libc.ioctl(device, LOOP_SET_FD, file);
-            try {
-                MemorySegment info = arena.allocate(INFO_SIZE, 8);
-                fileName(info.asSlice(INFO_FILE_NAME, LO_NAME_SIZE), image);
-                Libc.ioctl(device, LOOP_SET_STATUS64, info);
-            } catch (Libc.ErrnoException e) {
-                Libc.ioctl(device, LOOP_CLR_FD, 0L);
-                return e.errno();
-            }
-            try {
-                Libc.ioctl(device, LOOP_SET_DIRECT_IO, 1L);
-            } catch (Libc.ErrnoException e) {
-                // buffered it is; HostLoopDevices reads which from sysfs
-            }
-            return 0;
+            MemorySegment info = arena.allocate(LOOP_INFO64);
+            fileName(Libc.slice(info, LOOP_INFO64, "lo_file_name"), image);
+            Libc.ioctl(device, LOOP_SET_STATUS64, info);
         } catch (Libc.ErrnoException e) {
-            return e.errno();
+            Libc.ioctl(device, LOOP_CLR_FD, 0L);
+            throw e;
+        }
+        try {
+            Libc.ioctl(device, LOOP_SET_DIRECT_IO, 1L);
+        } catch (Libc.ErrnoException e) {
+            // buffered it is; HostLoopDevices reads which from sysfs
         }
     }
 

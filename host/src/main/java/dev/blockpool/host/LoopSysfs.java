@@ -8,9 +8,11 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
 
@@ -185,15 +187,23 @@ public final class LoopSysfs {
             if (id.isEmpty()) {
                 return Optional.empty(); // detached since its backing file was read
             }
+            Set<LoopDevice.Flag> flags = EnumSet.noneOf(LoopDevice.Flag.class);
+            if (backing.get().deleted()) {
+                flags.add(LoopDevice.Flag.BACKING_FILE_DELETED);
+            }
+            if ("1".equals(Files.readString(d.resolve("ro")).strip())) {
+                flags.add(LoopDevice.Flag.READ_ONLY);
+            }
+            if ("1".equals(readIfExists(d.resolve("loop/autoclear")).orElse("0"))) {
+                flags.add(LoopDevice.Flag.AUTOCLEAR);
+            }
             return Optional.of(new LoopDevice(
                     name,
                     devDir.resolve(name),
                     read,
                     backing.get().path(),
                     id.get(),
-                    backing.get().deleted(),
-                    "1".equals(Files.readString(d.resolve("ro")).strip()),
-                    "1".equals(readIfExists(d.resolve("loop/autoclear")).orElse("0")),
+                    flags,
                     Long.parseLong(Files.readString(d.resolve("size")).strip()) * 512));
         });
     }

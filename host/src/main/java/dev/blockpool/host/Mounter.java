@@ -4,7 +4,7 @@ import dev.blockpool.common.FsType;
 import java.nio.file.Path;
 import java.util.List;
 
-/** mount(8) and umount(8), with every result verified against the mount table. */
+/** Mounts and unmounts through mount(2) and umount2(2), with every result verified against the mount table. */
 public interface Mounter {
 
     /** Mounts the filesystem on {@code device} at {@code target} with already-validated options. */

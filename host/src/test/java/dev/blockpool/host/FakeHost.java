@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * An in-memory host for the node's decision logic: a mount table, loop devices and the
@@ -57,9 +58,7 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
                 new DeviceNumber(7, n),
                 image,
                 idOf(image),
-                false,
-                readOnly,
-                false,
+                readOnly ? Set.of(LoopDevice.Flag.READ_ONLY) : Set.of(),
                 1L << 30);
         loops.put(loop.name(), loop);
         log.add("attach " + image.getFileName() + (readOnly ? " ro" : ""));
@@ -77,9 +76,7 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
                     l.number(),
                     l.backingFile(),
                     l.backingFileId(),
-                    l.backingFileDeleted(),
-                    l.readOnly(),
-                    l.autoclear(),
+                    l.flags(),
                     java.nio.file.Files.size(l.backingFile()));
             loops.put(l.name(), refreshed);
             return refreshed;

@@ -21,6 +21,7 @@ class LoopSysfsTest {
     Path root;
 
     private Path sys;
+    private Path proc;
 
     /** Each file of the made-up pool has an identity of its own, as {@link #sysfs} gives it. */
     private static final ImageIdentities IMAGES = new ImageIdentities(new ImageIdentities.PoolFiles() {
@@ -62,6 +63,7 @@ class LoopSysfsTest {
     void makeSys() throws IOException {
         sys = Files.createDirectories(root.resolve("block"));
         Files.createDirectories(root.resolve("dev/block"));
+        proc = Files.createDirectories(root.resolve("proc"));
     }
 
     /** Loop calls that do nothing but record what was asked, and then do {@code effect}. */
@@ -146,7 +148,7 @@ class LoopSysfsTest {
                     throw new AssertionError("no call expected");
                 }),
                 sysfs,
-                IMAGES,
+                IMAGES, proc,
                 Duration.ofMillis(300));
         assertThat(loops.boundTo(Path.of("/pool/volumes/vol-a.img"))).hasSize(2);
         assertThat(loops.reusableFor(Path.of("/pool/volumes/vol-a.img")))
@@ -166,7 +168,7 @@ class LoopSysfsTest {
         // With max_part, loopN's minor is N shifted: the number is looked up, never guessed.
         device("loop3", "7:48", 2048, "0", "/pool/volumes/vol-a.img", "0");
         device("loop4", "7:64", 2048, "0", "/pool/volumes/vol-b.img", "0");
-        LoopDevices loops = new HostLoopDevices(new RecordedCalls(() -> {}), sysfs(), IMAGES, Duration.ofMillis(300));
+        LoopDevices loops = new HostLoopDevices(new RecordedCalls(() -> {}), sysfs(), IMAGES, proc, Duration.ofMillis(300));
         assertThat(loops.byNumber(new DeviceNumber(7, 48)))
                 .get()
                 .extracting(LoopDevice::name)
@@ -182,7 +184,7 @@ class LoopSysfsTest {
         device("loop4", "7:4", 2048, "0", "/pool/volumes/vol-a.img", "1");
         LoopDevice leaving = sysfs().read("loop4").orElseThrow();
         RecordedCalls runner = new RecordedCalls(() -> {});
-        LoopDevices loops = new HostLoopDevices(runner, sysfs(), IMAGES, Duration.ofMillis(300));
+        LoopDevices loops = new HostLoopDevices(runner, sysfs(), IMAGES, proc, Duration.ofMillis(300));
 
         // Still held elsewhere after the grace period (another mount namespace): it frees itself
         // once released, nothing of the driver's is left to undo, so this is no error.
@@ -210,7 +212,7 @@ class LoopSysfsTest {
                 throw new java.io.UncheckedIOException(e);
             }
         });
-        new HostLoopDevices(runner, sysfs(), IMAGES, Duration.ofMillis(300)).detach(loop);
+        new HostLoopDevices(runner, sysfs(), IMAGES, proc, Duration.ofMillis(300)).detach(loop);
         assertThat(runner.calls).containsExactly("detach loop5");
     }
 
@@ -219,10 +221,10 @@ class LoopSysfsTest {
         device("loop6", "7:6", 2048, "0", "/pool/volumes/vol-a.img", "0");
         LoopDevice loop = sysfs().read("loop6").orElseThrow();
         RecordedCalls runner = new RecordedCalls(() -> {}); // the call succeeds, the kernel keeps it bound
-        LoopDevices loops = new HostLoopDevices(runner, sysfs(), IMAGES, Duration.ofMillis(200));
+        LoopDevices loops = new HostLoopDevices(runner, sysfs(), IMAGES, proc, Duration.ofMillis(200));
         assertThatThrownBy(() -> loops.detach(loop)).isInstanceOfSatisfying(StorageException.class, e -> {
             assertThat(e.kind()).isEqualTo(StorageException.Kind.BUSY);
-            assertThat(e.getMessage()).contains("still in use");
+            assertThat(e.getMessage()).contains("still in use", "pid 42 (dd) has /dev/loop6 open");
         });
     }
 

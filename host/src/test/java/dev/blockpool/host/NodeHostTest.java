@@ -13,6 +13,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -206,15 +207,13 @@ class NodeHostTest {
     void neverAttachesASecondDeviceWhileADetachedOneStillHoldsTheImage() {
         host.staging().stageFilesystem(image, staging, ext4(false));
         host.publishing().unpublish(image, staging); // as an administrator's umount would
-        fake.loops.replaceAll((name, l) -> new dev.blockpool.host.LoopDevice(
+        fake.loops.replaceAll((name, l) -> new LoopDevice(
                 l.name(),
                 l.device(),
                 l.number(),
                 l.backingFile(),
                 l.backingFileId(),
-                false,
-                false,
-                true,
+                Set.of(LoopDevice.Flag.AUTOCLEAR),
                 l.sizeBytes())); // losetup -d while still open elsewhere
         assertCode(() -> host.staging().stageFilesystem(image, staging, ext4(false)), Kind.PRECONDITION);
         assertThat(fake.loops).hasSize(1);

@@ -6,6 +6,7 @@ import dev.blockpool.csi.Capability;
 import dev.blockpool.csi.CsiException;
 import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.host.FilesystemRequest;
+import dev.blockpool.pool.AccessType;
 import java.util.Map;
 import java.util.Optional;
 
@@ -39,11 +40,11 @@ final class MountRequests {
         capability.unservedMode().ifPresent(reason -> {
             throw CsiException.failedPrecondition("%s", reason);
         });
-        if (capability.block() && !volume.blockable()) {
+        if (capability.block() && !volume.allows(AccessType.BLOCK)) {
             throw CsiException.failedPrecondition(
                     "volume %s was created as a filesystem volume, not for block access", volume.id());
         }
-        if (!capability.block() && !volume.mountable()) {
+        if (!capability.block() && !volume.allows(AccessType.MOUNT)) {
             throw CsiException.failedPrecondition(
                     "volume %s was created for block access, not as a filesystem", volume.id());
         }

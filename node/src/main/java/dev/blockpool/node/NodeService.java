@@ -1,15 +1,36 @@
 package dev.blockpool.node;
 
-import csi.v1.Csi;
+import csi.v1.Csi.NodeExpandVolumeRequest;
+import csi.v1.Csi.NodeExpandVolumeResponse;
+import csi.v1.Csi.NodeGetCapabilitiesRequest;
+import csi.v1.Csi.NodeGetCapabilitiesResponse;
+import csi.v1.Csi.NodeGetInfoRequest;
+import csi.v1.Csi.NodeGetInfoResponse;
+import csi.v1.Csi.NodeGetStorageHealthRequest;
+import csi.v1.Csi.NodeGetStorageHealthResponse;
+import csi.v1.Csi.NodeGetVolumeHealthRequest;
+import csi.v1.Csi.NodeGetVolumeHealthResponse;
+import csi.v1.Csi.NodeGetVolumeStatsRequest;
+import csi.v1.Csi.NodeGetVolumeStatsResponse;
+import csi.v1.Csi.NodePublishVolumeRequest;
+import csi.v1.Csi.NodePublishVolumeResponse;
+import csi.v1.Csi.NodeServiceCapability;
+import csi.v1.Csi.NodeStageVolumeRequest;
+import csi.v1.Csi.NodeStageVolumeResponse;
+import csi.v1.Csi.NodeUnpublishVolumeRequest;
+import csi.v1.Csi.NodeUnpublishVolumeResponse;
+import csi.v1.Csi.NodeUnstageVolumeRequest;
+import csi.v1.Csi.NodeUnstageVolumeResponse;
+import csi.v1.Csi.Topology;
 import csi.v1.NodeGrpc;
 import dev.blockpool.common.FsType;
 import dev.blockpool.common.HealthProblem;
-import dev.blockpool.common.InPlaceCalls;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.csi.Capability;
 import dev.blockpool.csi.CsiException;
 import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.HealthMessages;
+import dev.blockpool.csi.InPlaceCalls;
 import dev.blockpool.csi.Quantity;
 import dev.blockpool.csi.RequestFields;
 import dev.blockpool.csi.UnaryReply;
@@ -36,13 +57,13 @@ import java.util.function.Supplier;
 public final class NodeService extends NodeGrpc.NodeImplBase {
 
     static final long DEFAULT_EPHEMERAL_BYTES = 1L << 30;
-    static final List<Csi.NodeServiceCapability.RPC.Type> CAPABILITIES = List.of(
-            Csi.NodeServiceCapability.RPC.Type.STAGE_UNSTAGE_VOLUME,
-            Csi.NodeServiceCapability.RPC.Type.GET_VOLUME_STATS,
-            Csi.NodeServiceCapability.RPC.Type.EXPAND_VOLUME,
-            Csi.NodeServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER,
-            Csi.NodeServiceCapability.RPC.Type.GET_VOLUME_HEALTH,
-            Csi.NodeServiceCapability.RPC.Type.GET_STORAGE_HEALTH);
+    static final List<NodeServiceCapability.RPC.Type> CAPABILITIES = List.of(
+            NodeServiceCapability.RPC.Type.STAGE_UNSTAGE_VOLUME,
+            NodeServiceCapability.RPC.Type.GET_VOLUME_STATS,
+            NodeServiceCapability.RPC.Type.EXPAND_VOLUME,
+            NodeServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER,
+            NodeServiceCapability.RPC.Type.GET_VOLUME_HEALTH,
+            NodeServiceCapability.RPC.Type.GET_STORAGE_HEALTH);
 
     private final NodeIdentity identity;
     private final VolumeCatalog volumes;
@@ -60,8 +81,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
     }
 
     @Override
-    public void nodeStageVolume(
-            Csi.NodeStageVolumeRequest request, StreamObserver<Csi.NodeStageVolumeResponse> response) {
+    public void nodeStageVolume(NodeStageVolumeRequest request, StreamObserver<NodeStageVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Path staging = kubeletPath("staging_target_path", request.getStagingTargetPath());
         Capability capability = Capability.required(request.hasVolumeCapability(), request.getVolumeCapability());
@@ -78,13 +98,13 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                                 staging,
                                 MountRequests.filesystem(capability, volume, request.getVolumeContextMap(), readOnly));
             }
-            return Csi.NodeStageVolumeResponse.getDefaultInstance();
+            return NodeStageVolumeResponse.getDefaultInstance();
         }));
     }
 
     @Override
     public void nodeUnstageVolume(
-            Csi.NodeUnstageVolumeRequest request, StreamObserver<Csi.NodeUnstageVolumeResponse> response) {
+            NodeUnstageVolumeRequest request, StreamObserver<NodeUnstageVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Path staging = kubeletPath("staging_target_path", request.getStagingTargetPath());
         UnaryReply.send(response, locked(volumeId, () -> {
@@ -95,13 +115,13 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                     && host.staging().isMountPoint(staging)) {
                 throw CsiException.notFound("volume %s does not exist; %s is left as it is", volumeId, staging);
             }
-            return Csi.NodeUnstageVolumeResponse.getDefaultInstance();
+            return NodeUnstageVolumeResponse.getDefaultInstance();
         }));
     }
 
     @Override
     public void nodePublishVolume(
-            Csi.NodePublishVolumeRequest request, StreamObserver<Csi.NodePublishVolumeResponse> response) {
+            NodePublishVolumeRequest request, StreamObserver<NodePublishVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Path target = kubeletPath("target_path", request.getTargetPath());
         Capability capability = Capability.required(request.hasVolumeCapability(), request.getVolumeCapability());
@@ -144,11 +164,11 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                                 capability.filesystemFlags(),
                                 capability.singleWriter());
             }
-            return Csi.NodePublishVolumeResponse.getDefaultInstance();
+            return NodePublishVolumeResponse.getDefaultInstance();
         }));
     }
 
-    private Csi.NodePublishVolumeResponse publishInline(
+    private NodePublishVolumeResponse publishInline(
             String handle, Path target, Capability capability, Map<String, String> context, boolean readOnly) {
         if (capability.block()) {
             throw CsiException.invalidArgument(
@@ -178,12 +198,12 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             }
             throw e;
         }
-        return Csi.NodePublishVolumeResponse.getDefaultInstance();
+        return NodePublishVolumeResponse.getDefaultInstance();
     }
 
     @Override
     public void nodeUnpublishVolume(
-            Csi.NodeUnpublishVolumeRequest request, StreamObserver<Csi.NodeUnpublishVolumeResponse> response) {
+            NodeUnpublishVolumeRequest request, StreamObserver<NodeUnpublishVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Path target = kubeletPath("target_path", request.getTargetPath());
         UnaryReply.send(response, locked(volumeId, () -> {
@@ -203,13 +223,13 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                     && host.loops().releaseAllIfUnused(inline.get().image())) {
                 volumes.delete(inline.get());
             }
-            return Csi.NodeUnpublishVolumeResponse.getDefaultInstance();
+            return NodeUnpublishVolumeResponse.getDefaultInstance();
         }));
     }
 
     @Override
     public void nodeGetVolumeStats(
-            Csi.NodeGetVolumeStatsRequest request, StreamObserver<Csi.NodeGetVolumeStatsResponse> response) {
+            NodeGetVolumeStatsRequest request, StreamObserver<NodeGetVolumeStatsResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         String volumePath = RequestFields.bounded("volume_path", request.getVolumePath(), RequestFields.MAX_PATH_BYTES);
         // Answered from the kernel's view of this node, not from the pool: kubelet asks every
@@ -245,7 +265,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
      */
     @Override
     public void nodeGetVolumeHealth(
-            Csi.NodeGetVolumeHealthRequest request, StreamObserver<Csi.NodeGetVolumeHealthResponse> response) {
+            NodeGetVolumeHealthRequest request, StreamObserver<NodeGetVolumeHealthResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         List<Path> paths = new ArrayList<>();
         if (!request.getVolumePublishPath().isEmpty()) {
@@ -265,22 +285,21 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         }
         UnaryReply.send(
                 response,
-                Csi.NodeGetVolumeHealthResponse.newBuilder()
+                NodeGetVolumeHealthResponse.newBuilder()
                         .setVolumeHealth(HealthMessages.volume(volumeId, problems))
                         .build());
     }
 
     @Override
     public void nodeGetStorageHealth(
-            Csi.NodeGetStorageHealthRequest request, StreamObserver<Csi.NodeGetStorageHealthResponse> response) {
-        var result = Csi.NodeGetStorageHealthResponse.newBuilder();
+            NodeGetStorageHealthRequest request, StreamObserver<NodeGetStorageHealthResponse> response) {
+        var result = NodeGetStorageHealthResponse.newBuilder();
         volumes.storageHealth().forEach(problem -> result.addBackendHealth(HealthMessages.storage(problem)));
         UnaryReply.send(response, result.build());
     }
 
     @Override
-    public void nodeExpandVolume(
-            Csi.NodeExpandVolumeRequest request, StreamObserver<Csi.NodeExpandVolumeResponse> response) {
+    public void nodeExpandVolume(NodeExpandVolumeRequest request, StreamObserver<NodeExpandVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         String volumePath = RequestFields.bounded("volume_path", request.getVolumePath(), RequestFields.MAX_PATH_BYTES);
         boolean block =
@@ -299,7 +318,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                         "the volume's image is %d bytes, less than the %d requested: ControllerExpandVolume grows it first",
                         capacity, required);
             }
-            return Csi.NodeExpandVolumeResponse.newBuilder()
+            return NodeExpandVolumeResponse.newBuilder()
                     .setCapacityBytes(capacity)
                     .build();
         }));
@@ -307,23 +326,23 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
 
     @Override
     public void nodeGetCapabilities(
-            Csi.NodeGetCapabilitiesRequest request, StreamObserver<Csi.NodeGetCapabilitiesResponse> response) {
-        Csi.NodeGetCapabilitiesResponse.Builder builder = Csi.NodeGetCapabilitiesResponse.newBuilder();
-        for (Csi.NodeServiceCapability.RPC.Type type : CAPABILITIES) {
-            builder.addCapabilities(Csi.NodeServiceCapability.newBuilder()
-                    .setRpc(Csi.NodeServiceCapability.RPC.newBuilder().setType(type)));
+            NodeGetCapabilitiesRequest request, StreamObserver<NodeGetCapabilitiesResponse> response) {
+        NodeGetCapabilitiesResponse.Builder builder = NodeGetCapabilitiesResponse.newBuilder();
+        for (NodeServiceCapability.RPC.Type type : CAPABILITIES) {
+            builder.addCapabilities(NodeServiceCapability.newBuilder()
+                    .setRpc(NodeServiceCapability.RPC.newBuilder().setType(type)));
         }
         UnaryReply.send(response, builder.build());
     }
 
     @Override
-    public void nodeGetInfo(Csi.NodeGetInfoRequest request, StreamObserver<Csi.NodeGetInfoResponse> response) {
+    public void nodeGetInfo(NodeGetInfoRequest request, StreamObserver<NodeGetInfoResponse> response) {
         UnaryReply.send(
                 response,
-                Csi.NodeGetInfoResponse.newBuilder()
+                NodeGetInfoResponse.newBuilder()
                         .setNodeId(identity.nodeId())
                         .setMaxVolumesPerNode(identity.maxVolumesPerNode())
-                        .setAccessibleTopology(Csi.Topology.newBuilder().putAllSegments(identity.topology()))
+                        .setAccessibleTopology(Topology.newBuilder().putAllSegments(identity.topology()))
                         .build());
     }
 

@@ -1,15 +1,38 @@
 package dev.blockpool.node;
 
+import dev.blockpool.pool.AccessType;
 import java.nio.file.Path;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * What the node needs to know about a volume in the pool.
  *
  * @param fsType      the filesystem the volume was created for, if any ("ext4" or "xfs")
- * @param mountable   the volume may be consumed as a filesystem
- * @param blockable   the volume may be consumed as a raw block device
- * @param ephemeral   created by NodePublish for a CSI inline volume, deleted by NodeUnpublish
+ * @param accessTypes how the volume may be consumed: as a filesystem, as a raw block device, or both
+ * @param lifetime    whether the volume outlives its pod, or is the pod's inline volume
  */
 public record NodeVolume(
-        String id, Path image, Optional<String> fsType, boolean mountable, boolean blockable, boolean ephemeral) {}
+        String id, Path image, Optional<String> fsType, Set<AccessType> accessTypes, Lifetime lifetime) {
+
+    /** Who ends a volume. */
+    public enum Lifetime {
+        /** Made and deleted by the controller (CreateVolume, DeleteVolume). */
+        PERSISTENT,
+        /** Made by NodePublish for a CSI inline volume, deleted by NodeUnpublish. */
+        EPHEMERAL
+    }
+
+    public NodeVolume {
+        accessTypes = Set.copyOf(accessTypes);
+    }
+
+    /** Whether the volume may be consumed as {@code type}. */
+    public boolean allows(AccessType type) {
+        return accessTypes.contains(type);
+    }
+
+    public boolean ephemeral() {
+        return lifetime == Lifetime.EPHEMERAL;
+    }
+}

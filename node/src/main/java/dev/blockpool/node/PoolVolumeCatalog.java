@@ -3,6 +3,7 @@ package dev.blockpool.node;
 import dev.blockpool.common.HealthProblem;
 import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.RequestFields;
+import dev.blockpool.node.NodeVolume.Lifetime;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Ids;
@@ -10,6 +11,7 @@ import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.Volume;
 import dev.blockpool.pool.VolumeSpec;
 import java.nio.file.Path;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -38,14 +40,14 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
     @Override
     public Optional<NodeVolume> find(String volumeId) {
         if (Ids.isVolumeId(volumeId)) {
-            return pool.volumes().find(volumeId).map(v -> toNodeVolume(v, false));
+            return pool.volumes().find(volumeId).map(v -> toNodeVolume(v, Lifetime.PERSISTENT));
         }
         String name = EPHEMERAL_NAME_PREFIX + volumeId;
         return pool.volumes()
                 .find(poolIdOf(volumeId))
                 .filter(v ->
                         name.equals(v.name()) && "true".equals(v.parameters().get(CsiKeys.EPHEMERAL)))
-                .map(v -> toNodeVolume(v, true));
+                .map(v -> toNodeVolume(v, Lifetime.EPHEMERAL));
     }
 
     @Override
@@ -85,7 +87,7 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
                         Set.of(AccessType.MOUNT),
                         Map.of(CsiKeys.EPHEMERAL, "true"),
                         Optional.empty()));
-        return toNodeVolume(volume, true);
+        return toNodeVolume(volume, Lifetime.EPHEMERAL);
     }
 
     @Override
@@ -93,14 +95,15 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
         pool.volumes().delete(volume.id());
     }
 
-    private NodeVolume toNodeVolume(Volume volume, boolean ephemeral) {
-        boolean any = volume.accessTypes().isEmpty();
+    private NodeVolume toNodeVolume(Volume volume, Lifetime lifetime) {
+        // A record that names no access type allows either.
+        Set<AccessType> accessTypes =
+                volume.accessTypes().isEmpty() ? EnumSet.allOf(AccessType.class) : volume.accessTypes();
         return new NodeVolume(
                 volume.id(),
                 pool.volumes().imagePath(volume.id()),
                 Optional.ofNullable(volume.fsType()).filter(s -> !s.isEmpty()),
-                any || volume.accessTypes().contains(AccessType.MOUNT),
-                any || volume.accessTypes().contains(AccessType.BLOCK),
-                ephemeral);
+                accessTypes,
+                lifetime);
     }
 }

@@ -1,6 +1,7 @@
 package dev.blockpool.node;
 
-import csi.v1.Csi;
+import csi.v1.Csi.NodeGetVolumeStatsResponse;
+import csi.v1.Csi.VolumeUsage;
 import dev.blockpool.host.FsStats;
 import dev.blockpool.host.VolumeStats;
 
@@ -9,25 +10,24 @@ final class VolumeStatsMapper {
 
     private VolumeStatsMapper() {}
 
-    static Csi.NodeGetVolumeStatsResponse toResponse(VolumeStats.Usage usage) {
-        Csi.NodeGetVolumeStatsResponse.Builder builder = Csi.NodeGetVolumeStatsResponse.newBuilder();
+    static NodeGetVolumeStatsResponse toResponse(VolumeStats.Usage usage) {
+        NodeGetVolumeStatsResponse.Builder builder = NodeGetVolumeStatsResponse.newBuilder();
         if (usage.filesystem().isPresent()) {
             FsStats fs = usage.filesystem().get();
-            builder.addUsage(Csi.VolumeUsage.newBuilder()
-                    .setUnit(Csi.VolumeUsage.Unit.BYTES)
+            builder.addUsage(VolumeUsage.newBuilder()
+                    .setUnit(VolumeUsage.Unit.BYTES)
                     .setTotal(fs.totalBytes())
                     .setUsed(fs.usedBytes())
                     .setAvailable(fs.availableBytes()));
-            builder.addUsage(Csi.VolumeUsage.newBuilder()
-                    .setUnit(Csi.VolumeUsage.Unit.INODES)
+            builder.addUsage(VolumeUsage.newBuilder()
+                    .setUnit(VolumeUsage.Unit.INODES)
                     .setTotal(fs.totalInodes())
                     .setUsed(fs.usedInodes())
                     .setAvailable(fs.freeInodes()));
         }
         usage.blockBytes()
-                .ifPresent(bytes -> builder.addUsage(Csi.VolumeUsage.newBuilder()
-                        .setUnit(Csi.VolumeUsage.Unit.BYTES)
-                        .setTotal(bytes)));
+                .ifPresent(bytes -> builder.addUsage(
+                        VolumeUsage.newBuilder().setUnit(VolumeUsage.Unit.BYTES).setTotal(bytes)));
         return builder.build();
     }
 }

@@ -14,6 +14,7 @@ import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.InProcessCsi;
 import dev.blockpool.host.FakeHost;
 import dev.blockpool.host.KubeletPaths;
+import dev.blockpool.pool.AccessType;
 import io.grpc.Status;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -22,6 +23,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -44,7 +46,11 @@ class NodeServiceTest {
     void setUp() throws IOException {
         fake = new FakeHost(dir.resolve("dev"));
         fsVolume = new NodeVolume(
-                "vol-1", Files.createFile(dir.resolve("vol-1.img")), Optional.of("ext4"), true, false, false);
+                "vol-1",
+                Files.createFile(dir.resolve("vol-1.img")),
+                Optional.of("ext4"),
+                Set.of(AccessType.MOUNT),
+                NodeVolume.Lifetime.PERSISTENT);
         catalog.put(fsVolume.id(), fsVolume);
         VolumeCatalog volumes = new VolumeCatalog() {
             @Override
@@ -83,9 +89,8 @@ class NodeServiceTest {
                                 "vol-eph-" + h,
                                 Files.createFile(dir.resolve("vol-eph-" + h + ".img")),
                                 Optional.of(fsType),
-                                true,
-                                false,
-                                true);
+                                Set.of(AccessType.MOUNT),
+                                NodeVolume.Lifetime.EPHEMERAL);
                     } catch (IOException e) {
                         throw new java.io.UncheckedIOException(e);
                     }

@@ -31,17 +31,16 @@ public final class Attachments {
      * and the write rest on one reading of the pool under its {@link RecordLock}, so neither the
      * single-node rule nor the node's limit can be passed by an attach in another process.
      *
-     * @param singleNode whether the access mode allows only one node at a time
+     * @param sharing whether the access mode allows only one node at a time
      */
-    public Volume attach(String volumeId, String nodeId, boolean readonly, boolean singleNode) {
+    public Volume attach(String volumeId, String nodeId, Attachment.Access access, Attachment.Sharing sharing) {
         NodeRecord node = nodes.find(nodeId)
                 .orElseThrow(() ->
                         StorageException.notFound("node %s is not registered with the pool", Quoting.quote(nodeId)));
         return lock.locked(() -> volumes.update(volumeId, volume -> {
                     Optional<Attachment> existing = volume.attachmentOn(nodeId);
                     if (existing.isPresent()) {
-                        if (existing.get().readonly() != readonly
-                                || existing.get().multiNode() == singleNode) {
+                        if (existing.get().access() != access || existing.get().sharing() != sharing) {
                             throw StorageException.conflict(
                                     "volume %s is already published to node %s with readonly=%s and a %s access mode",
                                     volumeId,
@@ -53,7 +52,7 @@ public final class Attachments {
                     }
                     // Another node may join only when both its access mode and every existing attachment's allow it.
                     Optional<Attachment> exclusive = volume.attachments().stream()
-                            .filter(a -> singleNode || !a.multiNode())
+                            .filter(a -> sharing == Attachment.Sharing.SINGLE_NODE || !a.multiNode())
                             .findFirst();
                     if (exclusive.isPresent()) {
                         throw StorageException.precondition(
@@ -66,7 +65,7 @@ public final class Attachments {
                                 "node %s already has %d volumes attached, its limit", nodeId, attached);
                     }
                     List<Attachment> attachments = new ArrayList<>(volume.attachments());
-                    attachments.add(new Attachment(nodeId, readonly, !singleNode));
+                    attachments.add(new Attachment(nodeId, access, sharing));
                     index.add(nodeId, volumeId); // before the record says attached: see AttachmentIndex
                     return volume.withAttachments(attachments);
                 }))

@@ -35,6 +35,8 @@ public final class ImageFiles {
     public static final List<String> TOOLS = List.of("cp", "fallocate");
 
     private static final Logger log = LoggerFactory.getLogger(ImageFiles.class);
+    /** ioctl(dest_fd, FICLONE, src_fd) (linux/fs.h): dest shares all of src's extents (a reflink). */
+    private static final Libc.Ioctl FICLONE = new Libc.Ioctl("FICLONE", 0x40049409L);
     /**
      * FICLONE's answers that mean "no shared extents here": the filesystem cannot (EOPNOTSUPP,
      * ENOTTY, EINVAL) or not across these two files (EXDEV). Any other errno is a real failure.
@@ -92,7 +94,7 @@ public final class ImageFiles {
             int to = open(target, Libc.O_WRONLY | Libc.O_CREAT | Libc.O_TRUNC);
             try {
                 try {
-                    Libc.ioctl(to, Libc.FICLONE, from);
+                    Libc.ioctl(to, FICLONE, from);
                 } catch (Libc.ErrnoException e) {
                     if (NO_REFLINK.contains(e.errno())) {
                         log.debug("reflink of {} not possible ({}), copying sparsely", source, e.getMessage());

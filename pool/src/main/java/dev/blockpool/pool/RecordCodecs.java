@@ -18,8 +18,8 @@ import java.util.Set;
 
 /**
  * Every record's fields on disk, each named here once, in the order they are written: the names,
- * order and shapes Jackson databind gave them from the records' components until commit 5133a5a,
- * so that drivers before and after read each other's records.
+ * order and shapes Jackson databind gave them from the records' components when it wrote them,
+ * so that drivers before and after these codecs read each other's records.
  */
 final class RecordCodecs {
 
@@ -106,7 +106,10 @@ final class RecordCodecs {
 
         static final RecordCodec<Attachment> CODEC = new RecordCodec<>(
                 List.of(NODE_ID, READONLY, MULTI_NODE),
-                values -> new Attachment(values.get(NODE_ID), values.get(READONLY), values.get(MULTI_NODE)));
+                values -> new Attachment(
+                        values.get(NODE_ID),
+                        values.get(READONLY) ? Attachment.Access.READ_ONLY : Attachment.Access.READ_WRITE,
+                        values.get(MULTI_NODE) ? Attachment.Sharing.MULTI_NODE : Attachment.Sharing.SINGLE_NODE));
     }
 
     private static final class SnapshotFields {

@@ -1,5 +1,9 @@
 package dev.blockpool.pool;
 
+import static dev.blockpool.pool.Attachment.Access.READ_ONLY;
+import static dev.blockpool.pool.Attachment.Access.READ_WRITE;
+import static dev.blockpool.pool.Attachment.Sharing.MULTI_NODE;
+import static dev.blockpool.pool.Attachment.Sharing.SINGLE_NODE;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -79,7 +83,7 @@ class AttachmentsTest {
                 results.add(threads.submit(() -> {
                     start.await();
                     try {
-                        pool.attachments().attach(id, "small-node", false, true);
+                        pool.attachments().attach(id, "small-node", READ_WRITE, SINGLE_NODE);
                         return true;
                     } catch (StorageException e) {
                         assertThat(e.kind()).isEqualTo(Kind.EXHAUSTED);
@@ -125,11 +129,11 @@ class AttachmentsTest {
                         .id();
                 Future<?> first = threads.submit(() -> {
                     together.await();
-                    return pool.attachments().attach(id, "node-a", true, false);
+                    return pool.attachments().attach(id, "node-a", READ_ONLY, MULTI_NODE);
                 });
                 Future<?> second = threads.submit(() -> {
                     together.await();
-                    return other.attachments().attach(id, "node-b", true, false);
+                    return other.attachments().attach(id, "node-b", READ_ONLY, MULTI_NODE);
                 });
                 first.get();
                 second.get();
@@ -142,47 +146,50 @@ class AttachmentsTest {
 
     @Test
     void attachmentsRecordTheirAccessModeDurably() {
-        pool.attachments().attach(volumeId, "node-1", true, false);
+        pool.attachments().attach(volumeId, "node-1", READ_ONLY, MULTI_NODE);
         Pool reopened = Pool.open(root, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ZERO);
         assertThat(reopened.volumes().get(volumeId).attachments())
-                .containsExactly(new Attachment("node-1", true, true));
+                .containsExactly(new Attachment("node-1", READ_ONLY, MULTI_NODE));
     }
 
     @Test
     void aSingleNodeAttachmentKeepsEveryOtherNodeOut() {
-        pool.attachments().attach(volumeId, "node-1", false, true);
-        assertKind(Kind.PRECONDITION, () -> pool.attachments().attach(volumeId, "node-2", true, false));
-        assertKind(Kind.PRECONDITION, () -> pool.attachments().attach(volumeId, "node-2", false, true));
+        pool.attachments().attach(volumeId, "node-1", READ_WRITE, SINGLE_NODE);
+        assertKind(Kind.PRECONDITION, () -> pool.attachments().attach(volumeId, "node-2", READ_ONLY, MULTI_NODE));
+        assertKind(Kind.PRECONDITION, () -> pool.attachments().attach(volumeId, "node-2", READ_WRITE, SINGLE_NODE));
         pool.attachments().detach(volumeId, Optional.of("node-1"));
-        pool.attachments().attach(volumeId, "node-2", false, true);
+        pool.attachments().attach(volumeId, "node-2", READ_WRITE, SINGLE_NODE);
     }
 
     @Test
     void multiNodeAttachmentsAdmitMoreMultiNodeAttachmentsOnly() {
-        pool.attachments().attach(volumeId, "node-1", true, false);
-        pool.attachments().attach(volumeId, "node-2", true, false);
+        pool.attachments().attach(volumeId, "node-1", READ_ONLY, MULTI_NODE);
+        pool.attachments().attach(volumeId, "node-2", READ_ONLY, MULTI_NODE);
         pool.nodes().register(new NodeRecord("node-3", 8, Map.of()));
-        assertKind(Kind.PRECONDITION, () -> pool.attachments().attach(volumeId, "node-3", false, true));
+        assertKind(Kind.PRECONDITION, () -> pool.attachments().attach(volumeId, "node-3", READ_WRITE, SINGLE_NODE));
         assertThat(Attachments.nodeIds(pool.volumes().get(volumeId))).containsExactly("node-1", "node-2");
     }
 
     @Test
     void anAttachmentRecordWrittenWithoutItsAccessModeCountsAsSingleNode() throws IOException {
-        pool.attachments().attach(volumeId, "node-1", true, false);
+        pool.attachments().attach(volumeId, "node-1", READ_ONLY, MULTI_NODE);
         Path metadata = root.resolve("volumes").resolve(volumeId + ".json");
         String json = Files.readString(metadata);
         assertThat(json).contains("\"multiNode\" : true");
         Files.writeString(metadata, json.replace(",\n    \"multiNode\" : true", ""));
         assertThat(Files.readString(metadata)).doesNotContain("multiNode");
 
-        assertThat(pool.volumes().get(volumeId).attachments()).containsExactly(new Attachment("node-1", true, false));
-        assertKind(Kind.PRECONDITION, () -> pool.attachments().attach(volumeId, "node-2", true, false));
+        assertThat(pool.volumes().get(volumeId).attachments())
+                .containsExactly(new Attachment("node-1", READ_ONLY, SINGLE_NODE));
+        assertKind(Kind.PRECONDITION, () -> pool.attachments().attach(volumeId, "node-2", READ_ONLY, MULTI_NODE));
     }
 
     @Test
     void unknownNodesAndVolumesAreNotFound() {
-        assertKind(Kind.NOT_FOUND, () -> pool.attachments().attach(volumeId, "node-9", false, true));
-        assertKind(Kind.NOT_FOUND, () -> pool.attachments().attach(Ids.volumeIdFor("x"), "node-1", false, true));
+        assertKind(Kind.NOT_FOUND, () -> pool.attachments().attach(volumeId, "node-9", READ_WRITE, SINGLE_NODE));
+        assertKind(
+                Kind.NOT_FOUND,
+                () -> pool.attachments().attach(Ids.volumeIdFor("x"), "node-1", READ_WRITE, SINGLE_NODE));
         pool.attachments().detach(Ids.volumeIdFor("x"), Optional.of("node-1"));
         pool.attachments().detach("../../x", Optional.empty());
     }
@@ -212,24 +219,24 @@ class AttachmentsTest {
     void aVolumeWhoseRecordCannotBeReadStillCountsAgainstItsNodesLimit() throws IOException {
         pool.nodes().register(new NodeRecord("small-node", 2, Map.of()));
         List<String> ids = volumes("limit-", 3);
-        pool.attachments().attach(ids.get(0), "small-node", false, true);
-        pool.attachments().attach(ids.get(1), "small-node", false, true);
+        pool.attachments().attach(ids.get(0), "small-node", READ_WRITE, SINGLE_NODE);
+        pool.attachments().attach(ids.get(1), "small-node", READ_WRITE, SINGLE_NODE);
         // a damaged record: the listing leaves it out, but the node still has that volume attached
         Files.writeString(root.resolve("volumes").resolve(ids.get(0) + ".json"), "{ not json");
 
-        assertKind(Kind.EXHAUSTED, () -> pool.attachments().attach(ids.get(2), "small-node", false, true));
+        assertKind(Kind.EXHAUSTED, () -> pool.attachments().attach(ids.get(2), "small-node", READ_WRITE, SINGLE_NODE));
     }
 
     @Test
     void aMarkerAnInterruptedAttachLeftNeitherCountsNorStays() throws IOException {
         pool.nodes().register(new NodeRecord("small-node", 1, Map.of()));
         List<String> ids = volumes("crash-", 2);
-        pool.attachments().attach(ids.get(0), "small-node", false, true);
+        pool.attachments().attach(ids.get(0), "small-node", READ_WRITE, SINGLE_NODE);
         pool.attachments().detach(ids.get(0), Optional.of("small-node"));
         // the marker made, then a crash before the record said attached
         Files.createFile(marker("small-node", ids.get(0)));
 
-        pool.attachments().attach(ids.get(1), "small-node", false, true);
+        pool.attachments().attach(ids.get(1), "small-node", READ_WRITE, SINGLE_NODE);
         assertThat(marker("small-node", ids.get(0))).doesNotExist();
         assertThat(marker("small-node", ids.get(1))).exists();
     }
@@ -238,29 +245,29 @@ class AttachmentsTest {
     void aPoolIndexedByNoDriverYetIsIndexedByItsFirstAttach() throws IOException {
         pool.nodes().register(new NodeRecord("small-node", 2, Map.of()));
         List<String> ids = volumes("old-", 3);
-        pool.attachments().attach(ids.get(0), "small-node", false, true);
-        pool.attachments().attach(ids.get(1), "small-node", false, true);
+        pool.attachments().attach(ids.get(0), "small-node", READ_WRITE, SINGLE_NODE);
+        pool.attachments().attach(ids.get(1), "small-node", READ_WRITE, SINGLE_NODE);
         // as an earlier driver left the pool: attachments in the records only
         try (var files = Files.walk(root.resolve(AttachmentIndex.DIRECTORY))) {
             files.sorted(java.util.Comparator.reverseOrder())
                     .forEach(f -> f.toFile().delete());
         }
 
-        assertKind(Kind.EXHAUSTED, () -> pool.attachments().attach(ids.get(2), "small-node", false, true));
+        assertKind(Kind.EXHAUSTED, () -> pool.attachments().attach(ids.get(2), "small-node", READ_WRITE, SINGLE_NODE));
         assertThat(marker("small-node", ids.get(0))).exists();
         assertThat(marker("small-node", ids.get(1))).exists();
     }
 
     @Test
     void detachingRemovesTheMarkersAndTheReindexMakesTheIndexMatchTheRecords() throws IOException {
-        pool.attachments().attach(volumeId, "node-1", true, false);
-        pool.attachments().attach(volumeId, "node-2", true, false);
+        pool.attachments().attach(volumeId, "node-1", READ_ONLY, MULTI_NODE);
+        pool.attachments().attach(volumeId, "node-2", READ_ONLY, MULTI_NODE);
         assertThat(marker("node-1", volumeId)).exists();
         pool.attachments().detach(volumeId, Optional.empty());
         assertThat(marker("node-1", volumeId)).doesNotExist();
         assertThat(marker("node-2", volumeId)).doesNotExist();
 
-        pool.attachments().attach(volumeId, "node-1", true, false);
+        pool.attachments().attach(volumeId, "node-1", READ_ONLY, MULTI_NODE);
         Files.delete(marker("node-1", volumeId));
         Files.createFile(marker("node-2", volumeId).resolveSibling(Ids.volumeIdFor("gone")));
         pool.attachments().reindex();

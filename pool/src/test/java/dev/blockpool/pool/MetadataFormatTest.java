@@ -1,5 +1,9 @@
 package dev.blockpool.pool;
 
+import static dev.blockpool.pool.Attachment.Access.READ_ONLY;
+import static dev.blockpool.pool.Attachment.Access.READ_WRITE;
+import static dev.blockpool.pool.Attachment.Sharing.MULTI_NODE;
+import static dev.blockpool.pool.Attachment.Sharing.SINGLE_NODE;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -98,7 +102,7 @@ class MetadataFormatTest {
                 Map.of("allocation", "preallocated"),
                 Optional.of(ContentSource.snapshot(snapshotId)),
                 Instant.parse("2026-11-23T19:20:12.108788244Z"),
-                List.of(new Attachment("node-1", true, true)));
+                List.of(new Attachment("node-1", READ_ONLY, MULTI_NODE)));
         assertThat(pool.volumes().get(volumeId)).isEqualTo(expected);
         assertThat(pool.volumes().list()).containsExactly(expected);
         assertThat(pool.snapshots().find(snapshotId))
@@ -123,7 +127,7 @@ class MetadataFormatTest {
         Volume volume = pool.volumes().create(spec("pvc"));
         Snapshot snapshot =
                 pool.snapshots().create("snap", volume, pool.volumes().imagePath(volume.id()));
-        pool.attachments().attach(volume.id(), "node-1", false, true);
+        pool.attachments().attach(volume.id(), "node-1", READ_WRITE, SINGLE_NODE);
 
         for (String file : List.of(
                 "nodes/node-1.json", "volumes/" + volume.id() + ".json", "snapshots/" + snapshot.id() + ".json")) {
@@ -175,7 +179,7 @@ class MetadataFormatTest {
         assertRefused(volumeFile, () -> pool.volumes().get(volume.id()));
         assertRefused(volumeFile, () -> pool.volumes().create(spec("future")));
         assertRefused(volumeFile, () -> pool.volumes().expand(volume.id(), 2 << 20));
-        assertRefused(volumeFile, () -> pool.attachments().attach(volume.id(), "node-1", false, true));
+        assertRefused(volumeFile, () -> pool.attachments().attach(volume.id(), "node-1", READ_WRITE, SINGLE_NODE));
         assertRefused(volumeFile, () -> pool.attachments().detach(volume.id(), Optional.empty()));
         assertRefused(volumeFile, () -> pool.volumes().delete(volume.id()));
         assertRefused(snapshotFile, () -> pool.snapshots().find(snapshot.id()));
@@ -193,7 +197,7 @@ class MetadataFormatTest {
                                 Map.of(),
                                 Optional.of(ContentSource.snapshot(snapshot.id())))));
         assertRefused(nodeFile, () -> pool.nodes().register(new NodeRecord("node-2", 8, Map.of())));
-        assertRefused(nodeFile, () -> pool.attachments().attach(current.id(), "node-2", false, true));
+        assertRefused(nodeFile, () -> pool.attachments().attach(current.id(), "node-2", READ_WRITE, SINGLE_NODE));
 
         // listings leave them out instead of failing, and the reconcile keeps their images
         assertThat(pool.volumes().list()).containsExactly(current);

@@ -1,5 +1,9 @@
 package dev.blockpool.pool;
 
+import static dev.blockpool.pool.Attachment.Access.READ_ONLY;
+import static dev.blockpool.pool.Attachment.Access.READ_WRITE;
+import static dev.blockpool.pool.Attachment.Sharing.MULTI_NODE;
+import static dev.blockpool.pool.Attachment.Sharing.SINGLE_NODE;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -42,7 +46,7 @@ class RecordFormatTest {
             Map.of("allocation", "preallocated", "fsType", "xfs"),
             Optional.of(ContentSource.snapshot("snap-9f8e")),
             Instant.parse("2026-11-24T10:12:00.123456789Z"),
-            List.of(new Attachment("node-1", true, true), new Attachment("node-2", false, true)));
+            List.of(new Attachment("node-1", READ_ONLY, MULTI_NODE), new Attachment("node-2", READ_WRITE, MULTI_NODE)));
     static final Volume CLONE = new Volume(
             "pvc-11",
             "pvc-one",
@@ -53,7 +57,7 @@ class RecordFormatTest {
             Map.of("csi.storage.k8s.io/pvc/name", "data-0"),
             Optional.of(ContentSource.volume("pvc-22")),
             Instant.parse("2026-11-24T10:12:00.120Z"),
-            List.of(new Attachment("node-1", false, false)));
+            List.of(new Attachment("node-1", READ_WRITE, SINGLE_NODE)));
     static final Volume WITHOUT_SOURCE = new Volume(
             "pvc-33",
             "pvc-empty",
@@ -129,9 +133,9 @@ class RecordFormatTest {
                         Optional.of(ContentSource.volume("")),
                         Instant.parse("+10000-01-01T00:00:00Z"),
                         List.of(
-                                new Attachment("", false, false),
-                                new Attachment("node-2", true, false),
-                                new Attachment("node-3", false, true))),
+                                new Attachment("", READ_WRITE, SINGLE_NODE),
+                                new Attachment("node-2", READ_ONLY, SINGLE_NODE),
+                                new Attachment("node-3", READ_WRITE, MULTI_NODE))),
                 SNAPSHOT,
                 GROUP_MEMBER,
                 new Snapshot("snap-3", "s", "pvc-1", Long.MIN_VALUE, Instant.EPOCH.minusNanos(1)),
@@ -380,8 +384,8 @@ class RecordFormatTest {
                 CLONE.source(),
                 CLONE.createdAt(),
                 CLONE.attachments());
-        Volume attachedToNoNode =
-                CLONE.withAttachments(List.of(CLONE.attachments().getFirst(), new Attachment(null, false, false)));
+        Volume attachedToNoNode = CLONE.withAttachments(
+                List.of(CLONE.attachments().getFirst(), new Attachment(null, READ_WRITE, SINGLE_NODE)));
 
         assertThatThrownBy(() -> encode(unnamed))
                 .hasMessage("cannot encode the metadata for %s: %s", FILE, "field name has no value");
