@@ -164,8 +164,8 @@ final class LinuxLoopCalls implements LoopCalls {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment info = arena.allocate(LOOP_INFO64);
             Libc.ioctl(fd, LOOP_GET_STATUS64, info);
-            return Optional.of(new FileId(
-                    DeviceNumber.fromDevT((long) INFO_DEVICE.get(info)), (long) INFO_INODE.get(info)));
+            return Optional.of(
+                    new FileId(DeviceNumber.fromDevT((long) INFO_DEVICE.get(info)), (long) INFO_INODE.get(info)));
         } catch (Libc.ErrnoException e) {
             if (e.errno() == Libc.ENXIO) {
                 return Optional.empty();

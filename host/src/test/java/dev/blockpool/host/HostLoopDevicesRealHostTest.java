@@ -153,7 +153,9 @@ class HostLoopDevicesRealHostTest {
         Files.createSymbolicLink(dev.resolve("loop-control"), Path.of("/dev/loop-control"));
         LoopSysfs sysfs = new LoopSysfs(Path.of("/sys/block"), dev, LinuxLoopCalls.status(blocking, dev));
         LoopDevices inContainer = new HostLoopDevices(
-                new LinuxLoopCalls(blocking, sysfs, dev), sysfs, new ImageIdentities(blocking),
+                new LinuxLoopCalls(blocking, sysfs, dev),
+                sysfs,
+                new ImageIdentities(blocking),
                 Path.of("/proc"),
                 Duration.ofSeconds(5));
         // The control device is never reached through a symlink either.

@@ -148,7 +148,8 @@ class LoopSysfsTest {
                     throw new AssertionError("no call expected");
                 }),
                 sysfs,
-                IMAGES, proc,
+                IMAGES,
+                proc,
                 Duration.ofMillis(300));
         assertThat(loops.boundTo(Path.of("/pool/volumes/vol-a.img"))).hasSize(2);
         assertThat(loops.reusableFor(Path.of("/pool/volumes/vol-a.img")))
@@ -168,7 +169,8 @@ class LoopSysfsTest {
         // With max_part, loopN's minor is N shifted: the number is looked up, never guessed.
         device("loop3", "7:48", 2048, "0", "/pool/volumes/vol-a.img", "0");
         device("loop4", "7:64", 2048, "0", "/pool/volumes/vol-b.img", "0");
-        LoopDevices loops = new HostLoopDevices(new RecordedCalls(() -> {}), sysfs(), IMAGES, proc, Duration.ofMillis(300));
+        LoopDevices loops =
+                new HostLoopDevices(new RecordedCalls(() -> {}), sysfs(), IMAGES, proc, Duration.ofMillis(300));
         assertThat(loops.byNumber(new DeviceNumber(7, 48)))
                 .get()
                 .extracting(LoopDevice::name)
@@ -221,6 +223,9 @@ class LoopSysfsTest {
         device("loop6", "7:6", 2048, "0", "/pool/volumes/vol-a.img", "0");
         LoopDevice loop = sysfs().read("loop6").orElseThrow();
         RecordedCalls runner = new RecordedCalls(() -> {}); // the call succeeds, the kernel keeps it bound
+        Path dd = Files.createDirectories(proc.resolve("42/fd"));
+        Files.writeString(proc.resolve("42/comm"), "dd\n");
+        Files.createSymbolicLink(dd.resolve("3"), Path.of("/dev/loop6"));
         LoopDevices loops = new HostLoopDevices(runner, sysfs(), IMAGES, proc, Duration.ofMillis(200));
         assertThatThrownBy(() -> loops.detach(loop)).isInstanceOfSatisfying(StorageException.class, e -> {
             assertThat(e.kind()).isEqualTo(StorageException.Kind.BUSY);
