@@ -40,6 +40,7 @@ final class DriverProcess implements AutoCloseable {
     private final List<String> extraArgs;
     private Path workingDirectory;
     private List<String> launcher = List.of();
+    private Path jar = REPO.resolve("driver/target/blockpool-csi.jar");
     private Process process;
     private EventLoopGroup clientLoop;
     private ManagedChannel channel;
@@ -75,6 +76,12 @@ final class DriverProcess implements AutoCloseable {
         return this;
     }
 
+    /** Runs this jar, and the AOT cache beside it, rather than the one the driver module packaged. */
+    DriverProcess jar(Path jar) {
+        this.jar = jar;
+        return this;
+    }
+
     /** Starts the binary and waits until it answers on its socket. */
     DriverProcess start() throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(launcher);
@@ -94,10 +101,7 @@ final class DriverProcess implements AutoCloseable {
         ProcessBuilder builder = new ProcessBuilder(command)
                 .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
-        builder.environment()
-                .put(
-                        "BLOCKPOOL_JAR",
-                        REPO.resolve("driver/target/blockpool-csi.jar").toString());
+        builder.environment().put("BLOCKPOOL_JAR", jar.toString());
         if (workingDirectory != null) {
             builder.directory(workingDirectory.toFile());
         }

@@ -16,6 +16,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -34,6 +35,13 @@ class MountNamespaceRealHostTest {
 
     private static final long MIB = 1 << 20;
     private static final ProcessCommandRunner RUNNER = new ProcessCommandRunner();
+    /**
+     * The first plugin's jar when {@code -Dblockpool.firstPluginJar} names one (another build's
+     * blockpool-csi.jar, its AOT cache beside it): the upgrade, where this build tears down what
+     * that one staged. Else this build's, as a restarted container's.
+     */
+    private static final Optional<Path> PREVIOUS_RELEASE =
+            Optional.ofNullable(System.getProperty("blockpool.firstPluginJar")).map(Path::of);
 
     private Path dir;
     private Path pool;
@@ -70,11 +78,12 @@ class MountNamespaceRealHostTest {
     }
 
     /** A node plugin as a container runs it: in a mount namespace of its own, the pool bound at {@code view}. */
-    private DriverProcess pluginInItsOwnNamespace(String name, Path view) throws Exception {
+    private DriverProcess pluginInItsOwnNamespace(String name, Path view, Optional<Path> jar) throws Exception {
         Files.createDirectories(view);
         Path home = Files.createDirectories(dir.resolve(name));
-        DriverProcess plugin = new DriverProcess(home, view, "node", "mntns-node", "info")
-                .launchedBy(List.of(
+        DriverProcess plugin = new DriverProcess(home, view, "node", "mntns-node", "info");
+        jar.ifPresent(plugin::jar);
+        plugin.launchedBy(List.of(
                         "unshare",
                         "--mount",
                         "--propagation",
@@ -108,7 +117,7 @@ class MountNamespaceRealHostTest {
         Files.createDirectories(fsTarget.getParent());
         Files.createDirectories(fsReadOnly.getParent());
 
-        DriverProcess first = pluginInItsOwnNamespace("plugin-1", dir.resolve("pool-view-1"));
+        DriverProcess first = pluginInItsOwnNamespace("plugin-1", dir.resolve("pool-view-1"), PREVIOUS_RELEASE);
         stage(first, filesystem, fsStaging, mount("xfs", Mode.SINGLE_NODE_WRITER));
         publish(first, filesystem, fsStaging, fsTarget, mount("xfs", Mode.SINGLE_NODE_WRITER), false);
         publish(first, filesystem, fsStaging, fsReadOnly, mount("xfs", Mode.SINGLE_NODE_WRITER), true);
@@ -129,7 +138,7 @@ class MountNamespaceRealHostTest {
                 .extracting(LoopDevice::backingFile)
                 .isNotEqualTo(host.volumeImage(filesystem));
 
-        DriverProcess second = pluginInItsOwnNamespace("plugin-2", dir.resolve("pool-view-2"));
+        DriverProcess second = pluginInItsOwnNamespace("plugin-2", dir.resolve("pool-view-2"), Optional.empty());
         assertThat(stats(second, filesystem, fsTarget).getUsageList()).isNotEmpty();
         long grownFrom = stats(second, filesystem, fsTarget).getUsage(0).getTotal();
         assertThat(stats(second, filesystem, fsStaging).getUsageList()).isNotEmpty();
