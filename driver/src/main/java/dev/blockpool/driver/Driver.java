@@ -20,15 +20,13 @@ import dev.blockpool.node.PoolVolumeCatalog;
 import dev.blockpool.pool.ImageFiles;
 import dev.blockpool.pool.NodeRecord;
 import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.ReconcileSteps;
 import io.grpc.ServerServiceDefinition;
 import java.io.IOException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,20 +50,44 @@ public final class Driver {
 
     private final DriverConfig config;
     private final String version;
+    private final Background background;
 
     public Driver(DriverConfig config, String version) {
-        this.config = config;
-        this.version = version;
+        this(config, version, new Background(RECONCILE_START_DELAY, ReconcileSteps.ALL));
     }
 
+    /** For tests: when the reconcile starts, and what is told before each of its steps. */
+    Driver(DriverConfig config, String version, Background background) {
+        this.config = config;
+        this.version = version;
+        this.background = background;
+    }
+
+    /** When the pool's reconcile starts after the driver serves, and what is told before each of its steps. */
+    record Background(Duration reconcileDelay, ReconcileSteps reconcileSteps) {}
+
     /** A started driver: its server, and what must stop with it. */
-    public record Running(
-            UnixSocketServer server, ScheduledExecutorService reconcile, IdleMemoryRelease memory, Pool pool) {
+    public record Running(UnixSocketServer server, BackgroundWork background, IdleMemoryRelease memory, Pool pool) {
+
+        /**
+         * Stops serving and everything beside the calls, within {@code grace}: the background work
+         * is told to end first, the calls in flight are drained, and the background work is waited
+         * for. Then the controller's claim on the pool is let go for good: once this returns,
+         * nothing of this driver writes in the pool or takes the claim.
+         */
         public void stop(Duration grace) {
-            reconcile.shutdownNow();
+            long deadline = System.nanoTime() + grace.toNanos();
+            background.requestStop();
             memory.close();
             server.stop(grace);
-            pool.controllerClaim().release();
+            boolean ended = background.stop(deadline);
+            pool.controllerClaim().close();
+            log.info("stopped{}", ended ? "" : " (some background work did not end in time)");
+        }
+
+        /** Whether the background work and the memory watcher have all ended. */
+        boolean backgroundEnded() {
+            return background.ended() && memory.ended();
         }
     }
 
@@ -114,10 +136,15 @@ public final class Driver {
         // The reconcile starts once the driver serves, beside the calls, whose per-ID locks it
         // shares. A crash shortly before a restart leaves files too young for it; only the
         // controller repeats it: node plugins sharing the pool leave that to the one controller.
-        ScheduledExecutorService reconcile =
-                scheduleReconcile(pool, locks, config.mode().servesController());
+        BackgroundWork work = BackgroundWork.start(
+                pool,
+                locks,
+                config.mode().servesController(),
+                background.reconcileDelay(),
+                RECONCILE_SETTLE_TIME,
+                background.reconcileSteps());
         if (config.mode().servesNode()) {
-            NodeHost.prepareInBackground();
+            work.add(NodeHost.prepareInBackground());
         }
         log.info(
                 "{} {} serving {} on {} (node {}, pool {})",
@@ -127,40 +154,6 @@ public final class Driver {
                 config.endpoint(),
                 config.nodeId(),
                 config.poolDir());
-        return new Running(server, reconcile, memory, pool);
-    }
-
-    private static ScheduledExecutorService scheduleReconcile(Pool pool, OperationLocks locks, boolean repeat) {
-        ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(
-                Thread.ofPlatform().name("pool-reconcile").daemon().factory());
-        Runnable reconcile = () -> {
-            try {
-                pool.reconcile(locks);
-                // The attachment index is the acting controller's to repair, never a node's or a standby's.
-                if (repeat && pool.controllerClaim().problem().isEmpty()) {
-                    pool.attachments().reindex();
-                }
-            } catch (RuntimeException e) {
-                log.error(
-                        "pool reconcile failed{}: {}",
-                        repeat ? "; retrying in " + RECONCILE_SETTLE_TIME : "",
-                        e.getMessage(),
-                        e);
-            }
-        };
-        if (repeat) {
-            executor.scheduleWithFixedDelay(
-                    reconcile, RECONCILE_START_DELAY.toSeconds(), RECONCILE_SETTLE_TIME.toSeconds(), TimeUnit.SECONDS);
-        } else {
-            // Once, and then its thread ends: a node plugin keeps no thread for it.
-            executor.schedule(
-                    () -> {
-                        reconcile.run();
-                        executor.shutdown();
-                    },
-                    RECONCILE_START_DELAY.toSeconds(),
-                    TimeUnit.SECONDS);
-        }
-        return executor;
+        return new Running(server, work, memory, pool);
     }
 }

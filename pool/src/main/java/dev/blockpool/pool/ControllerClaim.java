@@ -26,6 +26,7 @@ public final class ControllerClaim {
     private final Path file;
     private final Clock clock;
     private PoolLockFile held;
+    private boolean closed;
 
     ControllerClaim(Path poolRoot, Clock clock) {
         this.file = poolRoot.resolve(FILE_NAME);
@@ -36,6 +37,9 @@ public final class ControllerClaim {
     public synchronized void require() {
         if (held != null) {
             return;
+        }
+        if (closed) {
+            throw StorageException.precondition("this controller is stopping; it no longer acts on the pool");
         }
         held = PoolLockFile.tryTake(file)
                 .orElseThrow(() -> StorageException.precondition(
@@ -60,12 +64,21 @@ public final class ControllerClaim {
         }
     }
 
-    /** Lets another controller take the pool (a driver stopping). */
+    /** Lets another controller take the pool; this one takes it again at its next call. */
     public synchronized void release() {
         if (held != null) {
             held.close();
             held = null;
         }
+    }
+
+    /**
+     * Lets another controller take the pool for good (a driver stopping): from now on this one
+     * never takes it again, however late a call or a background task asks.
+     */
+    public synchronized void close() {
+        closed = true;
+        release();
     }
 
     private String holder() {

@@ -86,7 +86,12 @@ public final class Pool {
      * calls being served, when they share {@code locks}.
      */
     public void reconcile(OperationLocks locks) {
-        new Reconciler(root, clock.instant().minus(settleTime), locks).run();
+        reconcile(locks, ReconcileSteps.ALL);
+    }
+
+    /** {@link #reconcile(OperationLocks)}, telling {@code steps} before each step, which may end it there. */
+    public void reconcile(OperationLocks locks, ReconcileSteps steps) {
+        new Reconciler(root, clock.instant().minus(settleTime), locks, steps).run();
     }
 
     public Path root() {
