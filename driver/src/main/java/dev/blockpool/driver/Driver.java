@@ -3,6 +3,7 @@ package dev.blockpool.driver;
 import csi.v1.Csi.PluginCapability;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.HostTools;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.controller.ControllerService;
@@ -27,6 +28,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -122,7 +124,12 @@ public final class Driver {
             tools.addAll(HostFilesystems.TOOLS); // mounts and loop devices are system calls
         }
 
-        HostReadiness host = HostReadiness.onThisHost(config.poolDir(), tools);
+        HostReadiness host = new HostReadiness(
+                config.poolDir(),
+                tools,
+                config.mode().servesNode() ? HostFilesystems.FILESYSTEM_TOOLS : Map.of(),
+                HostTools.onThisHost());
+        host.limits().forEach(limit -> log.warn("{}", limit));
         // A controller standing by while another acts on the pool is not ready, and says why.
         Readiness readiness = !config.mode().servesController()
                 ? host
