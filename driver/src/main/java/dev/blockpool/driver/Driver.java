@@ -29,7 +29,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -130,11 +129,15 @@ public final class Driver {
                 config.mode().servesNode() ? HostFilesystems.FILESYSTEM_TOOLS : Map.of(),
                 HostTools.onThisHost());
         host.limits().forEach(limit -> log.warn("{}", limit));
-        // A controller standing by while another acts on the pool is not ready, and says why.
+        // A controller standing by while another acts on the pool is alive and ready: its
+        // livenessprobe asks Probe, and restarting it would change nothing. Its changes are
+        // refused, naming the acting controller; Probe is where it takes over once the pool is free.
         Readiness readiness = !config.mode().servesController()
                 ? host
-                : () -> Stream.concat(host.problems().stream(), pool.controllerClaim().problem().stream())
-                        .toList();
+                : () -> {
+                    pool.controllerClaim().standingBy(); // logged once, when it starts standing by
+                    return host.problems();
+                };
         services.add(new IdentityService(config.driverName(), version, capabilities, readiness).bindService());
 
         IdleMemoryRelease memory = IdleMemoryRelease.start();

@@ -27,6 +27,7 @@ public final class ControllerClaim {
     private final Clock clock;
     private PoolLockFile held;
     private boolean closed;
+    private boolean standingBy;
 
     ControllerClaim(Path poolRoot, Clock clock) {
         this.file = poolRoot.resolve(FILE_NAME);
@@ -62,6 +63,23 @@ public final class ControllerClaim {
         } catch (StorageException e) {
             return Optional.of(e.getMessage());
         }
+    }
+
+    /**
+     * Takes the pool if it is free, and says why this controller stands by when another holds
+     * it; unlike {@link #problem()}, a stopped controller is not standing by (it has nothing to
+     * take over). Logs once when it starts standing by.
+     */
+    public synchronized Optional<String> standingBy() {
+        if (closed) {
+            return Optional.empty();
+        }
+        Optional<String> why = problem();
+        if (why.isPresent() && !standingBy) {
+            log.info("standing by: {}", why.get());
+        }
+        standingBy = why.isPresent();
+        return why;
     }
 
     /** Lets another controller take the pool; this one takes it again at its next call. */
