@@ -19,6 +19,7 @@ import dev.blockpool.node.NodeIdentity;
 import dev.blockpool.node.NodeService;
 import dev.blockpool.node.PoolVolumeCatalog;
 import dev.blockpool.pool.ImageFiles;
+import dev.blockpool.pool.NodeClaim;
 import dev.blockpool.pool.NodeRecord;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.ReconcileSteps;
@@ -29,6 +30,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -68,7 +70,12 @@ public final class Driver {
     record Background(Duration reconcileDelay, ReconcileSteps reconcileSteps) {}
 
     /** A started driver: its server, and what must stop with it. */
-    public record Running(UnixSocketServer server, BackgroundWork background, IdleMemoryRelease memory, Pool pool) {
+    public record Running(
+            UnixSocketServer server,
+            BackgroundWork background,
+            IdleMemoryRelease memory,
+            Pool pool,
+            Optional<NodeClaim> nodeClaim) {
 
         /**
          * Stops serving and everything beside the calls, within {@code grace}: the background work
@@ -83,6 +90,7 @@ public final class Driver {
             server.stop(grace);
             boolean ended = background.stop(deadline);
             pool.controllerClaim().close();
+            nodeClaim.ifPresent(NodeClaim::close);
             log.info("stopped{}", ended ? "" : " (some background work did not end in time)");
         }
 
@@ -103,6 +111,7 @@ public final class Driver {
         List<ServerServiceDefinition> services = new ArrayList<>();
         List<PluginCapability> capabilities = new ArrayList<>();
         List<String> tools = new ArrayList<>();
+        Optional<NodeClaim> nodeClaim = Optional.empty();
         if (config.mode().servesController()) {
             services.add(new ControllerService(pool, locks).bindService());
             services.add(new GroupControllerService(pool, locks).bindService());
@@ -114,8 +123,15 @@ public final class Driver {
         }
         if (config.mode().servesNode()) {
             NodeIdentity node = NodeIdentity.of(config.nodeId(), config.maxVolumesPerNode());
-            // ControllerPublish checks the node and its attach limit against this record.
-            pool.nodes().register(new NodeRecord(node.nodeId(), node.maxVolumesPerNode(), node.topology()));
+            // One plugin per node ID on the pool: a second one is not ready, and says who holds the ID.
+            nodeClaim = Optional.of(pool.nodeClaim(node.nodeId()));
+            Optional<String> duplicate = nodeClaim.get().problem();
+            if (duplicate.isPresent()) {
+                log.error("{}", duplicate.get());
+            } else {
+                // ControllerPublish checks the node and its attach limit against this record.
+                pool.nodes().register(new NodeRecord(node.nodeId(), node.maxVolumesPerNode(), node.topology()));
+            }
             NodeHost host = NodeHost.onThisHost(commands, blocking);
             KubeletPaths paths =
                     new KubeletPaths(config.poolDir(), config.endpoint().socketPath());
@@ -132,12 +148,15 @@ public final class Driver {
         // A controller standing by while another acts on the pool is alive and ready: its
         // livenessprobe asks Probe, and restarting it would change nothing. Its changes are
         // refused, naming the acting controller; Probe is where it takes over once the pool is free.
-        Readiness readiness = !config.mode().servesController()
-                ? host
-                : () -> {
-                    pool.controllerClaim().standingBy(); // logged once, when it starts standing by
-                    return host.problems();
-                };
+        Optional<NodeClaim> node = nodeClaim;
+        Readiness readiness = () -> {
+            if (config.mode().servesController()) {
+                pool.controllerClaim().standingBy(); // logged once, when it starts standing by
+            }
+            List<String> problems = new ArrayList<>(host.problems());
+            node.flatMap(NodeClaim::problem).ifPresent(problems::add);
+            return problems;
+        };
         services.add(new IdentityService(config.driverName(), version, capabilities, readiness).bindService());
 
         IdleMemoryRelease memory = IdleMemoryRelease.start();
@@ -164,6 +183,6 @@ public final class Driver {
                 config.endpoint(),
                 config.nodeId(),
                 config.poolDir());
-        return new Running(server, work, memory, pool);
+        return new Running(server, work, memory, pool, nodeClaim);
     }
 }

@@ -1,8 +1,6 @@
 package dev.blockpool.pool;
 
 import dev.blockpool.common.StorageException;
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.Optional;
@@ -42,17 +40,11 @@ public final class ControllerClaim {
         if (closed) {
             throw StorageException.precondition("this controller is stopping; it no longer acts on the pool");
         }
-        held = PoolLockFile.tryTake(file)
+        held = PoolLockFile.tryTakeNoted(file, clock)
                 .orElseThrow(() -> StorageException.precondition(
-                        "another controller acts on the pool (%s); this one stands by until that one stops", holder()));
-        String self = "pid " + ProcessHandle.current().pid() + " on host " + hostName() + " since " + clock.instant();
-        try {
-            // only to name the holder in a standby's messages: the lock is what counts
-            Files.writeString(file, self);
-        } catch (IOException e) {
-            log.warn("cannot note this controller in {}: {}", file, e.getMessage());
-        }
-        log.info("this controller now acts on the pool ({})", self);
+                        "another controller acts on the pool (%s); this one stands by until that one stops",
+                        PoolLockFile.holder(file)));
+        log.info("this controller now acts on the pool ({})", PoolLockFile.holder(file));
     }
 
     /** Why this controller may not act now, or empty when it may (taking the pool if it is free). */
@@ -97,22 +89,5 @@ public final class ControllerClaim {
     public synchronized void close() {
         closed = true;
         release();
-    }
-
-    private String holder() {
-        try {
-            String noted = Files.readString(file).strip();
-            return noted.isEmpty() ? "holder unknown" : noted;
-        } catch (IOException e) {
-            return "holder unknown";
-        }
-    }
-
-    private static String hostName() {
-        try {
-            return Files.readString(Path.of("/proc/sys/kernel/hostname")).strip();
-        } catch (IOException e) {
-            return "unknown";
-        }
     }
 }
