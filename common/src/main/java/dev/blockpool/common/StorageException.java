@@ -1,6 +1,8 @@
 package dev.blockpool.common;
 
 import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.nio.channels.ClosedByInterruptException;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.FileAlreadyExistsException;
@@ -92,10 +94,15 @@ public final class StorageException extends RuntimeException {
 
     /**
      * An I/O error where it arose, as "what we were doing: what the system said". A full
-     * filesystem or an exceeded quota is {@link Kind#EXHAUSTED}; anything else INTERNAL.
+     * filesystem or an exceeded quota is {@link Kind#EXHAUSTED}; an interrupted thread (a channel
+     * closed by the interrupt) {@link Kind#BUSY}, said as an interruption; anything else INTERNAL.
      */
     public static StorageException io(IOException cause, String format, Object... args) {
         String doing = format.formatted(args);
+        if (cause instanceof ClosedByInterruptException || cause instanceof InterruptedIOException) {
+            // not the disk's answer: this thread was interrupted (a driver stopping), and the call may be retried
+            return new StorageException(Kind.BUSY, doing + ": interrupted", cause);
+        }
         String said = systemReason(cause);
         Kind kind = isNoSpace(said) ? Kind.EXHAUSTED : Kind.INTERNAL;
         return new StorageException(kind, said.isEmpty() ? doing : doing + ": " + said, cause);

@@ -76,8 +76,10 @@ record Arguments(
     private static final Option LOG_FORMAT = valued(
             "log-format", "FORMAT", "text, or json: one JSON object per line for a log collector (default: text).");
     /** Below kubelet's default 30 s termination grace, so the socket is removed before SIGKILL; not in the help. */
-    private static final Option SHUTDOWN_GRACE =
-            valued("shutdown-grace", "SECONDS", "How long SIGTERM waits for in-flight calls (default: 25).");
+    private static final Option SHUTDOWN_GRACE = valued(
+            "shutdown-grace",
+            "SECONDS",
+            "How long SIGTERM waits for in-flight calls and background work (default: 25).");
 
     private static final Option HELP = Option.builder("h")
             .longOpt("help")

@@ -3,6 +3,7 @@ package dev.blockpool.driver;
 import csi.v1.Csi.PluginCapability;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.HostTools;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.controller.ControllerService;
@@ -18,18 +19,18 @@ import dev.blockpool.node.NodeIdentity;
 import dev.blockpool.node.NodeService;
 import dev.blockpool.node.PoolVolumeCatalog;
 import dev.blockpool.pool.ImageFiles;
+import dev.blockpool.pool.NodeClaim;
 import dev.blockpool.pool.NodeRecord;
 import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.ReconcileSteps;
 import io.grpc.ServerServiceDefinition;
 import java.io.IOException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
+import java.util.Map;
+import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -52,20 +53,50 @@ public final class Driver {
 
     private final DriverConfig config;
     private final String version;
+    private final Background background;
 
     public Driver(DriverConfig config, String version) {
+        this(config, version, new Background(RECONCILE_START_DELAY, ReconcileSteps.ALL));
+    }
+
+    /** For tests: when the reconcile starts, and what is told before each of its steps. */
+    Driver(DriverConfig config, String version, Background background) {
         this.config = config;
         this.version = version;
+        this.background = background;
     }
+
+    /** When the pool's reconcile starts after the driver serves, and what is told before each of its steps. */
+    record Background(Duration reconcileDelay, ReconcileSteps reconcileSteps) {}
 
     /** A started driver: its server, and what must stop with it. */
     public record Running(
-            UnixSocketServer server, ScheduledExecutorService reconcile, IdleMemoryRelease memory, Pool pool) {
+            UnixSocketServer server,
+            BackgroundWork background,
+            IdleMemoryRelease memory,
+            Pool pool,
+            Optional<NodeClaim> nodeClaim) {
+
+        /**
+         * Stops serving and everything beside the calls, within {@code grace}: the background work
+         * is told to end first, the calls in flight are drained, and the background work is waited
+         * for. Then the controller's claim on the pool is let go for good: once this returns,
+         * nothing of this driver writes in the pool or takes the claim.
+         */
         public void stop(Duration grace) {
-            reconcile.shutdownNow();
+            long deadline = System.nanoTime() + grace.toNanos();
+            background.requestStop();
             memory.close();
             server.stop(grace);
-            pool.controllerClaim().release();
+            boolean ended = background.stop(deadline);
+            pool.controllerClaim().close();
+            nodeClaim.ifPresent(NodeClaim::close);
+            log.info("stopped{}", ended ? "" : " (some background work did not end in time)");
+        }
+
+        /** Whether the background work and the memory watcher have all ended. */
+        boolean backgroundEnded() {
+            return background.ended() && memory.ended();
         }
     }
 
@@ -80,6 +111,7 @@ public final class Driver {
         List<ServerServiceDefinition> services = new ArrayList<>();
         List<PluginCapability> capabilities = new ArrayList<>();
         List<String> tools = new ArrayList<>();
+        Optional<NodeClaim> nodeClaim = Optional.empty();
         if (config.mode().servesController()) {
             services.add(new ControllerService(pool, locks).bindService());
             services.add(new GroupControllerService(pool, locks).bindService());
@@ -91,8 +123,15 @@ public final class Driver {
         }
         if (config.mode().servesNode()) {
             NodeIdentity node = NodeIdentity.of(config.nodeId(), config.maxVolumesPerNode());
-            // ControllerPublish checks the node and its attach limit against this record.
-            pool.nodes().register(new NodeRecord(node.nodeId(), node.maxVolumesPerNode(), node.topology()));
+            // One plugin per node ID on the pool: a second one is not ready, and says who holds the ID.
+            nodeClaim = Optional.of(pool.nodeClaim(node.nodeId()));
+            Optional<String> duplicate = nodeClaim.get().problem();
+            if (duplicate.isPresent()) {
+                log.error("{}", duplicate.get());
+            } else {
+                // ControllerPublish checks the node and its attach limit against this record.
+                pool.nodes().register(new NodeRecord(node.nodeId(), node.maxVolumesPerNode(), node.topology()));
+            }
             NodeHost host = NodeHost.onThisHost(commands, blocking);
             KubeletPaths paths =
                     new KubeletPaths(config.poolDir(), config.endpoint().socketPath());
@@ -100,12 +139,24 @@ public final class Driver {
             tools.addAll(HostFilesystems.TOOLS); // mounts and loop devices are system calls
         }
 
-        HostReadiness host = HostReadiness.onThisHost(config.poolDir(), tools);
-        // A controller standing by while another acts on the pool is not ready, and says why.
-        Readiness readiness = !config.mode().servesController()
-                ? host
-                : () -> Stream.concat(host.problems().stream(), pool.controllerClaim().problem().stream())
-                        .toList();
+        HostReadiness host = new HostReadiness(
+                config.poolDir(),
+                tools,
+                config.mode().servesNode() ? HostFilesystems.FILESYSTEM_TOOLS : Map.of(),
+                HostTools.onThisHost());
+        host.limits().forEach(limit -> log.warn("{}", limit));
+        // A controller standing by while another acts on the pool is alive and ready: its
+        // livenessprobe asks Probe, and restarting it would change nothing. Its changes are
+        // refused, naming the acting controller; Probe is where it takes over once the pool is free.
+        Optional<NodeClaim> node = nodeClaim;
+        Readiness readiness = () -> {
+            if (config.mode().servesController()) {
+                pool.controllerClaim().standingBy(); // logged once, when it starts standing by
+            }
+            List<String> problems = new ArrayList<>(host.problems());
+            node.flatMap(NodeClaim::problem).ifPresent(problems::add);
+            return problems;
+        };
         services.add(new IdentityService(config.driverName(), version, capabilities, readiness).bindService());
 
         IdleMemoryRelease memory = IdleMemoryRelease.start();
@@ -114,10 +165,15 @@ public final class Driver {
         // The reconcile starts once the driver serves, beside the calls, whose per-ID locks it
         // shares. A crash shortly before a restart leaves files too young for it; only the
         // controller repeats it: node plugins sharing the pool leave that to the one controller.
-        ScheduledExecutorService reconcile =
-                scheduleReconcile(pool, locks, config.mode().servesController());
+        BackgroundWork work = BackgroundWork.start(
+                pool,
+                locks,
+                config.mode().servesController(),
+                background.reconcileDelay(),
+                RECONCILE_SETTLE_TIME,
+                background.reconcileSteps());
         if (config.mode().servesNode()) {
-            NodeHost.prepareInBackground();
+            work.add(NodeHost.prepareInBackground());
         }
         log.info(
                 "{} {} serving {} on {} (node {}, pool {})",
@@ -127,40 +183,6 @@ public final class Driver {
                 config.endpoint(),
                 config.nodeId(),
                 config.poolDir());
-        return new Running(server, reconcile, memory, pool);
-    }
-
-    private static ScheduledExecutorService scheduleReconcile(Pool pool, OperationLocks locks, boolean repeat) {
-        ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(
-                Thread.ofPlatform().name("pool-reconcile").daemon().factory());
-        Runnable reconcile = () -> {
-            try {
-                pool.reconcile(locks);
-                // The attachment index is the acting controller's to repair, never a node's or a standby's.
-                if (repeat && pool.controllerClaim().problem().isEmpty()) {
-                    pool.attachments().reindex();
-                }
-            } catch (RuntimeException e) {
-                log.error(
-                        "pool reconcile failed{}: {}",
-                        repeat ? "; retrying in " + RECONCILE_SETTLE_TIME : "",
-                        e.getMessage(),
-                        e);
-            }
-        };
-        if (repeat) {
-            executor.scheduleWithFixedDelay(
-                    reconcile, RECONCILE_START_DELAY.toSeconds(), RECONCILE_SETTLE_TIME.toSeconds(), TimeUnit.SECONDS);
-        } else {
-            // Once, and then its thread ends: a node plugin keeps no thread for it.
-            executor.schedule(
-                    () -> {
-                        reconcile.run();
-                        executor.shutdown();
-                    },
-                    RECONCILE_START_DELAY.toSeconds(),
-                    TimeUnit.SECONDS);
-        }
-        return executor;
+        return new Running(server, work, memory, pool, nodeClaim);
     }
 }

@@ -31,6 +31,7 @@ final class IdleMemoryRelease implements ServerInterceptor, AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(IdleMemoryRelease.class);
     static final Duration QUIET = Duration.ofSeconds(10);
     static final long SLACK = 4L << 20;
+    private static final Duration STOP_WAIT = Duration.ofSeconds(5);
 
     private final LongSupplier nanoClock;
     private final LongSupplier committedHeap;
@@ -118,10 +119,24 @@ final class IdleMemoryRelease implements ServerInterceptor, AutoCloseable {
         }
     }
 
+    /** Ends the watcher and waits for it: no collection starts after this returns. */
     @Override
     public void close() {
         if (watcher != null) {
             watcher.interrupt();
+            try {
+                // it only sleeps, parks and collects: the interrupt ends it at once or after one collection
+                if (!watcher.join(STOP_WAIT)) {
+                    log.warn("the idle memory release did not end within {} s", STOP_WAIT.toSeconds());
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
+    }
+
+    /** Whether the watcher has ended (or never ran). */
+    boolean ended() {
+        return watcher == null || !watcher.isAlive();
     }
 }

@@ -161,7 +161,7 @@ public final class UnixSocketServer {
             } catch (IOException e) {
                 throw new UncheckedIOException("cannot remove socket " + socket, e);
             }
-            log.info("stopped; socket {} removed", socket);
+            log.info("server stopped; socket {} removed", socket);
         }
     }
 }

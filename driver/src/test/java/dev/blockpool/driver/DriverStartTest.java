@@ -19,11 +19,12 @@ import java.time.Instant;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CountDownLatch;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The pool's reconcile runs once the driver serves (a few seconds after), beside its calls rather than before them. */
+/** The pool's reconcile runs once the driver serves, beside its calls rather than before them. */
 class DriverStartTest {
 
     @TempDir
@@ -45,6 +46,8 @@ class DriverStartTest {
             }
         }
 
+        // the reconcile's last step says when it is done: no waiting on its start delay
+        CountDownLatch done = new CountDownLatch(1);
         Driver.Running running = new Driver(
                         new DriverConfig(
                                 Endpoint.parse(dir.resolve("csi.sock").toString()),
@@ -53,12 +56,15 @@ class DriverStartTest {
                                 poolDir,
                                 Mode.CONTROLLER,
                                 8),
-                        "test")
+                        "test",
+                        new Driver.Background(Duration.ZERO, step -> {
+                            if (step.equals("done")) {
+                                done.countDown();
+                            }
+                        }))
                 .start();
         try {
-            for (int i = 0; i < 600 && Files.exists(orphan); i++) {
-                Thread.sleep(100);
-            }
+            done.await();
         } finally {
             running.stop(Duration.ofSeconds(5));
         }

@@ -4,6 +4,7 @@ import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.FilesystemAnswer;
 import dev.blockpool.common.FsType;
+import dev.blockpool.common.HostTools;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
@@ -16,6 +17,7 @@ import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -23,9 +25,15 @@ import org.slf4j.LoggerFactory;
 /** {@link Filesystems} through blkid, mkfs, e2fsck and resize2fs/xfs_growfs, and statfs(2). */
 public final class HostFilesystems implements Filesystems {
 
-    /** Every program this class runs: a node is ready only where all of them are found. */
-    public static final List<String> TOOLS =
-            List.of("blkid", "mkfs.ext4", "mkfs.xfs", "e2fsck", "resize2fs", "xfs_growfs");
+    /** The program this class runs for every volume: a node is ready only where it is found. */
+    public static final List<String> TOOLS = List.of("blkid");
+    /**
+     * The programs each filesystem needs: a node that lacks some serves the other filesystem, and
+     * refuses what needs a missing one, naming it and its package.
+     */
+    public static final Map<FsType, List<String>> FILESYSTEM_TOOLS = Map.of(
+            FsType.EXT4, List.of("mkfs.ext4", "e2fsck", "resize2fs"),
+            FsType.XFS, List.of("mkfs.xfs", "xfs_growfs"));
 
     private static final Logger log = LoggerFactory.getLogger(HostFilesystems.class);
     private static final Duration PROBE_TIMEOUT = Duration.ofSeconds(30);
@@ -37,17 +45,30 @@ public final class HostFilesystems implements Filesystems {
 
     private final CommandRunner runner;
     private final BlockingCalls blocking;
+    private final HostTools tools;
 
+    /** The programs found in this host's search path. */
     public HostFilesystems(CommandRunner runner, BlockingCalls blocking) {
+        this(runner, blocking, HostTools.onThisHost());
+    }
+
+    /** The programs found by {@code tools}: one it does not find is a PRECONDITION naming its package. */
+    public HostFilesystems(CommandRunner runner, BlockingCalls blocking, HostTools tools) {
         this.runner = runner;
         this.blocking = blocking;
+        this.tools = tools;
+    }
+
+    /** Runs the command when its program is installed; PRECONDITION naming the program and its package when not. */
+    private CommandRunner.Result run(Duration timeout, List<String> command) {
+        tools.require(command.getFirst());
+        return runner.run(timeout, command);
     }
 
     @Override
     public Probe probe(Path device) {
         // -p: low-level probe of the device itself, bypassing the blkid cache.
-        CommandRunner.Result result =
-                runner.run(PROBE_TIMEOUT, List.of("blkid", "-p", "-o", "export", device.toString()));
+        CommandRunner.Result result = run(PROBE_TIMEOUT, List.of("blkid", "-p", "-o", "export", device.toString()));
         return switch (result.exitCode()) {
             case 0 -> Probe.parseExport(result.stdout());
             // Nothing identified, but blkid says the same of a device it could not open at all:
@@ -80,6 +101,7 @@ public final class HostFilesystems implements Filesystems {
             case EXT4 -> List.of("mkfs.ext4", "-q", device.toString());
             case XFS -> List.of("mkfs.xfs", "-q", device.toString());
         };
+        tools.require(command.getFirst());
         log.info("formatting {} as {}", device, type);
         runner.runChecked(FORMAT_TIMEOUT, command);
     }
@@ -90,7 +112,7 @@ public final class HostFilesystems implements Filesystems {
             case EXT4 -> {
                 // -p: repair what is safe without questions. 0 clean, 1 fixed, 2 fixed (reboot
                 // advised, meaningless for an unmounted data volume); 4 and up: not usable.
-                CommandRunner.Result result = runner.run(CHECK_TIMEOUT, List.of("e2fsck", "-p", device.toString()));
+                CommandRunner.Result result = run(CHECK_TIMEOUT, List.of("e2fsck", "-p", device.toString()));
                 if (result.exitCode() > 2) {
                     throw StorageException.internal(
                             "the ext4 filesystem on %s needs manual repair: %s", device, result.describe());
@@ -110,6 +132,7 @@ public final class HostFilesystems implements Filesystems {
             case EXT4 -> List.of("resize2fs", device.toString());
             case XFS -> List.of("xfs_growfs", mountPoint.toString());
         };
+        tools.require(command.getFirst());
         log.info("growing the {} filesystem on {} mounted at {}", type, device, mountPoint);
         CommandRunner.Result result = runner.run(FORMAT_TIMEOUT, command);
         if (!result.ok()) {

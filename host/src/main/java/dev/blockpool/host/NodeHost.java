@@ -47,10 +47,11 @@ public record NodeHost(
      * their readers, which would otherwise fall on the first requests the node serves
      * (docs/performance.md, "The first calls after a start"). The driver calls it once it serves,
      * so that its start does not share the CPU with this. Only reads and calls that fail
-     * harmlessly; what they find is read afresh by every call.
+     * harmlessly; what they find is read afresh by every call. Returns its thread, for a stopping
+     * driver to wait for.
      */
-    public static void prepareInBackground() {
-        Thread.ofPlatform().daemon().name("node-host-prepare").start(() -> {
+    public static Thread prepareInBackground() {
+        return Thread.ofPlatform().daemon().name("node-host-prepare").start(() -> {
             try {
                 Libc.prepare();
                 new ProcMountTable().mounts();

@@ -12,6 +12,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -83,7 +84,11 @@ class ProbeAndStatsTest {
         }
         assertThat(runner.commands)
                 .isNotEmpty()
-                .allSatisfy(command -> assertThat(HostFilesystems.TOOLS).contains(command.split(" ")[0]));
+                .allSatisfy(command -> assertThat(Stream.concat(
+                                HostFilesystems.TOOLS.stream(),
+                                HostFilesystems.FILESYSTEM_TOOLS.values().stream()
+                                        .flatMap(List::stream)))
+                        .contains(command.split(" ")[0]));
     }
 
     @Test

@@ -1,8 +1,6 @@
 package dev.blockpool.pool;
 
 import dev.blockpool.common.StorageException;
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.Optional;
@@ -26,6 +24,8 @@ public final class ControllerClaim {
     private final Path file;
     private final Clock clock;
     private PoolLockFile held;
+    private boolean closed;
+    private boolean standingBy;
 
     ControllerClaim(Path poolRoot, Clock clock) {
         this.file = poolRoot.resolve(FILE_NAME);
@@ -37,17 +37,14 @@ public final class ControllerClaim {
         if (held != null) {
             return;
         }
-        held = PoolLockFile.tryTake(file)
-                .orElseThrow(() -> StorageException.precondition(
-                        "another controller acts on the pool (%s); this one stands by until that one stops", holder()));
-        String self = "pid " + ProcessHandle.current().pid() + " on host " + hostName() + " since " + clock.instant();
-        try {
-            // only to name the holder in a standby's messages: the lock is what counts
-            Files.writeString(file, self);
-        } catch (IOException e) {
-            log.warn("cannot note this controller in {}: {}", file, e.getMessage());
+        if (closed) {
+            throw StorageException.precondition("this controller is stopping; it no longer acts on the pool");
         }
-        log.info("this controller now acts on the pool ({})", self);
+        held = PoolLockFile.tryTakeNoted(file, clock)
+                .orElseThrow(() -> StorageException.precondition(
+                        "another controller acts on the pool (%s); this one stands by until that one stops",
+                        PoolLockFile.holder(file)));
+        log.info("this controller now acts on the pool ({})", PoolLockFile.holder(file));
     }
 
     /** Why this controller may not act now, or empty when it may (taking the pool if it is free). */
@@ -60,7 +57,24 @@ public final class ControllerClaim {
         }
     }
 
-    /** Lets another controller take the pool (a driver stopping). */
+    /**
+     * Takes the pool if it is free, and says why this controller stands by when another holds
+     * it; unlike {@link #problem()}, a stopped controller is not standing by (it has nothing to
+     * take over). Logs once when it starts standing by.
+     */
+    public synchronized Optional<String> standingBy() {
+        if (closed) {
+            return Optional.empty();
+        }
+        Optional<String> why = problem();
+        if (why.isPresent() && !standingBy) {
+            log.info("standing by: {}", why.get());
+        }
+        standingBy = why.isPresent();
+        return why;
+    }
+
+    /** Lets another controller take the pool; this one takes it again at its next call. */
     public synchronized void release() {
         if (held != null) {
             held.close();
@@ -68,20 +82,12 @@ public final class ControllerClaim {
         }
     }
 
-    private String holder() {
-        try {
-            String noted = Files.readString(file).strip();
-            return noted.isEmpty() ? "holder unknown" : noted;
-        } catch (IOException e) {
-            return "holder unknown";
-        }
-    }
-
-    private static String hostName() {
-        try {
-            return Files.readString(Path.of("/proc/sys/kernel/hostname")).strip();
-        } catch (IOException e) {
-            return "unknown";
-        }
+    /**
+     * Lets another controller take the pool for good (a driver stopping): from now on this one
+     * never takes it again, however late a call or a background task asks.
+     */
+    public synchronized void close() {
+        closed = true;
+        release();
     }
 }

@@ -17,6 +17,7 @@ import java.time.Duration;
  *   snapshots/&lt;id&gt;.img, snapshots/&lt;id&gt;.json  snapshot images and their metadata
  *   groups/&lt;id&gt;.json                           group snapshots: the commit point of their member snapshots
  *   nodes/&lt;node-id&gt;.json                        registered nodes
+ *   nodes/&lt;node-id&gt;.lock                        held by the one node plugin of that ID
  *   controller.lock, records.lock                 locks every process sharing the pool takes
  * </pre>
  * Nothing essential lives only in memory: a restarted driver reads the same state back.
@@ -86,7 +87,12 @@ public final class Pool {
      * calls being served, when they share {@code locks}.
      */
     public void reconcile(OperationLocks locks) {
-        new Reconciler(root, clock.instant().minus(settleTime), locks).run();
+        reconcile(locks, ReconcileSteps.ALL);
+    }
+
+    /** {@link #reconcile(OperationLocks)}, telling {@code steps} before each step, which may end it there. */
+    public void reconcile(OperationLocks locks, ReconcileSteps steps) {
+        new Reconciler(root, clock.instant().minus(settleTime), locks, steps).run();
     }
 
     public Path root() {
@@ -111,6 +117,11 @@ public final class Pool {
 
     public Attachments attachments() {
         return attachments;
+    }
+
+    /** Whether this process is the one node plugin of {@code nodeId} on the pool; see {@link NodeClaim}. */
+    public NodeClaim nodeClaim(String nodeId) {
+        return new NodeClaim(root.resolve("nodes"), nodeId, clock);
     }
 
     /** Whether this process is the pool's one acting controller; see {@link ControllerClaim}. */

@@ -2,9 +2,14 @@ package dev.blockpool.pool;
 
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * An exclusive flock(2) on a file in the pool, seen by every process that shares the pool, on
@@ -13,6 +18,7 @@ import java.util.Optional;
  */
 final class PoolLockFile implements AutoCloseable {
 
+    private static final Logger log = LoggerFactory.getLogger(PoolLockFile.class);
     private static final Duration FIRST_PAUSE = Duration.ofMillis(1);
     private static final Duration LONGEST_PAUSE = Duration.ofMillis(50);
 
@@ -66,6 +72,42 @@ final class PoolLockFile implements AutoCloseable {
                 throw StorageException.busy("interrupted while waiting for the pool's lock %s", file);
             }
             pause = pause.multipliedBy(2).compareTo(LONGEST_PAUSE) > 0 ? LONGEST_PAUSE : pause.multipliedBy(2);
+        }
+    }
+
+    /**
+     * {@link #tryTake}, and on success notes who holds it in the file ("pid P on host H since T"),
+     * only to name the holder in the messages of those that find it taken: the lock is what counts.
+     */
+    static Optional<PoolLockFile> tryTakeNoted(Path file, Clock clock) {
+        Optional<PoolLockFile> lock = tryTake(file);
+        if (lock.isPresent()) {
+            String self =
+                    "pid " + ProcessHandle.current().pid() + " on host " + hostName() + " since " + clock.instant();
+            try {
+                Files.writeString(file, self);
+            } catch (IOException e) {
+                log.warn("cannot note this process in {}: {}", file, e.getMessage());
+            }
+        }
+        return lock;
+    }
+
+    /** Who holds the lock, as its holder noted it. */
+    static String holder(Path file) {
+        try {
+            String noted = Files.readString(file).strip();
+            return noted.isEmpty() ? "holder unknown" : noted;
+        } catch (IOException e) {
+            return "holder unknown";
+        }
+    }
+
+    private static String hostName() {
+        try {
+            return Files.readString(Path.of("/proc/sys/kernel/hostname")).strip();
+        } catch (IOException e) {
+            return "unknown";
         }
     }
 

@@ -27,23 +27,32 @@ final class Reconciler {
     private final Path root;
     private final Instant olderThan;
     private final OperationLocks locks;
+    private final ReconcileSteps steps;
 
-    /** Leaves alone files modified after {@code olderThan} and IDs with an operation in {@code locks}. */
-    Reconciler(Path root, Instant olderThan, OperationLocks locks) {
+    /**
+     * Leaves alone files modified after {@code olderThan} and IDs with an operation in {@code
+     * locks}; tells {@code steps} before each step.
+     */
+    Reconciler(Path root, Instant olderThan, OperationLocks locks, ReconcileSteps steps) {
         this.root = root;
         this.olderThan = olderThan;
         this.locks = locks;
+        this.steps = steps;
     }
 
     void run() {
         for (String dir : List.of("volumes", "snapshots", "groups", "nodes")) {
+            steps.before("list " + dir);
             for (Path file : list(root.resolve(dir))) {
                 String name = file.getFileName().toString();
                 if (name.endsWith(DurableFiles.TEMP_SUFFIX) && settled(file)) {
+                    steps.before("remove " + dir + "/" + name);
                     remove(file, "temporary file left by an interrupted write");
                 } else if (name.endsWith(ImageRecords.IMAGE_SUFFIX) && settled(file)) {
+                    steps.before("check " + dir + "/" + name);
                     reconcileImage(file, name);
                 } else if (dir.equals("snapshots") && name.endsWith(ImageRecords.METADATA_SUFFIX) && settled(file)) {
+                    steps.before("check " + dir + "/" + name);
                     reconcileMember(file, name);
                 }
             }

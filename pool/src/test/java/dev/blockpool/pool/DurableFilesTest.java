@@ -56,4 +56,22 @@ class DurableFilesTest {
         assertThat(DurableFiles.delete(target)).isFalse();
         assertThat(target).doesNotExist();
     }
+
+    @Test
+    void anInterruptedFlushIsAnInterruptionNotAnInputOutputError() throws IOException {
+        Path file = Files.writeString(dir.resolve("vol.img"), "data");
+
+        // a stopping driver interrupts its background work: the channel closes, the disk said nothing
+        Thread.currentThread().interrupt();
+        try {
+            assertThatThrownBy(() -> DurableFiles.fsync(file)).isInstanceOfSatisfying(StorageException.class, e -> {
+                assertThat(e.kind()).isEqualTo(StorageException.Kind.BUSY);
+                assertThat(e.getMessage())
+                        .isEqualTo("cannot flush " + file + " to disk: interrupted")
+                        .doesNotContain("input/output error");
+            });
+        } finally {
+            Thread.interrupted();
+        }
+    }
 }

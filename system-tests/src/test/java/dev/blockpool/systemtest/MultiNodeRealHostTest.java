@@ -364,7 +364,8 @@ class MultiNodeRealHostTest {
                             .probe(ProbeRequest.getDefaultInstance())
                             .getReady()
                             .getValue())
-                    .isFalse();
+                    .as("a standby is alive: its livenessprobe must not restart it")
+                    .isTrue();
             StatusRuntimeException refused = failure(
                     () -> second.controller()
                             .createVolume(createRequest("second", List.of(mount(Mode.SINGLE_NODE_WRITER)), 16 * MIB)
