@@ -414,7 +414,7 @@ class Cluster:
 
     def check_sidecar_versions(self, spec):
         """The sidecars built for the test are the versions the Deployment's images carry, except
-        where the Go module proxy does not serve that version (README, "End to end")."""
+        where the Go module proxy does not serve that version (e2e/README.md)."""
         go_mod = (REPO / "e2e" / "go.mod").read_text()
         modules = {"csi-provisioner": "external-provisioner/v6", "csi-attacher": "external-attacher/v4",
                    "csi-snapshotter": "external-snapshotter/v8", "csi-resizer": "external-resizer/v2"}

@@ -144,7 +144,7 @@ func sectionSnapshot() {
 			must(err)
 		})
 	}
-	// The floor: FICLONE of the volume's image (read only; the pool layout is in the README)
+	// The floor: FICLONE of the volume's image (read only; the pool layout is in docs/architecture.md)
 	// into a new file beside the pool, then unlink(2).
 	image := filepath.Join(pool, "volumes", vol.id+".img")
 	clones := filepath.Join(cfg.xfs, "floor")
