@@ -46,17 +46,20 @@ public final class HostMounter implements Mounter {
 
     @Override
     public void bind(Path source, Path target, boolean readOnly, List<String> options) {
-        MountCalls.TargetKind kind = Files.isDirectory(source, LinkOption.NOFOLLOW_LINKS)
-                ? MountCalls.TargetKind.DIRECTORY
-                : MountCalls.TargetKind.FILE;
+        MountCalls.TargetKind kind = kindOf(source);
         // Routine for every publish, which the call's own log line records: debug, as mount-utils does.
         log.debug("binding {} at {}{}", source, target, readOnly ? " read-only" : "");
-        calls.mount(source.toString(), target, kind, null, Libc.MS_BIND, null);
         long flags = MountFlags.of(options).flags() | (readOnly ? Libc.MS_RDONLY : 0);
+        if (flags != 0 && calls.atomicBinds()) {
+            calls.bindWithFlags(source.toString(), target, kind, flags);
+            return;
+        }
+        calls.mount(source.toString(), target, kind, null, Libc.MS_BIND, null);
         if (flags == 0) {
             return;
         }
         // A bind takes the source's flags; read-only and the other per-mount flags need a remount.
+        // A kill between the two leaves the bind without them: bindsAtomically() says so.
         try {
             calls.remountBind(target, kind, flags);
         } catch (RuntimeException e) {
@@ -67,6 +70,24 @@ public final class HostMounter implements Mounter {
             }
             throw e;
         }
+    }
+
+    @Override
+    public boolean bindsAtomically() {
+        return calls.atomicBinds();
+    }
+
+    @Override
+    public void setBindFlags(Path target, boolean readOnly, List<String> options) {
+        long flags = MountFlags.of(options).flags() | (readOnly ? Libc.MS_RDONLY : 0);
+        log.info("setting the flags of the bind at {}{}", target, readOnly ? " (read-only)" : "");
+        calls.remountBind(target, kindOf(target), flags);
+    }
+
+    private static MountCalls.TargetKind kindOf(Path path) {
+        return Files.isDirectory(path, LinkOption.NOFOLLOW_LINKS)
+                ? MountCalls.TargetKind.DIRECTORY
+                : MountCalls.TargetKind.FILE;
     }
 
     @Override

@@ -33,7 +33,22 @@ class HostMounterTest {
 
     /** Kernel calls that are recorded; unmount answers what {@code unmountResult} says. */
     private MountCalls kernel(IntSupplier unmountResult) {
+        return kernel(unmountResult, false);
+    }
+
+    /** {@code newMountApi}: the kernel has open_tree, mount_setattr and move_mount. */
+    private MountCalls kernel(IntSupplier unmountResult, boolean newMountApi) {
         return new MountCalls() {
+            @Override
+            public boolean atomicBinds() {
+                return newMountApi;
+            }
+
+            @Override
+            public void bindWithFlags(String source, Path target, TargetKind kind, long flags) {
+                calls.add("bind %s %s %s flags=%d".formatted(source, target, kind, flags));
+            }
+
             @Override
             public void mount(String source, Path target, TargetKind kind, String type, long flags, String data) {
                 calls.add("mount %s %s %s %s flags=%d data=%s".formatted(source, target, kind, type, flags, data));
@@ -80,6 +95,30 @@ class HostMounterTest {
                 .containsExactly(
                         "mount /no/such/staging " + TARGET + " FILE null flags=" + Libc.MS_BIND + " data=null",
                         "remount " + TARGET + " FILE flags=" + (Libc.MS_NOSUID | Libc.MS_RDONLY));
+    }
+
+    @Test
+    void aReadOnlyBindIsOneStepWhereTheKernelHasTheNewMountApi() {
+        HostMounter mounter = new HostMounter(kernel(() -> 0, true), table);
+        assertThat(mounter.bindsAtomically()).isTrue();
+        mounter.bind(Path.of("/no/such/staging"), TARGET, true, List.of("nosuid"));
+        mounter.bind(Path.of("/no/such/staging"), TARGET, false, List.of());
+        assertThat(calls)
+                .containsExactly(
+                        "bind /no/such/staging " + TARGET + " FILE flags=" + (Libc.MS_NOSUID | Libc.MS_RDONLY),
+                        "mount /no/such/staging " + TARGET + " FILE null flags=" + Libc.MS_BIND + " data=null");
+    }
+
+    @Test
+    void theMountFlagsBecomeTheNewMountApisAttributes() {
+        assertThat(LinuxMountCalls.attributes(Libc.MS_RDONLY | Libc.MS_NOSUID | Libc.MS_NODEV | Libc.MS_NOEXEC))
+                .isEqualTo(Libc.MOUNT_ATTR_RDONLY
+                        | Libc.MOUNT_ATTR_NOSUID
+                        | Libc.MOUNT_ATTR_NODEV
+                        | Libc.MOUNT_ATTR_NOEXEC);
+        assertThat(LinuxMountCalls.attributes(Libc.MS_NOATIME | Libc.MS_NODIRATIME))
+                .isEqualTo(Libc.MOUNT_ATTR_NOATIME | Libc.MOUNT_ATTR_NODIRATIME);
+        assertThat(LinuxMountCalls.attributes(Libc.MS_STRICTATIME)).isEqualTo(Libc.MOUNT_ATTR_STRICTATIME);
     }
 
     @Test

@@ -125,6 +125,31 @@ class NodeHostTest {
     }
 
     @Test
+    void aReadOnlyPublishAKillLeftReadWriteIsRepairedByItsRepeatWhereBindsAreTwoSteps() {
+        fake.atomicBinds = false;
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        Path pod = dir.resolve("pods/a/mount");
+        fake.bind(staging, pod, false, List.of()); // the bind's first step; killed before its remount
+        host.publishing().publishFilesystem(image, staging, pod, true, List.of("nosuid"), false);
+        assertThat(fake.at(pod).orElseThrow().readOnly()).isTrue();
+        assertThat(fake.log).endsWith("set flags mount ro [nosuid]");
+        host.publishing().publishFilesystem(image, staging, pod, true, List.of(), false); // and again: as asked
+        assertThat(fake.at(pod).orElseThrow().readOnly()).isTrue();
+        assertCode(
+                () -> host.publishing().publishFilesystem(image, staging, pod, false, List.of(), false), Kind.CONFLICT);
+    }
+
+    @Test
+    void whereBindsAreOneStepAReadWriteBindWhereReadOnlyIsAskedIsAnotherPublishs() {
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        Path pod = dir.resolve("pods/a/mount");
+        host.publishing().publishFilesystem(image, staging, pod, false, List.of(), false);
+        assertCode(
+                () -> host.publishing().publishFilesystem(image, staging, pod, true, List.of(), false), Kind.CONFLICT);
+        assertThat(fake.at(pod).orElseThrow().readOnly()).isFalse();
+    }
+
+    @Test
     void publishBindsTheStagedMountAndEnforcesSingleWriter() {
         Path a = dir.resolve("pods/a/mount");
         Path b = dir.resolve("pods/b/mount");
