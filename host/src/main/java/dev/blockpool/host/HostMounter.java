@@ -7,6 +7,7 @@ import dev.blockpool.common.StorageException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -19,16 +20,31 @@ public final class HostMounter implements Mounter {
 
     private static final Logger log = LoggerFactory.getLogger(HostMounter.class);
 
+    /**
+     * How long an unmount that the kernel answers EBUSY is tried again: a reader in the target
+     * (a backup's walk, a stats tool, a shell that has it open) usually lets go within it.
+     */
+    static final Duration BUSY_RETRIES = Duration.ofSeconds(5);
+
+    private static final Duration FIRST_PAUSE = Duration.ofMillis(20);
+    private static final Duration LONGEST_PAUSE = Duration.ofMillis(500);
+
     private final MountCalls calls;
     private final MountTable table;
+    private final Duration busyRetries;
 
     public HostMounter(BlockingCalls blocking, MountTable table) {
-        this(new LinuxMountCalls(blocking), table);
+        this(new LinuxMountCalls(blocking), table, BUSY_RETRIES);
     }
 
     HostMounter(MountCalls calls, MountTable table) {
+        this(calls, table, BUSY_RETRIES);
+    }
+
+    HostMounter(MountCalls calls, MountTable table, Duration busyRetries) {
         this.calls = calls;
         this.table = table;
+        this.busyRetries = busyRetries;
     }
 
     @Override
@@ -105,6 +121,9 @@ public final class HostMounter implements Mounter {
         Path target = mount.mountPoint();
         log.debug("unmounting {} ({})", target, mount.source());
         int errno = calls.unmount(target, false);
+        if (errno == Libc.EBUSY && !corrupted) {
+            errno = unmountOnceFree(target);
+        }
         if (errno == 0 && alone) {
             return List.of(); // umount2 took the topmost mount there, which was the only one
         }
@@ -112,6 +131,14 @@ public final class HostMounter implements Mounter {
         if (errno != 0 && corrupted && isStill(mount, left)) {
             errno = calls.unmount(target, true);
             left = table.allAt(target);
+        }
+        if (isStill(mount, left) && errno == Libc.EBUSY) {
+            // Something on this node has a file open there, or its working directory: kubelet
+            // tries again, and once it lets go the unmount succeeds.
+            throw StorageException.busy(
+                    "%s is still mounted: target is busy (a process on this node has a file or its working "
+                            + "directory there) after %d s of tries; retry once it lets go",
+                    target, busyRetries.toSeconds());
         }
         if (isStill(mount, left)) {
             throw StorageException.internal(
@@ -122,6 +149,27 @@ public final class HostMounter implements Mounter {
                             : ": " + (errno == Libc.EBUSY ? "target is busy" : Libc.strerror(errno)));
         }
         return left;
+    }
+
+    /** umount2 tried again, with growing pauses, while the kernel says EBUSY and the time allows; the last errno. */
+    private int unmountOnceFree(Path target) {
+        long deadline = System.nanoTime() + busyRetries.toNanos();
+        Duration pause = FIRST_PAUSE;
+        int errno = Libc.EBUSY;
+        while (errno == Libc.EBUSY && System.nanoTime() < deadline) {
+            try {
+                Thread.sleep(Duration.ofNanos(Math.min(pause.toNanos(), Math.max(0, deadline - System.nanoTime()))));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return errno;
+            }
+            pause = pause.multipliedBy(2).compareTo(LONGEST_PAUSE) > 0 ? LONGEST_PAUSE : pause.multipliedBy(2);
+            errno = calls.unmount(target, false);
+        }
+        if (errno != Libc.EBUSY) {
+            log.info("{} was busy, and unmounted once it was not", target);
+        }
+        return errno;
     }
 
     /** The kernel recycles mount IDs at once, so the ID alone could name somebody else's new mount. */

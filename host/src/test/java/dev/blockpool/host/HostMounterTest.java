@@ -7,6 +7,7 @@ import dev.blockpool.common.FsType;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntSupplier;
@@ -122,11 +123,31 @@ class HostMounterTest {
     }
 
     @Test
-    void aBusyMountIsAnErrorAndNeverLazilyDetachedWhenHealthy() {
-        HostMounter mounter = new HostMounter(kernel(() -> Libc.EBUSY), table);
-        assertInternal(() -> mounter.unmount(mounts.getFirst(), false), "target is busy");
-        assertThat(calls).containsExactly("umount " + TARGET);
+    void aMountBusyForLongerThanTheRetriesIsBusyAndNeverLazilyDetachedWhenHealthy() {
+        HostMounter mounter = new HostMounter(kernel(() -> Libc.EBUSY), table, Duration.ofMillis(200));
+        assertThatThrownBy(() -> mounter.unmount(mounts.getFirst(), false))
+                .isInstanceOfSatisfying(StorageException.class, e -> {
+                    assertThat(e.kind()).isEqualTo(StorageException.Kind.BUSY);
+                    assertThat(e.getMessage()).contains("target is busy");
+                });
+        assertThat(calls).hasSizeGreaterThan(2).allMatch(("umount " + TARGET)::equals);
         assertThat(mounts).hasSize(1);
+    }
+
+    @Test
+    void aMountBusyForAMomentIsUnmountedOnceFree() {
+        HostMounter mounter = new HostMounter(
+                kernel(() -> {
+                    if (calls.size() < 3) {
+                        return Libc.EBUSY; // a reader in the target, for the first two tries
+                    }
+                    mounts.clear();
+                    return 0;
+                }),
+                table,
+                Duration.ofSeconds(5));
+        assertThat(mounter.unmount(mounts.getFirst(), false)).isEmpty();
+        assertThat(calls).containsExactly("umount " + TARGET, "umount " + TARGET, "umount " + TARGET);
     }
 
     @Test
@@ -189,8 +210,8 @@ class HostMounterTest {
                 () -> new HostMounter(kernel(() -> 0), table)
                         .unmountTop(List.of(mounts.getFirst(), mounts.getFirst()), false),
                 "still mounted");
-        assertInternal(
-                () -> new HostMounter(kernel(() -> Libc.EBUSY), table).unmountTop(List.copyOf(mounts), false),
-                "target is busy");
+        assertThatThrownBy(() -> new HostMounter(kernel(() -> Libc.EBUSY), table, Duration.ZERO)
+                        .unmountTop(List.copyOf(mounts), false))
+                .hasMessageContaining("target is busy");
     }
 }
