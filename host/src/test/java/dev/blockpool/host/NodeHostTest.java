@@ -228,6 +228,43 @@ class NodeHostTest {
         });
     }
 
+    /**
+     * A health look that read the mount table before an unpublish took its mount and released
+     * its device (a read-only raw block copy, detaching itself) reports nothing for that mount;
+     * a mount still there on a device going away is reported.
+     */
+    @Test
+    void aMountUnmountedSinceTheTableWasReadIsNoProblem() {
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        Path pod = dir.resolve("pod");
+        host.publishing().publishFilesystem(image, staging, pod, false, List.of(), false);
+        List<MountInfo> before = fake.mounts();
+        host.publishing().unpublish(image, pod);
+        fake.loops.replaceAll((name, l) -> new LoopDevice(
+                l.name(),
+                l.device(),
+                l.number(),
+                l.backingFile(),
+                l.backingFileId(),
+                Set.of(LoopDevice.Flag.AUTOCLEAR),
+                l.sizeBytes()));
+        MountTable readBefore = new MountTable() {
+            @Override
+            public List<MountInfo> mounts() {
+                return before;
+            }
+
+            @Override
+            public List<MountInfo> allAt(Path... mountPoints) {
+                return fake.allAt(mountPoints);
+            }
+        };
+        MountHealth health = new MountHealth(new LoopAttachments(fake, readBefore), readBefore, fake);
+        assertThat(health.problems(image, List.of()))
+                .singleElement()
+                .satisfies(p -> assertThat(p.message()).contains("in use at " + staging));
+    }
+
     @Test
     void neverAttachesASecondDeviceWhileADetachedOneStillHoldsTheImage() {
         host.staging().stageFilesystem(image, staging, ext4(false));
