@@ -26,7 +26,7 @@ import java.util.OptionalInt;
 /**
  * The Linux system calls the driver makes itself, through Java's foreign function API (no JNI
  * library to ship): opening a path (also without following any symlink), mount(2), umount2(2),
- * statx(2), fstatfs(2), mknod(2), flock(2), ioctl(2), getdents64(2). Each failure is an
+ * the new mount API's open_tree(2), mount_setattr(2) and move_mount(2), statx(2), fstatfs(2), mknod(2), flock(2), ioctl(2), getdents64(2). Each failure is an
  * {@link ErrnoException} that carries errno and says which call failed and the system's words
  * ("umount2: Device or resource busy"). A call that can hang on a dead filesystem is made through
  * {@link BlockingCalls}.
@@ -56,6 +56,7 @@ public final class Libc {
     public static final int O_NOFOLLOW = 0x20000;
     public static final int O_DIRECTORY = 0x10000;
     public static final int O_CLOEXEC = 0x80000;
+    public static final int EPERM = 1;
     public static final int ENOENT = 2;
     public static final int ENXIO = 6;
     public static final int EWOULDBLOCK = 11;
@@ -89,6 +90,20 @@ public final class Libc {
     public static final int MNT_DETACH = 2;
     public static final int UMOUNT_NOFOLLOW = 8;
 
+    /** mount_setattr(2)'s per-mount attributes (linux/mount.h). */
+    public static final long MOUNT_ATTR_RDONLY = 0x1;
+
+    public static final long MOUNT_ATTR_NOSUID = 0x2;
+    public static final long MOUNT_ATTR_NODEV = 0x4;
+    public static final long MOUNT_ATTR_NOEXEC = 0x8;
+    /** The access-time setting, one of the values below, cleared and set as a whole. */
+    public static final long MOUNT_ATTR__ATIME = 0x70;
+
+    public static final long MOUNT_ATTR_RELATIME = 0x0;
+    public static final long MOUNT_ATTR_NOATIME = 0x10;
+    public static final long MOUNT_ATTR_STRICTATIME = 0x20;
+    public static final long MOUNT_ATTR_NODIRATIME = 0x80;
+
     public static final int S_IFMT = 0xF000;
     public static final int S_IFCHR = 0x2000;
     public static final int S_IFDIR = 0x4000;
@@ -113,6 +128,14 @@ public final class Libc {
     private static final int SEEK_SET = 0;
     /** openat2's number is the same on every architecture (the unified syscall table). */
     private static final long SYS_OPENAT2 = 437;
+    /** The new mount API's numbers, also from the unified table (Linux 5.2; mount_setattr 5.12). */
+    private static final long SYS_OPEN_TREE = 428;
+
+    private static final long SYS_MOVE_MOUNT = 429;
+    private static final long SYS_MOUNT_SETATTR = 442;
+    private static final long OPEN_TREE_CLONE = 1;
+    private static final long MOVE_MOUNT_F_EMPTY_PATH = 0x4;
+    private static final long MOVE_MOUNT_T_EMPTY_PATH = 0x40;
 
     private static final Linker LINKER = Linker.nativeLinker();
     private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
@@ -451,6 +474,59 @@ public final class Libc {
     }
 
     /**
+     * open_tree(2) with OPEN_TREE_CLONE of the object behind {@code fd} (not recursive, as a
+     * bind without MS_REC): a descriptor of a detached copy of that mount, which nobody sees
+     * until {@link #moveMount} attaches it, and which closing the descriptor unmounts again.
+     * ENOSYS before Linux 5.2.
+     */
+    public static int openTreeClone(int fd) {
+        long tree = call(
+                "open_tree",
+                call -> call.check((long) MountApi.THREE.invokeExact(
+                        call.state(),
+                        SYS_OPEN_TREE,
+                        (long) fd,
+                        call.string(""),
+                        OPEN_TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH)));
+        return (int) tree;
+    }
+
+    /**
+     * mount_setattr(2) of the mount behind {@code fd} alone (not its children): sets the
+     * attributes {@code set} and clears {@code clear} (MOUNT_ATTR_*) in one step. ENOSYS before
+     * Linux 5.12.
+     */
+    public static void mountSetattr(int fd, long set, long clear) {
+        call("mount_setattr", call -> {
+            MemorySegment attr = call.arena().allocate(MountApi.MOUNT_ATTR);
+            MountApi.ATTR_SET.set(attr, set);
+            MountApi.ATTR_CLR.set(attr, clear);
+            return call.check((long) MountApi.FIVE.invokeExact(
+                    call.state(),
+                    SYS_MOUNT_SETATTR,
+                    (long) fd,
+                    call.string(""),
+                    (long) AT_EMPTY_PATH,
+                    attr,
+                    attr.byteSize()));
+        });
+    }
+
+    /** move_mount(2) of the detached mount behind {@code from} onto the object behind {@code to}. */
+    public static void moveMount(int from, int to) {
+        call(
+                "move_mount",
+                call -> call.check((long) MountApi.FIVE.invokeExact(
+                        call.state(),
+                        SYS_MOVE_MOUNT,
+                        (long) from,
+                        call.string(""),
+                        (long) to,
+                        call.string(""),
+                        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)));
+    }
+
+    /**
      * Makes every call once, each failing harmlessly (an empty path, a request no descriptor
      * knows): the first call of each C function binds and links it, which would otherwise fall
      * on the first requests a node serves (docs/performance.md, "The first calls after a start").
@@ -473,6 +549,8 @@ public final class Libc {
         }
         ignore(() -> mount(null, "", null, 0, null));
         ignore(() -> umount2("", UMOUNT_NOFOLLOW));
+        ignore(() -> openTreeClone(-1));
+        ignore(() -> mountSetattr(-1, 0, 0));
         ignore(() -> mknodBlock("", 0, 0, 0));
         strerror(ENOENT);
     }
@@ -698,6 +776,28 @@ public final class Libc {
     private static final class Mount {
         static final MethodHandle HANDLE =
                 bind("mount", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS), -1);
+    }
+
+    /** The new mount API through syscall(2), which older C libraries do not wrap. */
+    private static final class MountApi {
+        /** syscall(nr, int, const char *, unsigned): open_tree. */
+        static final MethodHandle THREE =
+                bind("syscall", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG), 1);
+        /** syscall(nr, int, const char *, long, void *, long): mount_setattr and move_mount. */
+        static final MethodHandle FIVE = bind(
+                "syscall",
+                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG),
+                1);
+        /** struct mount_attr (linux/mount.h). */
+        static final StructLayout MOUNT_ATTR = MemoryLayout.structLayout(
+                        JAVA_LONG.withName("attr_set"),
+                        JAVA_LONG.withName("attr_clr"),
+                        JAVA_LONG.withName("propagation"),
+                        JAVA_LONG.withName("userns_fd"))
+                .withName("mount_attr");
+
+        static final VarHandle ATTR_SET = field(MOUNT_ATTR, "attr_set");
+        static final VarHandle ATTR_CLR = field(MOUNT_ATTR, "attr_clr");
     }
 
     private static final class Umount2 {

@@ -47,6 +47,48 @@ class OperationLocksTest {
         assertThat(locks.withLock(() -> "free", "vol-2")).isEqualTo("free");
     }
 
+    @Test
+    void sharedHoldsOfDifferentPartsRunTogetherAndExcludeTheExclusiveSide() {
+        String answer = locks.withShared(
+                () -> {
+                    assertThat(locks.withShared(() -> "other target", "vol-1", "/pods/b"))
+                            .isEqualTo("other target");
+                    assertBusy(() -> locks.withShared(() -> "same target", "vol-1", "/pods/a"));
+                    assertBusy(() -> locks.withLock(() -> "stage", "vol-1"));
+                    assertThat(locks.withLock(() -> "other volume", "vol-2")).isEqualTo("other volume");
+                    return "first";
+                },
+                "vol-1",
+                "/pods/a");
+        assertThat(answer).isEqualTo("first");
+        assertThat(locks.withLock(() -> "stage", "vol-1")).isEqualTo("stage");
+        locks.withLock(
+                () -> {
+                    assertBusy(() -> locks.withShared(() -> "publish", "vol-1", "/pods/a"));
+                    return null;
+                },
+                "vol-1");
+        assertThat(locks.withShared(() -> "publish", "vol-1", "/pods/a")).isEqualTo("publish");
+    }
+
+    @Test
+    void aSharedHoldThatFailsInsideIsReleased() {
+        assertThatThrownBy(() -> locks.withShared(
+                        () -> {
+                            throw new IllegalStateException("failed");
+                        },
+                        "vol-1",
+                        "/pods/a"))
+                .hasMessage("failed");
+        assertThat(locks.withLock(() -> "stage", "vol-1")).isEqualTo("stage");
+    }
+
+    private static void assertBusy(Runnable call) {
+        assertThatThrownBy(call::run)
+                .isInstanceOfSatisfying(
+                        StorageException.class, e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.BUSY));
+    }
+
     private static void await(CountDownLatch latch) {
         try {
             latch.await();

@@ -13,8 +13,27 @@ import java.time.Duration;
  * {@link BlockingCalls}. A bind mount, and a change of a bind's flags, only copy or change a
  * mount of what is mounted already and read nothing from its filesystem: they are made on the
  * calling thread, which spares a publish two hand-offs between threads.
+ *
+ * <p>A bind with flags (a read-only publish) is one clone of the source's mount, given its
+ * flags while detached and then moved into place, where the kernel has the new mount API
+ * (Linux 5.12); before it, a bind and a remount, which a kill between the two leaves read-write:
+ * the publish's repeat then sets the flags (docs/architecture.md, "The node").
  */
 final class LinuxMountCalls implements MountCalls {
+
+    /** Whether the kernel has mount_setattr(2), and so open_tree(2) and move_mount(2): asked once. */
+    private static final class NewMountApi {
+        static final boolean PRESENT = present();
+
+        private static boolean present() {
+            try {
+                Libc.mountSetattr(-1, 0, 0);
+                return true; // cannot succeed on no descriptor; a kernel that has the call says EBADF
+            } catch (Libc.ErrnoException e) {
+                return e.errno() != Libc.ENOSYS && e.errno() != Libc.EPERM;
+            }
+        }
+    }
 
     /** A mount may replay a journal and an unmount writes back what is dirty: minutes on a slow pool, yet bounded. */
     private static final Duration DEADLINE = Duration.ofMinutes(5);
@@ -63,6 +82,54 @@ final class LinuxMountCalls implements MountCalls {
                 Libc.close(sourceFd);
             }
         }
+    }
+
+    @Override
+    public boolean atomicBinds() {
+        return NewMountApi.PRESENT;
+    }
+
+    @Override
+    public void bindWithFlags(String source, Path target, TargetKind kind, long flags) {
+        int sourceFd = open(Path.of(source), null);
+        try {
+            int targetFd = open(target, kind);
+            try {
+                int tree = Libc.openTreeClone(sourceFd);
+                try {
+                    Libc.mountSetattr(tree, attributes(flags), (flags & ATIME_FLAGS) != 0 ? Libc.MOUNT_ATTR__ATIME : 0);
+                    Libc.moveMount(tree, targetFd);
+                } finally {
+                    Libc.close(tree); // once moved, the mount stays; a copy never moved is dropped with it
+                }
+            } catch (Libc.ErrnoException e) {
+                throw StorageException.internal("cannot bind %s at %s: %s", source, target, e.getMessage());
+            } finally {
+                Libc.close(targetFd);
+            }
+        } finally {
+            Libc.close(sourceFd);
+        }
+    }
+
+    private static final long ATIME_FLAGS = Libc.MS_NOATIME | Libc.MS_STRICTATIME | Libc.MS_RELATIME;
+
+    /** mount(2)'s per-mount flags as mount_setattr(2)'s attributes. */
+    static long attributes(long flags) {
+        long attributes = 0;
+        attributes |= (flags & Libc.MS_RDONLY) != 0 ? Libc.MOUNT_ATTR_RDONLY : 0;
+        attributes |= (flags & Libc.MS_NOSUID) != 0 ? Libc.MOUNT_ATTR_NOSUID : 0;
+        attributes |= (flags & Libc.MS_NODEV) != 0 ? Libc.MOUNT_ATTR_NODEV : 0;
+        attributes |= (flags & Libc.MS_NOEXEC) != 0 ? Libc.MOUNT_ATTR_NOEXEC : 0;
+        attributes |= (flags & Libc.MS_NODIRATIME) != 0 ? Libc.MOUNT_ATTR_NODIRATIME : 0;
+        if ((flags & Libc.MS_NOATIME) != 0) {
+            attributes |= Libc.MOUNT_ATTR_NOATIME;
+        } else if ((flags & Libc.MS_STRICTATIME) != 0) {
+            attributes |= Libc.MOUNT_ATTR_STRICTATIME;
+        } else if ((flags & Libc.MS_RELATIME) != 0) {
+            attributes |= Libc.MOUNT_ATTR_RELATIME;
+        }
+        return attributes;
     }
 
     @Override

@@ -23,6 +23,20 @@ interface MountCalls {
      */
     void mount(String source, Path target, TargetKind kind, String type, long flags, String data);
 
+    /**
+     * Whether {@link #bindWithFlags} can make a bind with its flags in one step: the kernel has
+     * the new mount API (open_tree, mount_setattr and move_mount; Linux 5.12).
+     */
+    boolean atomicBinds();
+
+    /**
+     * A bind of {@code source} onto the {@code kind} at {@code target} that is mounted with its
+     * per-mount {@code flags} (MS_RDONLY, MS_NOSUID, ...) from the start: a copy of the source's
+     * mount is made detached, given its flags, and only then attached, so no caller, and no kill
+     * between the steps, ever sees the bind without them. Only where {@link #atomicBinds}.
+     */
+    void bindWithFlags(String source, Path target, TargetKind kind, long flags);
+
     /** Changes the per-mount flags of the bind mount at {@code target}. */
     void remountBind(Path target, TargetKind kind, long flags);
 

@@ -43,6 +43,12 @@ public final class MountHealth {
             if (owner == MountOwner.OTHER) {
                 continue;
             }
+            boolean gone = owner == MountOwner.BROKEN
+                    || device.isEmpty()
+                    || (!device.get().backingFileDeleted() && device.get().autoclear());
+            if (gone && !stillMounted(mount)) {
+                continue; // unmounted since the table was read (an unpublish, which releases its device)
+            }
             if (owner == MountOwner.BROKEN || device.isEmpty()) {
                 problems.add(HealthProblem.inaccessible(
                         "LoopDeviceDetached", "the loop device behind " + mount.mountPoint() + " is gone"));
@@ -64,6 +70,16 @@ public final class MountHealth {
             }
         }
         return problems;
+    }
+
+    /**
+     * Whether the mount is still where the table listed it: an unpublish of a read-only raw block
+     * target unmounts it and then detaches its own read-only device, so a device found gone or
+     * going behind a mount read before is only a problem while that mount is there.
+     */
+    private boolean stillMounted(MountInfo mount) {
+        return table.allAt(mount.mountPoint()).stream()
+                .anyMatch(m -> m.mountId() == mount.mountId() && m.device().equals(mount.device()));
     }
 
     private List<HealthProblem> filesystem(MountInfo mount, LoopDevice loop) {

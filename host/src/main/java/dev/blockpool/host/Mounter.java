@@ -17,6 +17,17 @@ public interface Mounter {
     void bind(Path source, Path target, boolean readOnly, List<String> options);
 
     /**
+     * Whether {@link #bind} mounts a bind with its flags in one step, so that no bind of it is
+     * ever seen, or left by a kill, without them (the new mount API, Linux 5.12). Where not, a
+     * bind and a remount: a kill between them leaves the bind read-write, which a repeat of the
+     * publish repairs with {@link #setBindFlags}.
+     */
+    boolean bindsAtomically();
+
+    /** Sets the per-mount flags of the bind at {@code target}, read-only when asked. */
+    void setBindFlags(Path target, boolean readOnly, List<String> options);
+
+    /**
      * Unmounts {@code mount}, the topmost at its mount point as the caller just read the table,
      * and checks the table that it is gone; returns what is still mounted there, read afresh. A
      * busy mount is an error, never success. {@code corrupted} allows a lazy unmount as a last

@@ -7,6 +7,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * NodePublish and NodeUnpublish on the host: a staged filesystem is bind-mounted into the pod's
@@ -14,6 +16,8 @@ import java.util.Optional;
  * volume's filesystem is mounted straight at its target.
  */
 public final class Publishing {
+
+    private static final Logger log = LoggerFactory.getLogger(Publishing.class);
 
     private final LoopAttachments loops;
     private final SafeFormatAndMount formatAndMount;
@@ -40,7 +44,7 @@ public final class Publishing {
             if (!existing.get().device().equals(staged.device())) {
                 throw StorageException.conflict("%s already has another filesystem mounted", target);
             }
-            MountPoints.requireSameReadOnly(existing.get(), readOnly, target);
+            requireOrRepairBind(existing.get(), target, readOnly, MountOptions.forBind(flags));
             return;
         }
         if (singleWriter) {
@@ -120,10 +124,32 @@ public final class Publishing {
         if (bound.isEmpty()) {
             throw StorageException.conflict("%s already has another device or filesystem mounted", target);
         }
-        MountPoints.requireSameReadOnly(mount, readOnly, target);
+        requireOrRepairBind(mount, target, readOnly, List.of());
         if (readOnly && !bound.get().readOnly()) {
             throw StorageException.conflict("%s is a writable device of the volume, not a read-only one", target);
         }
+    }
+
+    /**
+     * A repeated publish finds the volume's bind at its target. Where a bind and its flags are
+     * two steps ({@link Mounter#bindsAtomically}), a kill between them leaves the bind without
+     * its flags: read-write where read-only was asked, or without nosuid and the like; the
+     * repeat sets them, since no pod was given the target before its publish succeeded. Where
+     * they are one step, no bind is ever left without its flags, and a read-write bind where
+     * read-only is asked is another publish's: ALREADY_EXISTS.
+     */
+    private void requireOrRepairBind(MountInfo mount, Path target, boolean readOnly, List<String> options) {
+        boolean repairable = !mounter.bindsAtomically() && (readOnly || !mount.readOnly());
+        if (repairable && ((readOnly && !mount.readOnly()) || !options.isEmpty())) {
+            log.warn(
+                    "{} is bound {}: the flags asked ({}) are set now",
+                    target,
+                    mount.readOnly() ? "read-only" : "read-write",
+                    readOnly ? "read-only" + (options.isEmpty() ? "" : ", " + String.join(",", options)) : options);
+            mounter.setBindFlags(target, readOnly, options);
+            return;
+        }
+        MountPoints.requireSameReadOnly(mount, readOnly, target);
     }
 
     private static void requireNoOtherPublish(List<MountInfo> mounts, List<Path> allowed) {

@@ -191,6 +191,34 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
                 List.of("rw")));
     }
 
+    /** Whether a bind and its flags are one step, as with the new mount API; else two, as mount(2) makes them. */
+    public boolean atomicBinds = true;
+
+    @Override
+    public boolean bindsAtomically() {
+        return atomicBinds;
+    }
+
+    @Override
+    public void setBindFlags(Path target, boolean readOnly, List<String> options) {
+        MountInfo bind = at(target).orElseThrow();
+        log.add("set flags " + target.getFileName() + (readOnly ? " ro" : "")
+                + (options.isEmpty() ? "" : " " + options));
+        mounts.set(
+                mounts.indexOf(bind),
+                new MountInfo(
+                        bind.mountId(),
+                        bind.parentId(),
+                        bind.device(),
+                        bind.root(),
+                        bind.mountPoint(),
+                        readOnly ? List.of("ro") : List.of("rw"),
+                        bind.optionalFields(),
+                        bind.fsType(),
+                        bind.source(),
+                        bind.superOptions()));
+    }
+
     @Override
     public List<MountInfo> unmount(MountInfo mount, boolean corrupted) {
         log.add("umount " + mount.mountPoint().getFileName());

@@ -7,6 +7,7 @@ import dev.blockpool.common.FsType;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntSupplier;
@@ -33,7 +34,22 @@ class HostMounterTest {
 
     /** Kernel calls that are recorded; unmount answers what {@code unmountResult} says. */
     private MountCalls kernel(IntSupplier unmountResult) {
+        return kernel(unmountResult, false);
+    }
+
+    /** {@code newMountApi}: the kernel has open_tree, mount_setattr and move_mount. */
+    private MountCalls kernel(IntSupplier unmountResult, boolean newMountApi) {
         return new MountCalls() {
+            @Override
+            public boolean atomicBinds() {
+                return newMountApi;
+            }
+
+            @Override
+            public void bindWithFlags(String source, Path target, TargetKind kind, long flags) {
+                calls.add("bind %s %s %s flags=%d".formatted(source, target, kind, flags));
+            }
+
             @Override
             public void mount(String source, Path target, TargetKind kind, String type, long flags, String data) {
                 calls.add("mount %s %s %s %s flags=%d data=%s".formatted(source, target, kind, type, flags, data));
@@ -83,11 +99,55 @@ class HostMounterTest {
     }
 
     @Test
-    void aBusyMountIsAnErrorAndNeverLazilyDetachedWhenHealthy() {
-        HostMounter mounter = new HostMounter(kernel(() -> Libc.EBUSY), table);
-        assertInternal(() -> mounter.unmount(mounts.getFirst(), false), "target is busy");
-        assertThat(calls).containsExactly("umount " + TARGET);
+    void aReadOnlyBindIsOneStepWhereTheKernelHasTheNewMountApi() {
+        HostMounter mounter = new HostMounter(kernel(() -> 0, true), table);
+        assertThat(mounter.bindsAtomically()).isTrue();
+        mounter.bind(Path.of("/no/such/staging"), TARGET, true, List.of("nosuid"));
+        mounter.bind(Path.of("/no/such/staging"), TARGET, false, List.of());
+        assertThat(calls)
+                .containsExactly(
+                        "bind /no/such/staging " + TARGET + " FILE flags=" + (Libc.MS_NOSUID | Libc.MS_RDONLY),
+                        "mount /no/such/staging " + TARGET + " FILE null flags=" + Libc.MS_BIND + " data=null");
+    }
+
+    @Test
+    void theMountFlagsBecomeTheNewMountApisAttributes() {
+        assertThat(LinuxMountCalls.attributes(Libc.MS_RDONLY | Libc.MS_NOSUID | Libc.MS_NODEV | Libc.MS_NOEXEC))
+                .isEqualTo(Libc.MOUNT_ATTR_RDONLY
+                        | Libc.MOUNT_ATTR_NOSUID
+                        | Libc.MOUNT_ATTR_NODEV
+                        | Libc.MOUNT_ATTR_NOEXEC);
+        assertThat(LinuxMountCalls.attributes(Libc.MS_NOATIME | Libc.MS_NODIRATIME))
+                .isEqualTo(Libc.MOUNT_ATTR_NOATIME | Libc.MOUNT_ATTR_NODIRATIME);
+        assertThat(LinuxMountCalls.attributes(Libc.MS_STRICTATIME)).isEqualTo(Libc.MOUNT_ATTR_STRICTATIME);
+    }
+
+    @Test
+    void aMountBusyForLongerThanTheRetriesIsBusyAndNeverLazilyDetachedWhenHealthy() {
+        HostMounter mounter = new HostMounter(kernel(() -> Libc.EBUSY), table, Duration.ofMillis(200));
+        assertThatThrownBy(() -> mounter.unmount(mounts.getFirst(), false))
+                .isInstanceOfSatisfying(StorageException.class, e -> {
+                    assertThat(e.kind()).isEqualTo(StorageException.Kind.BUSY);
+                    assertThat(e.getMessage()).contains("target is busy");
+                });
+        assertThat(calls).hasSizeGreaterThan(2).allMatch(("umount " + TARGET)::equals);
         assertThat(mounts).hasSize(1);
+    }
+
+    @Test
+    void aMountBusyForAMomentIsUnmountedOnceFree() {
+        HostMounter mounter = new HostMounter(
+                kernel(() -> {
+                    if (calls.size() < 3) {
+                        return Libc.EBUSY; // a reader in the target, for the first two tries
+                    }
+                    mounts.clear();
+                    return 0;
+                }),
+                table,
+                Duration.ofSeconds(5));
+        assertThat(mounter.unmount(mounts.getFirst(), false)).isEmpty();
+        assertThat(calls).containsExactly("umount " + TARGET, "umount " + TARGET, "umount " + TARGET);
     }
 
     @Test
@@ -150,8 +210,8 @@ class HostMounterTest {
                 () -> new HostMounter(kernel(() -> 0), table)
                         .unmountTop(List.of(mounts.getFirst(), mounts.getFirst()), false),
                 "still mounted");
-        assertInternal(
-                () -> new HostMounter(kernel(() -> Libc.EBUSY), table).unmountTop(List.copyOf(mounts), false),
-                "target is busy");
+        assertThatThrownBy(() -> new HostMounter(kernel(() -> Libc.EBUSY), table, Duration.ZERO)
+                        .unmountTop(List.copyOf(mounts), false))
+                .hasMessageContaining("target is busy");
     }
 }

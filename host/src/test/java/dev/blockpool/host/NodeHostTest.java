@@ -125,6 +125,31 @@ class NodeHostTest {
     }
 
     @Test
+    void aReadOnlyPublishAKillLeftReadWriteIsRepairedByItsRepeatWhereBindsAreTwoSteps() {
+        fake.atomicBinds = false;
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        Path pod = dir.resolve("pods/a/mount");
+        fake.bind(staging, pod, false, List.of()); // the bind's first step; killed before its remount
+        host.publishing().publishFilesystem(image, staging, pod, true, List.of("nosuid"), false);
+        assertThat(fake.at(pod).orElseThrow().readOnly()).isTrue();
+        assertThat(fake.log).endsWith("set flags mount ro [nosuid]");
+        host.publishing().publishFilesystem(image, staging, pod, true, List.of(), false); // and again: as asked
+        assertThat(fake.at(pod).orElseThrow().readOnly()).isTrue();
+        assertCode(
+                () -> host.publishing().publishFilesystem(image, staging, pod, false, List.of(), false), Kind.CONFLICT);
+    }
+
+    @Test
+    void whereBindsAreOneStepAReadWriteBindWhereReadOnlyIsAskedIsAnotherPublishs() {
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        Path pod = dir.resolve("pods/a/mount");
+        host.publishing().publishFilesystem(image, staging, pod, false, List.of(), false);
+        assertCode(
+                () -> host.publishing().publishFilesystem(image, staging, pod, true, List.of(), false), Kind.CONFLICT);
+        assertThat(fake.at(pod).orElseThrow().readOnly()).isFalse();
+    }
+
+    @Test
     void publishBindsTheStagedMountAndEnforcesSingleWriter() {
         Path a = dir.resolve("pods/a/mount");
         Path b = dir.resolve("pods/b/mount");
@@ -201,6 +226,43 @@ class NodeHostTest {
             assertThat(p.severity()).isEqualTo(HealthProblem.Severity.DEGRADED);
             assertThat(p.message()).contains("2 error(s)", "e2fsck -p").doesNotContain(" in :");
         });
+    }
+
+    /**
+     * A health look that read the mount table before an unpublish took its mount and released
+     * its device (a read-only raw block copy, detaching itself) reports nothing for that mount;
+     * a mount still there on a device going away is reported.
+     */
+    @Test
+    void aMountUnmountedSinceTheTableWasReadIsNoProblem() {
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        Path pod = dir.resolve("pod");
+        host.publishing().publishFilesystem(image, staging, pod, false, List.of(), false);
+        List<MountInfo> before = fake.mounts();
+        host.publishing().unpublish(image, pod);
+        fake.loops.replaceAll((name, l) -> new LoopDevice(
+                l.name(),
+                l.device(),
+                l.number(),
+                l.backingFile(),
+                l.backingFileId(),
+                Set.of(LoopDevice.Flag.AUTOCLEAR),
+                l.sizeBytes()));
+        MountTable readBefore = new MountTable() {
+            @Override
+            public List<MountInfo> mounts() {
+                return before;
+            }
+
+            @Override
+            public List<MountInfo> allAt(Path... mountPoints) {
+                return fake.allAt(mountPoints);
+            }
+        };
+        MountHealth health = new MountHealth(new LoopAttachments(fake, readBefore), readBefore, fake);
+        assertThat(health.problems(image, List.of()))
+                .singleElement()
+                .satisfies(p -> assertThat(p.message()).contains("in use at " + staging));
     }
 
     @Test

@@ -149,7 +149,10 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                             + "never the node's staging path, nor inside it",
                     target, staging);
         }
-        UnaryReply.send(response, locked(volumeId, () -> {
+        // SINGLE_NODE_SINGLE_WRITER checks the volume's other publishes and a raw block publish
+        // may share a read-only loop device with them: those have the volume to themselves.
+        boolean alone = capability.singleWriter() || capability.block();
+        UnaryReply.send(response, publishing(volumeId, target, alone, () -> {
             NodeVolume volume = existing(volumeId);
             MountRequests.requireServable(capability, volume);
             if (capability.block()) {
@@ -206,7 +209,10 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             NodeUnpublishVolumeRequest request, StreamObserver<NodeUnpublishVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Path target = kubeletPath("target_path", request.getTargetPath());
-        UnaryReply.send(response, locked(volumeId, () -> {
+        // An inline volume goes with its publish; a raw block target may release a read-only
+        // loop device another publish would reuse: those have the volume to themselves.
+        boolean alone = !volumes.isVolumeId(volumeId) || PathState.of(target) instanceof PathState.File;
+        UnaryReply.send(response, publishing(volumeId, target, alone, () -> {
             // A volume of the pool is unpublished without reading its record: its image follows
             // from its ID, and a pool that does not answer then does not hold up a pod's teardown.
             // Only an inline volume's handle is looked up.
@@ -352,6 +358,15 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
 
     private <T> T locked(String volumeId, Supplier<T> work) {
         return locks.withLock(work, volumeId);
+    }
+
+    /**
+     * A publish or unpublish at {@code target}: the volume shared with those at its other
+     * targets (a volume's pods start and stop together), the target alone; stage, unstage and
+     * expansion have the volume to themselves. {@code alone}: this one has too.
+     */
+    private <T> T publishing(String volumeId, Path target, boolean alone, Supplier<T> work) {
+        return alone ? locked(volumeId, work) : locks.withShared(work, volumeId, target.toString());
     }
 
     /** A staging or target path from kubelet, as the mount table will list it, once it is one the node may use. */

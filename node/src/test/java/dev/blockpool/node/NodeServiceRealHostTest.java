@@ -363,9 +363,12 @@ class NodeServiceRealHostTest {
         unstage(volume);
     }
 
-    /** EBUSY is an error, never success: the mount stays until the file is closed. */
+    /**
+     * EBUSY is never success: the mount stays until the file is closed, and the unpublish is
+     * ABORTED, which kubelet retries, after it tried for a while.
+     */
     @Test
-    void unpublishFailsWhileAFileIsOpenInTheTargetThenSucceeds() throws IOException {
+    void unpublishIsAbortedWhileAFileIsOpenInTheTargetThenSucceeds() throws IOException {
         Volume volume = createVolume("busy", 64 * MiB, "ext4", AccessType.MOUNT);
         Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
         Path target = target("busy");
@@ -373,7 +376,7 @@ class NodeServiceRealHostTest {
         publish(volume, target, capability, false);
         try (FileChannel open =
                 FileChannel.open(target.resolve("held"), StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
-            assertCode(() -> unpublish(volume.id(), target), Status.Code.INTERNAL);
+            assertCode(() -> unpublish(volume.id(), target), Status.Code.ABORTED);
             assertMountedOnce(target);
             assertThat(open.isOpen()).isTrue();
         }
@@ -382,6 +385,35 @@ class NodeServiceRealHostTest {
         unstage(volume);
         assertThat(RealHost.mountsUnder(dir)).isEmpty();
         assertThat(RealHost.loopsUnder(dir)).isEmpty();
+    }
+
+    /** A reader that lets go within the unpublish's tries does not fail it. */
+    @Test
+    void unpublishWaitsOutAReaderThatLetsGo() throws Exception {
+        Volume volume = createVolume("reader", 64 * MiB, "ext4", AccessType.MOUNT);
+        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Path target = target("reader");
+        stage(volume, capability);
+        publish(volume, target, capability, false);
+        Files.writeString(target.resolve("read"), "data");
+        FileChannel open = FileChannel.open(target.resolve("read"), StandardOpenOption.READ);
+        Thread reader = Thread.ofPlatform().start(() -> {
+            try {
+                Thread.sleep(500);
+                open.close();
+            } catch (IOException | InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        try {
+            unpublish(volume.id(), target);
+        } finally {
+            reader.join();
+            open.close();
+        }
+        assertThat(target).doesNotExist();
+        unstage(volume);
+        assertThat(RealHost.mountsUnder(dir)).isEmpty();
     }
 
     @ParameterizedTest(name = "{0}")

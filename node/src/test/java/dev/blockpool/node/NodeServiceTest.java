@@ -436,6 +436,45 @@ class NodeServiceTest {
     }
 
     @Test
+    void publishesAtOtherTargetsRunBesideOneInProgressAndOnlyStagingWaits() {
+        Csi.VolumeCapability many = mount(Mode.SINGLE_NODE_MULTI_WRITER);
+        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId("vol-1")
+                .setStagingTargetPath(staging())
+                .setVolumeCapability(many)
+                .build());
+        Csi.NodePublishVolumeRequest.Builder publish = Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId("vol-1")
+                .setStagingTargetPath(staging())
+                .setVolumeCapability(many);
+        String first = dir.resolve("pods/a/volume").toString();
+        String second = dir.resolve("pods/b/volume").toString();
+        locks.withShared(
+                () -> { // a publish at the first target is in progress
+                    node.nodePublishVolume(publish.setTargetPath(second).build());
+                    node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
+                            .setVolumeId("vol-1")
+                            .setTargetPath(second)
+                            .build());
+                    assertCode(
+                            () -> node.nodePublishVolume(
+                                    publish.setTargetPath(first).build()),
+                            Status.Code.ABORTED);
+                    assertCode(
+                            () -> node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
+                                    .setVolumeId("vol-1")
+                                    .setStagingTargetPath(staging())
+                                    .build()),
+                            Status.Code.ABORTED);
+                    return null;
+                },
+                "vol-1",
+                dir.resolve("pods/a/volume").toString());
+        node.nodePublishVolume(publish.setTargetPath(first).build());
+        assertThat(fake.log.stream().filter(s -> s.startsWith("bind"))).containsExactly("bind volume", "bind volume");
+    }
+
+    @Test
     void volumeHealthNeedsAKnownVolumeAndAbsolutePaths() {
         assertCode(
                 () -> node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.getDefaultInstance()),

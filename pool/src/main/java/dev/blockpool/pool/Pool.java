@@ -49,7 +49,7 @@ public final class Pool {
         this.nodes = new Nodes(root.resolve("nodes"));
         this.attachments = new Attachments(volumes, nodes, recordLock, new AttachmentIndex(root));
         this.controllerClaim = new ControllerClaim(root, clock);
-        this.health = new PoolHealth(root, volumes, blocking);
+        this.health = new PoolHealth(root, volumes, blocking, clock, settleTime);
     }
 
     /**

@@ -11,6 +11,8 @@ import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -33,11 +35,19 @@ public final class PoolHealth {
     private final Path root;
     private final Volumes volumes;
     private final BlockingCalls blocking;
+    private final Clock clock;
+    private final Duration settleTime;
 
-    PoolHealth(Path root, Volumes volumes, BlockingCalls blocking) {
+    /**
+     * {@code settleTime}: how long an image longer than its record may be an expansion in
+     * progress, or one interrupted that the resizer's retry completes, rather than a problem.
+     */
+    PoolHealth(Path root, Volumes volumes, BlockingCalls blocking, Clock clock, Duration settleTime) {
         this.root = root;
         this.volumes = volumes;
         this.blocking = blocking;
+        this.clock = clock;
+        this.settleTime = settleTime;
     }
 
     /** A volume's problems; empty when none is known. */
@@ -146,6 +156,20 @@ public final class PoolHealth {
         return Optional.of(new VolumeHealth(volumeId, problems));
     }
 
+    /**
+     * Whether an image longer than the record read is an expansion's: it grows the image first
+     * and its record after, so a record read before it may be older than the image, and a kill
+     * between the two leaves the image longer until the resizer's retry. The record is read again,
+     * and an image changed within the settle time is an expansion still under way.
+     */
+    private boolean growing(Volume read, BasicFileAttributes image) {
+        Optional<Volume> now = volumes.find(read.id());
+        if (now.isPresent() && now.get().capacityBytes() >= image.size()) {
+            return true;
+        }
+        return image.lastModifiedTime().toInstant().isAfter(clock.instant().minus(settleTime));
+    }
+
     /** Whether the image still matches its metadata. */
     private List<HealthProblem> image(Volume volume) {
         Path image = volumes.imagePath(volume.id());
@@ -167,6 +191,9 @@ public final class PoolHealth {
                     "ImageTruncated",
                     "image file " + image + " is " + size + " bytes, expected " + volume.capacityBytes()
                             + ": its tail is lost"));
+        }
+        if (size > volume.capacityBytes() && growing(volume, attributes)) {
+            return List.of();
         }
         if (size > volume.capacityBytes()) {
             return List.of(HealthProblem.degraded(
