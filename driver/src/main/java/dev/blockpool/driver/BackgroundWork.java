@@ -23,6 +23,8 @@ import org.slf4j.LoggerFactory;
 final class BackgroundWork {
 
     private static final Logger log = LoggerFactory.getLogger(BackgroundWork.class);
+    /** Logged at info once a reconcile of the pool has run to its end: what a watcher of the log waits for. */
+    static final String RECONCILE_DONE = "pool reconcile done";
     /** How long a stop waits for a step that the interrupt ended, once the grace period is spent. */
     private static final Duration AFTER_INTERRUPT = Duration.ofSeconds(5);
 
@@ -64,6 +66,7 @@ final class BackgroundWork {
                     }
                 }
                 checked.before("done");
+                log.info(RECONCILE_DONE);
             } catch (CancellationException e) {
                 log.info("pool reconcile ended early: {}", e.getMessage());
             } catch (RuntimeException e) {

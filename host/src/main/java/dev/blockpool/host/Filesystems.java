@@ -6,7 +6,7 @@ import java.nio.file.Path;
 import java.time.Instant;
 import java.util.Optional;
 
-/** Filesystems on block devices: probe, format, check, grow, and measure. */
+/** Filesystems on block devices: probe, format, check, grow (mounted or not), and measure. */
 public interface Filesystems {
 
     /** What is on the device; throws when the probe itself failed (never "empty" on doubt). */
@@ -21,8 +21,19 @@ public interface Filesystems {
      */
     void check(Path device, FsType type);
 
-    /** Grows a mounted filesystem to the size of its device. */
-    void growMounted(Path device, Path mountPoint, FsType type);
+    /**
+     * Grows a mounted filesystem to the size of its device. Returns false, having changed
+     * nothing, when the kernel refuses this process the online growth of an ext4 filesystem
+     * (it needs CAP_SYS_RESOURCE): {@link #growUnmounted} grows it at its next stage.
+     */
+    boolean growMounted(Path device, Path mountPoint, FsType type);
+
+    /**
+     * Grows the unmounted filesystem on {@code device} to the device's size when one more of its
+     * blocks fits there: ext4 is checked in full (e2fsck -f -p) and grown (resize2fs); xfs, which
+     * grows only while mounted, is left as it is. Returns whether it grew it.
+     */
+    boolean growUnmounted(LoopDevice device, FsType type);
 
     /**
      * Bytes and inodes of the filesystem mounted at {@code path}, which must be one of this

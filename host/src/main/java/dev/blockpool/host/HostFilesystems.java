@@ -127,7 +127,7 @@ public final class HostFilesystems implements Filesystems {
     }
 
     @Override
-    public void growMounted(Path device, Path mountPoint, FsType type) {
+    public boolean growMounted(Path device, Path mountPoint, FsType type) {
         List<String> command = switch (type) {
             case EXT4 -> List.of("resize2fs", device.toString());
             case XFS -> List.of("xfs_growfs", mountPoint.toString());
@@ -135,14 +135,58 @@ public final class HostFilesystems implements Filesystems {
         tools.require(command.getFirst());
         log.info("growing the {} filesystem on {} mounted at {}", type, device, mountPoint);
         CommandRunner.Result result = runner.run(FORMAT_TIMEOUT, command);
-        if (!result.ok()) {
-            // The kernel's online-resize ioctls need CAP_SYS_RESOURCE (ext4) / CAP_SYS_ADMIN (xfs).
-            String hint = result.stderr().contains("Permission denied")
-                    ? " (online growth needs the driver to run with CAP_SYS_RESOURCE and CAP_SYS_ADMIN)"
-                    : "";
-            throw StorageException.internal(
-                    "cannot grow the %s filesystem mounted at %s: %s%s", type, mountPoint, result.describe(), hint);
+        if (result.ok()) {
+            return true;
         }
+        // The kernel's online-resize ioctls need CAP_SYS_RESOURCE (ext4) / CAP_SYS_ADMIN (xfs).
+        // resize2fs asks before it changes anything, so a refused ext4 is as it was; the next
+        // stage grows it unmounted, which needs no privilege beyond the device's.
+        boolean refused = result.stderr().contains("Permission denied");
+        if (refused && type == FsType.EXT4) {
+            log.warn(
+                    "the kernel refuses to grow the ext4 filesystem on {} while it is mounted at {} (online growth"
+                            + " needs CAP_SYS_RESOURCE); it grows at the volume's next stage",
+                    device,
+                    mountPoint);
+            return false;
+        }
+        String hint = refused ? " (online growth needs the driver to run with CAP_SYS_ADMIN)" : "";
+        throw StorageException.internal(
+                "cannot grow the %s filesystem mounted at %s: %s%s", type, mountPoint, result.describe(), hint);
+    }
+
+    @Override
+    public boolean growUnmounted(LoopDevice device, FsType type) {
+        if (type != FsType.EXT4) {
+            return false; // xfs grows only while mounted, which the kernel allows the driver
+        }
+        Ext4Superblock superblock = blocking.call(
+                PROBE_TIMEOUT,
+                "reading the ext4 superblock of " + device.device(),
+                () -> Ext4Superblock.read(device.device()));
+        if (!superblock.smallerThan(device.sizeBytes())) {
+            return false;
+        }
+        log.info(
+                "growing the ext4 filesystem on {} from {} to {} bytes before it is mounted",
+                device.device(),
+                superblock.sizeBytes(),
+                device.sizeBytes());
+        // resize2fs grows only a filesystem checked in full since its last mount.
+        CommandRunner.Result checked =
+                run(CHECK_TIMEOUT, List.of("e2fsck", "-f", "-p", device.device().toString()));
+        if (checked.exitCode() > 2) {
+            throw StorageException.internal(
+                    "the ext4 filesystem on %s needs manual repair before it can grow: %s",
+                    device.device(), checked.describe());
+        }
+        CommandRunner.Result grown =
+                run(FORMAT_TIMEOUT, List.of("resize2fs", device.device().toString()));
+        if (!grown.ok()) {
+            throw StorageException.internal(
+                    "cannot grow the ext4 filesystem on %s: %s", device.device(), grown.describe());
+        }
+        return true;
     }
 
     @Override

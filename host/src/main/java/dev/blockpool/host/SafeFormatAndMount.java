@@ -11,7 +11,7 @@ import java.util.stream.Stream;
 /**
  * Mounts a volume's filesystem at a path, idempotently: attaches (or reuses) the image's loop
  * device, formats it only when the probe proved it empty, checks an existing filesystem before
- * a read-write mount, and mounts it. A path that already holds this volume as asked is success;
+ * a read-write mount and grows it when its device is larger, and mounts it. A path that already holds this volume as asked is success;
  * anything else there is CONFLICT. What it attached for a mount that failed, it detaches.
  */
 public final class SafeFormatAndMount {
@@ -114,6 +114,8 @@ public final class SafeFormatAndMount {
         // repair it under the kernel's feet.
         if (!readOnlyDevice && loops.usersOf(loop).isEmpty()) {
             filesystems.check(loop.device(), found.get());
+            // A volume expanded while the kernel refused to grow its mounted filesystem.
+            filesystems.growUnmounted(loop, found.get());
         }
         return found.get();
     }

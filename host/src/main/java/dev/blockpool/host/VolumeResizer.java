@@ -8,7 +8,10 @@ import java.nio.file.Path;
  * NodeExpandVolume on the host: the loop devices pick up the grown image, and a mounted
  * filesystem grows online. The filesystem of a volume that is not mounted is never grown here
  * (xfs grows only while mounted, and a private mount elsewhere would outlive a crash); kubelet
- * expands it after the next stage.
+ * expands it after the next stage. An ext4 whose online growth the kernel refuses the driver
+ * (no CAP_SYS_RESOURCE) is PRECONDITION, the spec's "volume in use", which kubelet does not
+ * retry while the volume stays mounted: the next stage grows it before mounting it
+ * ({@link Filesystems#growUnmounted}).
  */
 public final class VolumeResizer {
 
@@ -48,7 +51,13 @@ public final class VolumeResizer {
         }
         FsType type = FsType.find(mount.fsType())
                 .orElseThrow(() -> StorageException.precondition("cannot grow a %s filesystem", mount.fsType()));
-        filesystems.growMounted(refreshed.device(), path, type);
+        if (!filesystems.growMounted(refreshed.device(), path, type)) {
+            throw StorageException.precondition(
+                    "the %s filesystem mounted at %s cannot grow while it is in use: the kernel refuses the driver"
+                            + " online growth (it needs CAP_SYS_RESOURCE); it grows to the volume's %d bytes at its"
+                            + " next NodeStageVolume, once no pod on this node uses it",
+                    type, path, refreshed.sizeBytes());
+        }
         return refreshed.sizeBytes();
     }
 }

@@ -59,7 +59,7 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
                 image,
                 idOf(image),
                 readOnly ? Set.of(LoopDevice.Flag.READ_ONLY) : Set.of(),
-                1L << 30);
+                sizeOf(image));
         loops.put(loop.name(), loop);
         log.add("attach " + image.getFileName() + (readOnly ? " ro" : ""));
         return loop;
@@ -82,6 +82,16 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
             return refreshed;
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /** An image's size, as a new device of it has; 1 GiB for an image the test left empty. */
+    private static long sizeOf(Path image) {
+        try {
+            long size = java.nio.file.Files.size(image);
+            return size > 0 ? size : 1L << 30;
+        } catch (java.io.IOException e) {
+            return 1L << 30;
         }
     }
 
@@ -114,6 +124,7 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
     @Override
     public void format(Path device, FsType type) {
         log.add("format " + device.getFileName() + " " + type);
+        filesystemBytes.put(device, deviceBytes(device));
         content.put(device, new Probe(Optional.of(type.fsName()), Optional.of("filesystem"), Optional.empty()));
     }
 
@@ -122,9 +133,39 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
         log.add("check " + device.getFileName() + " " + type);
     }
 
+    /** Whether the kernel refuses online growth of a mounted ext4, as it does without CAP_SYS_RESOURCE. */
+    public boolean ext4OnlineGrowthRefused;
+    /** The size of the filesystem on each device, from when it was made or last grown. */
+    public final Map<Path, Long> filesystemBytes = new HashMap<>();
+
+    private long deviceBytes(Path device) {
+        return loops.values().stream()
+                .filter(l -> l.device().equals(device))
+                .findFirst()
+                .orElseThrow()
+                .sizeBytes();
+    }
+
     @Override
-    public void growMounted(Path device, Path mountPoint, FsType type) {
+    public boolean growMounted(Path device, Path mountPoint, FsType type) {
+        if (ext4OnlineGrowthRefused && type == FsType.EXT4) {
+            log.add("grow refused " + device.getFileName() + " " + type);
+            return false;
+        }
         log.add("grow " + device.getFileName() + " " + type);
+        filesystemBytes.put(device, deviceBytes(device));
+        return true;
+    }
+
+    @Override
+    public boolean growUnmounted(LoopDevice device, FsType type) {
+        Long size = filesystemBytes.get(device.device());
+        if (type != FsType.EXT4 || size == null || size >= device.sizeBytes()) {
+            return false;
+        }
+        log.add("grow unmounted " + device.name() + " " + type);
+        filesystemBytes.put(device.device(), device.sizeBytes());
+        return true;
     }
 
     @Override

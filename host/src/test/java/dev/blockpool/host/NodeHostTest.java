@@ -295,6 +295,36 @@ class NodeHostTest {
     }
 
     @Test
+    void anExt4TheKernelWillNotGrowOnlineGrowsAtTheNextStage() throws IOException {
+        fake.ext4OnlineGrowthRefused = true;
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        try (var file = new java.io.RandomAccessFile(image.toFile(), "rw")) {
+            file.setLength(3L << 30); // the controller grew the image
+        }
+        fake.log.clear();
+        assertThatThrownBy(() -> host.resizer().expand(image, staging, false))
+                .isInstanceOfSatisfying(
+                        StorageException.class, e -> assertThat(e.kind()).isEqualTo(Kind.PRECONDITION))
+                .hasMessageContaining("CAP_SYS_RESOURCE")
+                .hasMessageContaining("grows to the volume's " + (3L << 30) + " bytes at its next NodeStageVolume");
+        assertThat(fake.log).containsExactly("refresh loop0", "grow refused loop0 ext4");
+
+        host.staging().unstage(image, staging);
+        fake.log.clear();
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        assertThat(fake.log)
+                .containsExactly(
+                        "attach vol-a.img",
+                        "check loop0 ext4",
+                        "grow unmounted loop0 ext4",
+                        "mount loop0 ext4 [noatime]");
+        host.staging().unstage(image, staging);
+        fake.log.clear();
+        host.staging().stageFilesystem(image, staging, ext4(false)); // grown already: only checked
+        assertThat(fake.log).containsExactly("attach vol-a.img", "check loop0 ext4", "mount loop0 ext4 [noatime]");
+    }
+
+    @Test
     void expansionNeedsAMountOfTheVolumeAtThePath() throws IOException {
         Path other = Files.createFile(dir.resolve("vol-b.img"));
         Path otherStaging = dir.resolve("other-staging");

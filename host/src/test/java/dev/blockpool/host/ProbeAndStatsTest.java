@@ -82,6 +82,12 @@ class ProbeAndStatsTest {
             filesystems.check(device, type);
             filesystems.growMounted(device, dir, type);
         }
+        // The unmounted growth: a device of 2 MiB holding an ext4 of 1 MiB.
+        Path smaller = Files.write(dir.resolve("smaller.img"), ext4Head(1024, 0));
+        assertThat(filesystems.growUnmounted(device(smaller, 2 << 20), FsType.EXT4))
+                .isTrue();
+        assertThat(filesystems.growUnmounted(device(smaller, 1 << 20), FsType.EXT4))
+                .isFalse();
         assertThat(runner.commands)
                 .isNotEmpty()
                 .allSatisfy(command -> assertThat(Stream.concat(
@@ -89,6 +95,65 @@ class ProbeAndStatsTest {
                                 HostFilesystems.FILESYSTEM_TOOLS.values().stream()
                                         .flatMap(List::stream)))
                         .contains(command.split(" ")[0]));
+    }
+
+    /** The head of a device holding an ext4 filesystem of {@code blocks} blocks of 1 KiB << {@code log}. */
+    private static byte[] ext4Head(int blocks, int log) {
+        java.nio.ByteBuffer head = java.nio.ByteBuffer.allocate(4096).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        head.putShort(1024 + 0x38, (short) 0xEF53);
+        head.putInt(1024 + 0x04, blocks);
+        head.putInt(1024 + 0x18, log);
+        return head.array();
+    }
+
+    private static LoopDevice device(Path path, long bytes) {
+        return new LoopDevice(
+                "loop9",
+                path,
+                new DeviceNumber(7, 9),
+                path,
+                new FileId(new DeviceNumber(0, 0), 1),
+                java.util.Set.of(),
+                bytes);
+    }
+
+    @Test
+    void anExt4GrowsUnmountedOnlyWhenItsDeviceHoldsAnotherBlockAndAfterAFullCheck() throws IOException {
+        Path head = Files.write(dir.resolve("head.img"), ext4Head(1024, 2)); // 4 MiB in 4 KiB blocks
+        ScriptedRunner runner = new ScriptedRunner(command -> null);
+        HostFilesystems filesystems = new HostFilesystems(runner, CALLS);
+        assertThat(filesystems.growUnmounted(device(head, (4 << 20) + 4095), FsType.EXT4))
+                .isFalse();
+        assertThat(filesystems.growUnmounted(device(head, 8 << 20), FsType.XFS)).isFalse();
+        assertThat(runner.commands).isEmpty();
+
+        assertThat(filesystems.growUnmounted(device(head, 8 << 20), FsType.EXT4))
+                .isTrue();
+        assertThat(runner.commands).containsExactly("e2fsck -f -p " + head, "resize2fs " + head);
+
+        ScriptedRunner broken =
+                new ScriptedRunner(c -> c.getFirst().equals("e2fsck") ? ScriptedRunner.exit(c, 4, "UNEXPECTED") : null);
+        assertThatThrownBy(() -> new HostFilesystems(broken, CALLS).growUnmounted(device(head, 8 << 20), FsType.EXT4))
+                .hasMessageContaining("needs manual repair before it can grow");
+        assertThat(broken.commands).containsExactly("e2fsck -f -p " + head);
+    }
+
+    @Test
+    void aRefusedOnlineGrowthOfExt4IsAnAnswerAndOfXfsAnError() {
+        Path device = Path.of("/dev/loop0");
+        ScriptedRunner refusing =
+                new ScriptedRunner(c -> ScriptedRunner.exit(c, 1, "resize2fs: Permission denied to resize filesystem"));
+        assertThat(new HostFilesystems(refusing, CALLS).growMounted(device, dir, FsType.EXT4))
+                .isFalse();
+        assertThatThrownBy(() -> new HostFilesystems(refusing, CALLS).growMounted(device, dir, FsType.XFS))
+                .isInstanceOfSatisfying(
+                        StorageException.class, e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.INTERNAL))
+                .hasMessageContaining("CAP_SYS_ADMIN");
+        ScriptedRunner failing = new ScriptedRunner(c -> ScriptedRunner.exit(c, 1, "bad superblock"));
+        assertThatThrownBy(() -> new HostFilesystems(failing, CALLS).growMounted(device, dir, FsType.EXT4))
+                .hasMessageContaining("bad superblock");
+        assertThat(new HostFilesystems(new ScriptedRunner(c -> null), CALLS).growMounted(device, dir, FsType.EXT4))
+                .isTrue();
     }
 
     @Test

@@ -15,6 +15,7 @@ import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.InProcessCsi;
+import dev.blockpool.csi.StatusAssertions;
 import dev.blockpool.host.KubeletPaths;
 import dev.blockpool.host.LoopDevice;
 import dev.blockpool.host.MountInfo;
@@ -471,6 +472,58 @@ class NodeServiceRealHostTest {
 
         unpublish(volume.id(), target);
         unstage(volume);
+    }
+
+    /**
+     * An expanded ext4 reaches the volume's size: online where the kernel lets the driver grow it
+     * mounted; else NodeExpandVolume answers FAILED_PRECONDITION (in use: kubelet does not retry
+     * while it stays mounted) and the next stage grows it before mounting it.
+     */
+    @Test
+    void anExpandedExt4ReachesTheVolumesSizeOnlineOrAtItsNextStage() throws IOException {
+        Volume volume = createVolume("grow-at-stage", 256 * MiB, "ext4", AccessType.MOUNT);
+        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Path target = target("grow-at-stage");
+        stage(volume, capability);
+        publish(volume, target, capability, false);
+        byte[] data = "written before the expansion\n".getBytes(StandardCharsets.UTF_8);
+        Files.write(target.resolve("data.txt"), data);
+        long before = bytes(stats(volume.id(), target)).getTotal();
+        pool.volumes().expand(volume.id(), 512 * MiB);
+        Csi.NodeExpandVolumeRequest request = Csi.NodeExpandVolumeRequest.newBuilder()
+                .setVolumeId(volume.id())
+                .setVolumePath(target.toString())
+                .setVolumeCapability(capability)
+                .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(512 * MiB))
+                .build();
+
+        if (HostRequirements.hasCapability(HostRequirements.CAP_SYS_RESOURCE)) {
+            assertThat(node().nodeExpandVolume(request).getCapacityBytes()).isEqualTo(512 * MiB);
+        } else {
+            assertThat(StatusAssertions.failure(() -> node().nodeExpandVolume(request), Status.Code.FAILED_PRECONDITION)
+                            .getStatus()
+                            .getDescription())
+                    .contains(
+                            "CAP_SYS_RESOURCE",
+                            "grows to the volume's " + 512 * MiB + " bytes at its next NodeStageVolume");
+            assertThat(bytes(stats(volume.id(), target)).getTotal()).isEqualTo(before);
+            unpublish(volume.id(), target);
+            unstage(volume);
+            stage(volume, capability);
+            publish(volume, target, capability, false);
+        }
+
+        assertThat(bytes(stats(volume.id(), target)).getTotal())
+                .isGreaterThan(before + 200 * MiB)
+                .isLessThanOrEqualTo(512 * MiB);
+        assertThat(Files.readAllBytes(target.resolve("data.txt"))).isEqualTo(data);
+        // Grown already: kubelet's call after the stage finds nothing to do, with or without the capability.
+        assertThat(node().nodeExpandVolume(request).getCapacityBytes()).isEqualTo(512 * MiB);
+        unpublish(volume.id(), target);
+        unstage(volume);
+        assertThat(RealHost.mountsUnder(dir)).isEmpty();
+        assertThat(RealHost.loopsUnder(dir)).isEmpty();
+        RealHost.run("e2fsck", "-f", "-n", pool.volumes().imagePath(volume.id()).toString());
     }
 
     private Csi.NodeExpandVolumeResponse expand(Volume volume, Path path, Csi.VolumeCapability capability) {

@@ -71,6 +71,10 @@ class CrashRealHostTest {
     private static final double KILL_RATE_AFTER_POD_ACTION = 0.05;
     /** The driver's reconcile settle time (Driver.RECONCILE_SETTLE_TIME, no flag to change it). */
     private static final Duration SETTLE_TIME = Duration.ofMinutes(10);
+    /** The line the driver logs at info once a reconcile has run to its end (BackgroundWork.RECONCILE_DONE). */
+    private static final String RECONCILE_DONE = "pool reconcile done";
+    /** A bound for a reconcile that never ends, far above its 5 s delay and its run on a pool this small. */
+    private static final Duration RECONCILE_LIMIT = Duration.ofMinutes(1);
 
     private static final Path TARGET = Path.of("target");
 
@@ -99,7 +103,8 @@ class CrashRealHostTest {
             HostRequirements.assumeCommand(tool);
         }
         dir = Files.createTempDirectory("blockpool-crash-");
-        DriverProcess process = new DriverProcess(dir);
+        // At info: the test waits for the line the driver logs when its reconcile is done.
+        DriverProcess process = new DriverProcess(dir, dir.resolve("pool"), "all", "system-test-node", "info");
         host = new HostInspector(dir, process.pool());
         driver = new CrashableDriver(process);
         Files.createDirectories(TARGET);
@@ -302,10 +307,21 @@ class CrashRealHostTest {
      */
     private void afterTheSettleTime() throws Exception {
         host.agePoolFiles(SETTLE_TIME.plusMinutes(1));
+        long from = driver.process().logLength();
         driver.restart();
-        host.awaitReconciled(Duration.ofMinutes(1)); // what is still there then, the check reports
         step++;
-        check("#" + step + " restart once the settle time has passed", List.of(), true);
+        String context = "#" + step + " restart once the settle time has passed";
+        // The driver logs the line once its reconcile (5 s after it serves) has run to its end.
+        if (!driver.process().awaitLogLine(from, RECONCILE_DONE, RECONCILE_LIMIT)) {
+            violation(
+                    "reconcile",
+                    "",
+                    context,
+                    List.of(),
+                    "the driver did not log \"%s\" within %s of its restart"
+                            .formatted(RECONCILE_DONE, RECONCILE_LIMIT));
+        }
+        check(context, List.of(), true);
     }
 
     /** Every volume holding fsync'd data is published again (as needed) and its data read back. */

@@ -11,8 +11,15 @@ import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.StandardWatchEventKinds;
+import java.nio.file.WatchKey;
+import java.nio.file.WatchService;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -148,6 +155,53 @@ final class DriverProcess implements AutoCloseable {
 
     Path log() {
         return log;
+    }
+
+    /** How long its log is now: where the lines of what the driver does next begin. */
+    long logLength() throws IOException {
+        return Files.exists(log) ? Files.size(log) : 0;
+    }
+
+    /**
+     * Waits until the log holds {@code text} after {@code from} bytes, woken by each write to it
+     * (inotify, through a {@link WatchService}) rather than by a timer; false when {@code limit}
+     * passes first.
+     */
+    boolean awaitLogLine(long from, String text, Duration limit) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + limit.toNanos();
+        try (WatchService watcher = log.getFileSystem().newWatchService()) {
+            log.toAbsolutePath()
+                    .getParent()
+                    .register(watcher, StandardWatchEventKinds.ENTRY_CREATE, StandardWatchEventKinds.ENTRY_MODIFY);
+            while (true) {
+                // Read after registering: a write before it is in the file, one after it wakes the wait.
+                if (logSince(from).contains(text)) {
+                    return true;
+                }
+                long left = deadline - System.nanoTime();
+                WatchKey key = left > 0 ? watcher.poll(left, TimeUnit.NANOSECONDS) : null;
+                if (key == null) {
+                    return logSince(from).contains(text);
+                }
+                key.pollEvents();
+                key.reset();
+            }
+        }
+    }
+
+    private String logSince(long from) throws IOException {
+        if (!Files.exists(log)) {
+            return "";
+        }
+        try (FileChannel channel = FileChannel.open(log, StandardOpenOption.READ)) {
+            long length = channel.size();
+            ByteBuffer appended =
+                    ByteBuffer.allocate((int) Math.max(0, Math.min(length - from, Integer.MAX_VALUE - 8)));
+            while (appended.hasRemaining() && channel.read(appended, from + appended.position()) >= 0) {
+                // read what was appended
+            }
+            return new String(appended.array(), 0, appended.position(), StandardCharsets.UTF_8);
+        }
     }
 
     boolean isAlive() {

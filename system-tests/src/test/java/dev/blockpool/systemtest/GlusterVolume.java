@@ -9,11 +9,18 @@ import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.UnknownHostException;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -24,6 +31,14 @@ import java.util.stream.Stream;
  * glusterd of its own (its state, CLI socket and log inside {@code dir}, started directly, no
  * service manager), one brick in {@code dir}, and FUSE mounts of the volume, one per "node".
  * {@link #close()} undoes all of it, from whatever point {@link #start} reached.
+ *
+ * <p>Some of what GlusterFS writes has no option to move it: glusterd makes directories and
+ * appends to {@code cmd_history.log} in {@code /var/log/glusterfs}, and each brick writes its log
+ * there and its socket in {@code /var/run/gluster}. What those two directories held before the
+ * start is noted ({@link HostDirectories}), and {@link #close()} removes what was added since and
+ * cuts what was appended: only one glusterd can serve port {@value #GLUSTERD_PORT} on a host, so
+ * while this one runs, whatever GlusterFS writes there is its own. The gluster CLI logs into
+ * {@code dir}.
  *
  * <p>GlusterFS's client-side caches are switched off ({@link #COHERENT}): with them, a record
  * another mount just replaced reads back old for about a second, which a shared pool cannot
@@ -50,6 +65,7 @@ final class GlusterVolume implements AutoCloseable {
 
     private final Path dir;
     private final String host;
+    private final HostDirectories before = HostDirectories.now();
     private final List<Path> mounts = new ArrayList<>();
     private boolean created;
 
@@ -174,6 +190,7 @@ final class GlusterVolume implements AutoCloseable {
         for (Path pidFile : pidFiles()) {
             processOf(pidFile).ifPresent(GlusterVolume::stop);
         }
+        problems.addAll(before.restore());
         if (!problems.isEmpty()) {
             throw new IllegalStateException("GlusterFS clean-up: " + String.join("; ", problems));
         }
@@ -219,7 +236,11 @@ final class GlusterVolume implements AutoCloseable {
     }
 
     private void gluster(String... args) {
-        List<String> command = new ArrayList<>(List.of("gluster", "--mode=script", "--glusterd-sock=" + cliSocket()));
+        List<String> command = new ArrayList<>(List.of(
+                "gluster",
+                "--mode=script",
+                "--glusterd-sock=" + cliSocket(),
+                "--log-file=" + dir.resolve("logs/cli.log")));
         command.addAll(List.of(args));
         CommandRunner.Result result = RUNNER.run(CALL_TIMEOUT, command);
         if (!result.ok()) {
@@ -256,6 +277,86 @@ final class GlusterVolume implements AutoCloseable {
                 throw new IllegalStateException(what + " did not appear within " + START_TIMEOUT.toSeconds() + " s");
             }
             Thread.sleep(20);
+        }
+    }
+
+    /**
+     * What GlusterFS's own directories on the host held at one moment: every path in them, with
+     * each regular file's length.
+     */
+    record HostDirectories(Map<Path, Long> lengths) {
+
+        static final List<Path> ROOTS = List.of(Path.of("/var/run/gluster"), Path.of("/var/log/glusterfs"));
+        /** What a directory, socket or other file that is not a regular one is noted with. */
+        private static final long NOT_A_FILE = -1;
+
+        static HostDirectories now() {
+            Map<Path, Long> lengths = new HashMap<>();
+            for (Path root : ROOTS) {
+                try (Stream<Path> paths = Files.walk(root)) {
+                    paths.forEach(p -> lengths.put(p, lengthOf(p)));
+                } catch (NoSuchFileException e) {
+                    // not there: glusterd makes it, and then it is this run's
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }
+            return new HostDirectories(Map.copyOf(lengths));
+        }
+
+        private static long lengthOf(Path path) {
+            try {
+                return Files.isRegularFile(path, LinkOption.NOFOLLOW_LINKS) ? Files.size(path) : NOT_A_FILE;
+            } catch (IOException e) {
+                return NOT_A_FILE;
+            }
+        }
+
+        /** What {@code later} holds that this did not: paths added, gone, or of another length. */
+        List<String> changesIn(HostDirectories later) {
+            List<String> changes = new ArrayList<>();
+            later.lengths().forEach((path, length) -> {
+                Long old = lengths.get(path);
+                if (old == null) {
+                    changes.add("added " + path);
+                } else if (!old.equals(length)) {
+                    changes.add("changed " + path + " (" + old + " -> " + length + " bytes)");
+                }
+            });
+            lengths.keySet().stream()
+                    .filter(p -> !later.lengths().containsKey(p))
+                    .forEach(p -> changes.add("removed " + p));
+            return changes.stream().sorted().toList();
+        }
+
+        /**
+         * Removes every path added since (deepest first) and cuts every file that grew back to its
+         * old length; returns what could not be undone.
+         */
+        List<String> restore() {
+            List<String> problems = new ArrayList<>();
+            Map<Path, Long> after = now().lengths();
+            List<Path> added = after.keySet().stream()
+                    .filter(p -> !lengths.containsKey(p))
+                    .sorted(Comparator.comparingInt(Path::getNameCount).reversed())
+                    .toList();
+            for (Path path : added) {
+                try {
+                    Files.deleteIfExists(path);
+                } catch (IOException e) {
+                    problems.add("cannot remove " + path + ": " + e);
+                }
+            }
+            lengths.forEach((path, length) -> {
+                if (length != NOT_A_FILE && after.getOrDefault(path, NOT_A_FILE) > length) {
+                    try (FileChannel file = FileChannel.open(path, StandardOpenOption.WRITE)) {
+                        file.truncate(length);
+                    } catch (IOException e) {
+                        problems.add("cannot cut " + path + " back to " + length + " bytes: " + e);
+                    }
+                }
+            });
+            return problems;
         }
     }
 

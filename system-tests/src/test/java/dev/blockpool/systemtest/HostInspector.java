@@ -150,28 +150,6 @@ final class HostInspector {
     }
 
     /**
-     * Waits, at most {@code limit}, until the pool holds no image without metadata and no
-     * temporary file: the driver reconciles in the background, a few seconds after it serves.
-     */
-    void awaitReconciled(Duration limit) throws InterruptedException {
-        Instant until = Instant.now().plus(limit);
-        while (Instant.now().isBefore(until) && !reconciled()) {
-            Thread.sleep(200);
-        }
-    }
-
-    private boolean reconciled() {
-        for (String kind : List.of("volumes", "snapshots")) {
-            PoolFiles files = poolFiles(kind);
-            if (!files.temporary().isEmpty()
-                    || !files.metadata().containsAll(files.images().keySet())) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /**
      * The driver leaves young files alone in its reconcile (a settle time of 10 minutes, fixed, with
      * no flag to shorten it): to let that time pass without waiting, every pool file is made older.
      */

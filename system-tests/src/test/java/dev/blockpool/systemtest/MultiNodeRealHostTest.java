@@ -79,6 +79,9 @@ class MultiNodeRealHostTest {
 
     private Path dir;
     private GlusterVolume gluster;
+    /** GlusterFS's own directories on the host before the test's glusterd started. */
+    private GlusterVolume.HostDirectories glusterHostBefore;
+
     private DriverProcess controller;
     private Node nodeA;
     private Node nodeB;
@@ -111,6 +114,7 @@ class MultiNodeRealHostTest {
         dir = Files.createTempDirectory("blockpool-multinode");
         Path mountA = dir.resolve("gluster/mnt-A");
         Path mountB = dir.resolve("gluster/mnt-B");
+        glusterHostBefore = GlusterVolume.HostDirectories.now();
         gluster = GlusterVolume.start(dir.resolve("gluster"), List.of(mountA, mountB));
         controller = serving(new DriverProcess(
                 Files.createDirectories(dir.resolve("controller")), mountA, "controller", "controller-1", "info"));
@@ -153,6 +157,9 @@ class MultiNodeRealHostTest {
         if (gluster != null) {
             gluster.close();
         }
+        List<String> glusterLeft = glusterHostBefore == null
+                ? List.of()
+                : glusterHostBefore.changesIn(GlusterVolume.HostDirectories.now());
         HostInspector whole = new HostInspector(dir, dir);
         left.addAll(
                 whole.mountsUnder().stream().map(m -> "mount " + m.mountPoint()).toList());
@@ -162,6 +169,9 @@ class MultiNodeRealHostTest {
         }
         results.write(", " + Duration.ofNanos(System.nanoTime() - started).toSeconds() + " s");
         assertThat(left).as("mounts and loop devices the flows left behind").isEmpty();
+        assertThat(glusterLeft)
+                .as("what GlusterFS left in %s", GlusterVolume.HostDirectories.ROOTS)
+                .isEmpty();
     }
 
     @Test
