@@ -1,6 +1,7 @@
 package dev.blockpool.pool;
 
 import dev.blockpool.common.StorageException;
+import dev.blockpool.common.TestKillPoint;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -40,6 +41,7 @@ public final class DurableFiles {
                 channel.write(buffer);
             }
             channel.force(true);
+            TestKillPoint.reached("record.temp-written");
         } catch (IOException e) {
             deleteQuietly(temp);
             throw StorageException.io(e, "cannot write %s", target);
