@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # blockpool's benchmark: starts the real bin/blockpool-csi, drives it over its socket with the Go
 # client in bench/csibench, and prints one Markdown table per section (start, memory, node,
-# snapshot, list, fio, flexvolume), with ratios measured in the same run.
+# snapshot, list, fio, flexvolume, pods), with ratios measured in the same run.
 #
 #   usage: sudo bench/run.sh [csibench flags] [section ...]    (all sections by default; -h lists the flags)
 #

@@ -31,6 +31,8 @@ type config struct {
 	fioRuntime                           time.Duration
 	fioSize                              string
 	pool                                 string
+	oldJar                               string
+	pods, podRounds                      int
 }
 
 var cfg config
@@ -43,9 +45,10 @@ var sections = map[string]func(){
 	"list":       sectionList,
 	"fio":        sectionFio,
 	"flexvolume": sectionFlexvolume,
+	"pods":       sectionPods,
 }
 
-var sectionOrder = []string{"start", "memory", "node", "snapshot", "list", "fio", "flexvolume"}
+var sectionOrder = []string{"start", "memory", "node", "snapshot", "list", "fio", "flexvolume", "pods"}
 
 func main() {
 	flag.StringVar(&cfg.work, "work", "", "the bench's own temporary directory on the disk under test (required)")
@@ -70,6 +73,9 @@ func main() {
 	flag.IntVar(&cfg.listStarts, "list-starts", 3, "starts measured with the full and the empty pool (list)")
 	flag.DurationVar(&cfg.fioRuntime, "fio-runtime", 10*time.Second, "runtime of each fio job (fio)")
 	flag.StringVar(&cfg.fioSize, "fio-size", "1G", "fio file size (fio)")
+	flag.StringVar(&cfg.oldJar, "old-jar", "", "another build's blockpool-csi.jar (its AOT cache beside it), measured in alternating rounds (pods)")
+	flag.IntVar(&cfg.pods, "pods", 8, "pods sharing the volume (pods)")
+	flag.IntVar(&cfg.podRounds, "pod-rounds", 10, "rounds per build (pods)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: csibench -work DIR -driver PATH [flags] [%s]...\n", strings.Join(sectionOrder, "|"))
 		flag.PrintDefaults()

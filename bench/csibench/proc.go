@@ -59,6 +59,9 @@ func launch(k kind, tag, pool string) *proc {
 	case blockpool:
 		p.cmd = exec.Command(cfg.driver, "--endpoint", "unix://"+p.sock, "--pool-dir", pool,
 			"--node-id", "bench-node", "--max-volumes-per-node", strconv.Itoa(attachLimit), "--log-level", "warn")
+		if launchJar != "" {
+			p.cmd.Env = append(os.Environ(), "BLOCKPOOL_JAR="+launchJar)
+		}
 	case gomock:
 		if cfg.mock == "" {
 			fatalf("-mock is required")

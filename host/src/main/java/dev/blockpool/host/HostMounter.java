@@ -4,6 +4,7 @@ import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.FsType;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.common.TestKillPoint;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -74,6 +75,7 @@ public final class HostMounter implements Mounter {
         if (flags == 0) {
             return;
         }
+        TestKillPoint.reached("publish.before-flags");
         // A bind takes the source's flags; read-only and the other per-mount flags need a remount.
         // A kill between the two leaves the bind without them: bindsAtomically() says so.
         try {

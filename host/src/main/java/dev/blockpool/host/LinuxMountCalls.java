@@ -3,6 +3,7 @@ package dev.blockpool.host;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.common.TestKillPoint;
 import java.nio.file.Path;
 import java.time.Duration;
 
@@ -97,6 +98,7 @@ final class LinuxMountCalls implements MountCalls {
             try {
                 int tree = Libc.openTreeClone(sourceFd);
                 try {
+                    TestKillPoint.reached("publish.before-flags");
                     Libc.mountSetattr(tree, attributes(flags), (flags & ATIME_FLAGS) != 0 ? Libc.MOUNT_ATTR__ATIME : 0);
                     Libc.moveMount(tree, targetFd);
                 } finally {

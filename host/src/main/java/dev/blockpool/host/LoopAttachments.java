@@ -1,6 +1,7 @@
 package dev.blockpool.host;
 
 import dev.blockpool.common.StorageException;
+import dev.blockpool.common.TestKillPoint;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -55,7 +56,9 @@ public final class LoopAttachments {
                     "the image is still bound to %s, which was detached while in use and goes away once released",
                     bound.stream().map(LoopDevice::device).toList());
         }
-        return new Acquired(loops.attach(image, readOnly), true);
+        Acquired attached = new Acquired(loops.attach(image, readOnly), true);
+        TestKillPoint.reached("stage.after-attach");
+        return attached;
     }
 
     /** The device a new user of the image shares, if it has one. */

@@ -3,6 +3,7 @@ package dev.blockpool.host;
 import dev.blockpool.common.FsType;
 import dev.blockpool.common.MountOptions;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.common.TestKillPoint;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -53,6 +54,7 @@ public final class Publishing {
         MountPoints.createDirectory(target);
         // Filesystem flags took effect at stage; a bind takes only per-mount ones.
         mounter.bind(staging, target, readOnly, MountOptions.forBind(flags));
+        TestKillPoint.reached("publish.after-bind");
     }
 
     /**
@@ -115,6 +117,7 @@ public final class Publishing {
             stack = mounter.unmountTop(
                     stack, owner == MountOwner.BROKEN || PathState.of(target) instanceof PathState.Broken);
         }
+        TestKillPoint.reached("unpublish.after-unmount");
         MountPoints.removeUnmounted(target);
         unbound.forEach(device -> loops.releaseReadOnlyCopy(image, device));
     }

@@ -149,9 +149,9 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                             + "never the node's staging path, nor inside it",
                     target, staging);
         }
-        // SINGLE_NODE_SINGLE_WRITER checks the volume's other publishes and a raw block publish
-        // may share a read-only loop device with them: those have the volume to themselves.
-        boolean alone = capability.singleWriter() || capability.block();
+        // SINGLE_NODE_SINGLE_WRITER checks the volume's other publishes: it has the volume to
+        // itself. A raw block publish binds the staged device, or a read-only device of its own.
+        boolean alone = capability.singleWriter();
         UnaryReply.send(response, publishing(volumeId, target, alone, () -> {
             NodeVolume volume = existing(volumeId);
             MountRequests.requireServable(capability, volume);
@@ -209,9 +209,9 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             NodeUnpublishVolumeRequest request, StreamObserver<NodeUnpublishVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Path target = kubeletPath("target_path", request.getTargetPath());
-        // An inline volume goes with its publish; a raw block target may release a read-only
-        // loop device another publish would reuse: those have the volume to themselves.
-        boolean alone = !volumes.isVolumeId(volumeId) || PathState.of(target) instanceof PathState.File;
+        // An inline volume goes with its publish: it has the volume to itself. A raw block
+        // target releases only the read-only loop device its own publish attached.
+        boolean alone = !volumes.isVolumeId(volumeId);
         UnaryReply.send(response, publishing(volumeId, target, alone, () -> {
             // A volume of the pool is unpublished without reading its record: its image follows
             // from its ID, and a pool that does not answer then does not hold up a pod's teardown.

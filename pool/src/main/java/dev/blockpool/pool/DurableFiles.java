@@ -1,23 +1,37 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.common.TestKillPoint;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.BasicFileAttributes;
 
 /**
  * Crash-safe file updates: write a temporary file, fsync it, rename it over the target, fsync
  * the directory. After a crash the target holds either the old or the new content, never a
- * torn mix; a leftover temporary file is removed by the pool's start-up reconcile.
+ * torn mix; a leftover temporary file is removed by the pool's reconcile.
+ *
+ * <p>Its writer holds a flock(2) on the temporary file from before it writes it until it is
+ * renamed or removed, so that the reconcile after a restart can tell a kill's leftover (its
+ * lock is free: the kernel dropped it with the dead process) from a file another process, on
+ * this host or another sharing the pool, is writing now, and remove the leftover at once rather
+ * than after the settle time. Such files end with {@link #HELD_SUFFIX}; others (of an older
+ * driver, which took no lock) wait for the settle time.
  */
 public final class DurableFiles {
 
     /** Temporary files end with this suffix; nothing else in the pool does. */
     public static final String TEMP_SUFFIX = ".tmp";
+
+    /** Temporary files whose writer holds a flock on them while it lives. */
+    public static final String HELD_SUFFIX = ".held" + TEMP_SUFFIX;
 
     private DurableFiles() {}
 
@@ -33,6 +47,7 @@ public final class DurableFiles {
      */
     static Prepared prepare(Path target, byte[] content) {
         Path temp = tempPath(target);
+        int lock = hold(temp, target);
         try (FileChannel channel = FileChannel.open(
                 temp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
             ByteBuffer buffer = ByteBuffer.wrap(content);
@@ -40,20 +55,104 @@ public final class DurableFiles {
                 channel.write(buffer);
             }
             channel.force(true);
+            TestKillPoint.reached("record.temp-written");
         } catch (IOException e) {
             deleteQuietly(temp);
+            Libc.close(lock);
             throw StorageException.io(e, "cannot write %s", target);
         }
-        return new Prepared(temp, target);
+        return new Prepared(temp, target, lock);
     }
 
-    /** A flushed temporary file that becomes {@code target}, or is discarded. */
-    record Prepared(Path temp, Path target) {
+    /**
+     * Creates (or opens) the temporary file and takes its flock, on the file that is at the path
+     * once it has the lock: a reconcile that removed the file under the lock meanwhile has left
+     * a lock on nothing, and then it starts again. Returns the descriptor that holds the lock.
+     */
+    private static int hold(Path temp, Path target) {
+        while (true) {
+            int fd;
+            try {
+                fd = Libc.open(temp.toString(), Libc.O_RDWR | Libc.O_CREAT | Libc.O_NOFOLLOW, 0644);
+            } catch (Libc.ErrnoException e) {
+                deleteQuietly(temp);
+                throw StorageException.io(e, "cannot write %s", target);
+            }
+            try {
+                Libc.flock(fd, Libc.LOCK_EX | Libc.LOCK_NB);
+                if (sameFile(temp, fd)) {
+                    return fd;
+                }
+            } catch (Libc.ErrnoException e) {
+                if (e.errno() != Libc.EWOULDBLOCK) {
+                    Libc.close(fd);
+                    throw StorageException.io(e, "cannot lock %s", temp);
+                }
+            }
+            Libc.close(fd);
+            // A reconcile looks at the file: it holds the lock for a moment. Not blocking in
+            // flock, which would hold a virtual thread's carrier.
+            try {
+                Thread.sleep(1);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw StorageException.busy("interrupted while writing %s", target);
+            }
+        }
+    }
+
+    /**
+     * Removes {@code temp}, a temporary file, when its writer is gone: its lock is free. Returns
+     * whether it removed it; a file being written now, or gone already, is left.
+     */
+    static boolean removeIfAbandoned(Path temp) {
+        int fd;
+        try {
+            fd = Libc.open(temp.toString(), Libc.O_RDWR | Libc.O_NOFOLLOW, 0);
+        } catch (Libc.ErrnoException e) {
+            if (e.errno() == Libc.ENOENT) {
+                return false;
+            }
+            throw StorageException.io(e, "cannot open %s", temp);
+        }
+        try {
+            Libc.flock(fd, Libc.LOCK_EX | Libc.LOCK_NB);
+            if (!sameFile(temp, fd)) {
+                return false;
+            }
+            delete(temp); // under the lock: a writer that waited for it finds the path empty and starts again
+            return true;
+        } catch (Libc.ErrnoException e) {
+            if (e.errno() == Libc.EWOULDBLOCK) {
+                return false;
+            }
+            throw StorageException.io(e, "cannot lock %s", temp);
+        } finally {
+            Libc.close(fd);
+        }
+    }
+
+    /** Whether {@code path} names the file open at {@code fd}. */
+    private static boolean sameFile(Path path, int fd) {
+        try {
+            Object atPath = Files.readAttributes(path, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS)
+                    .fileKey();
+            Object open = Files.readAttributes(Path.of("/proc/self/fd/" + fd), BasicFileAttributes.class)
+                    .fileKey();
+            return atPath != null && atPath.equals(open);
+        } catch (IOException e) {
+            return false; // the path is gone, or holds something else
+        }
+    }
+
+    /** A flushed temporary file that becomes {@code target}, or is discarded; {@code lock} holds its flock. */
+    record Prepared(Path temp, Path target, int lock) {
 
         /** Renames the temporary file over the target and flushes the directory, which makes the rename durable. */
         void publish() {
             try {
                 Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                Libc.close(lock);
                 syncDirectory(target.getParent());
             } catch (IOException e) {
                 discard();
@@ -64,13 +163,14 @@ public final class DurableFiles {
         /** Removes the temporary file; the target stays as it was. */
         void discard() {
             deleteQuietly(temp);
+            Libc.close(lock);
         }
     }
 
     /** Where this thread writes {@code target}'s next content before renaming it into place. */
     static Path tempPath(Path target) {
         return target.resolveSibling(target.getFileName() + "."
-                + ProcessHandle.current().pid() + "-" + Thread.currentThread().threadId() + TEMP_SUFFIX);
+                + ProcessHandle.current().pid() + "-" + Thread.currentThread().threadId() + HELD_SUFFIX);
     }
 
     /** Deletes the file and makes the deletion durable; a missing file is fine. */

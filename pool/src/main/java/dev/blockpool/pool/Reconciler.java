@@ -13,7 +13,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Start-up clean-up of what a crash can leave behind: temporary metadata files, images
+ * Start-up clean-up of what a crash can leave behind: temporary metadata files (at once when
+ * their writer's lock is free, see {@link DurableFiles}), images
  * whose metadata was never committed (a create that did not finish) or was already removed (a
  * delete that did not finish), and member snapshots whose group snapshot has no record (a
  * group create or delete that did not finish). An image whose metadata is there is never touched, and metadata
@@ -48,6 +49,11 @@ final class Reconciler {
                 if (name.endsWith(DurableFiles.TEMP_SUFFIX) && settled(file)) {
                     steps.before("remove " + dir + "/" + name);
                     remove(file, "temporary file left by an interrupted write");
+                } else if (name.endsWith(DurableFiles.HELD_SUFFIX)) {
+                    steps.before("check " + dir + "/" + name);
+                    if (DurableFiles.removeIfAbandoned(file)) {
+                        log.warn("reconcile: removed {} (temporary file of a writer that is gone)", file);
+                    }
                 } else if (name.endsWith(ImageRecords.IMAGE_SUFFIX) && settled(file)) {
                     steps.before("check " + dir + "/" + name);
                     reconcileImage(file, name);

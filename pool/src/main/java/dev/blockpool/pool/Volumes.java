@@ -2,6 +2,7 @@ package dev.blockpool.pool;
 
 import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.common.TestKillPoint;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.List;
@@ -142,6 +143,7 @@ public final class Volumes {
         space.requireRoomFor(newCapacity - volume.capacityBytes());
         images.grow(imagePath(volumeId), newCapacity, volume.allocation());
         DurableFiles.fsync(imagePath(volumeId)); // the new size is on disk before the metadata says so
+        TestKillPoint.reached("expand.image-grown");
         Volume grown =
                 update(volumeId, current -> current.withCapacity(newCapacity)).orElseThrow(() -> missing(volumeId));
         log.info("expanded volume {} to {} bytes", volumeId, newCapacity);

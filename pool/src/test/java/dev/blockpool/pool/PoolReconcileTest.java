@@ -3,10 +3,12 @@ package dev.blockpool.pool;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.blockpool.common.Libc;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
@@ -87,6 +89,50 @@ class PoolReconcileTest {
         assertThat(reopened.snapshots().imagePath(keptSnapshot.id())).exists();
         assertThat(reopened.nodes().find("node-1")).isPresent();
         assertThat(reopened.volumes().list()).extracting(Volume::id).containsExactly(kept.id());
+    }
+
+    @Test
+    void removesATemporaryFileAtOnceWhenItsWriterIsGoneButNotWhileItLives() throws IOException {
+        open(Duration.ZERO);
+        Path volumes = root.resolve("volumes");
+        // A writer killed after flushing its temporary file: the kernel dropped its lock.
+        Path abandoned = volumes.resolve(Ids.volumeIdFor("killed") + ".json.4242-17" + DurableFiles.HELD_SUFFIX);
+        Files.write(abandoned, new byte[] {1, 2, 3});
+        // A writer at work, in this process or another sharing the pool: it holds the lock.
+        Path live = volumes.resolve(Ids.volumeIdFor("writing") + ".json.4243-18" + DurableFiles.HELD_SUFFIX);
+        Files.write(live, new byte[] {1, 2, 3});
+        int writer = Libc.open(live.toString(), Libc.O_RDWR, 0);
+        try {
+            Libc.flock(writer, Libc.LOCK_EX | Libc.LOCK_NB);
+
+            open(SETTLE).reconcile(new OperationLocks());
+
+            assertThat(abandoned).as("well within the settle time").doesNotExist();
+            assertThat(live).exists();
+        } finally {
+            Libc.close(writer);
+        }
+        open(SETTLE).reconcile(new OperationLocks());
+        assertThat(live).as("once its writer let go without renaming it").doesNotExist();
+    }
+
+    @Test
+    void aRecordIsWrittenWhileTheReconcileLooksAtItsTemporaryFile() throws Exception {
+        Pool pool = open(Duration.ZERO);
+        Volume volume = pool.volumes().create(spec("busy", 4 << 20));
+        Path metadata = root.resolve("volumes").resolve(volume.id() + ".json");
+        Path temp = DurableFiles.tempPath(metadata);
+        Thread reconciles = Thread.ofPlatform().start(() -> {
+            for (int i = 0; i < 2000; i++) {
+                DurableFiles.removeIfAbandoned(temp);
+            }
+        });
+        for (int i = 0; i < 200; i++) {
+            DurableFiles.write(metadata, ("{\"round\":" + i + "}").getBytes(StandardCharsets.UTF_8));
+            assertThat(metadata).hasContent("{\"round\":" + i + "}");
+        }
+        reconciles.join();
+        assertThat(temp).doesNotExist();
     }
 
     @Test

@@ -123,6 +123,20 @@ final class CrashableDriver implements AutoCloseable {
         }
     }
 
+    /**
+     * The driver stopped itself as it was told to (a test's kill point): a kill like {@link
+     * #crash()}'s, which {@link #ensureRunning()} follows with a start. Whatever it had started
+     * dies with it here.
+     */
+    void stoppedAtKillPoint() throws InterruptedException {
+        if (driver.isAlive()) {
+            throw new IllegalStateException("the driver is still running");
+        }
+        driver.kill(); // closes the old client
+        exitExpected = true;
+        kills++;
+    }
+
     /** A planned restart: SIGTERM, as kubelet stops a pod, then a start on the same pool. */
     void restart() throws IOException, InterruptedException {
         driver.close();

@@ -22,7 +22,9 @@ import java.nio.file.WatchKey;
 import java.nio.file.WatchService;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -48,6 +50,7 @@ final class DriverProcess implements AutoCloseable {
     private Path workingDirectory;
     private List<String> launcher = List.of();
     private Path jar = REPO.resolve("driver/target/blockpool-csi.jar");
+    private final Map<String, String> environment = new HashMap<>();
     private Process process;
     private EventLoopGroup clientLoop;
     private ManagedChannel channel;
@@ -89,6 +92,16 @@ final class DriverProcess implements AutoCloseable {
         return this;
     }
 
+    /** Sets {@code name} in the environment of the next start; null leaves it out. */
+    DriverProcess environment(String name, String value) {
+        if (value == null) {
+            environment.remove(name);
+        } else {
+            environment.put(name, value);
+        }
+        return this;
+    }
+
     /** Starts the binary and waits until it answers on its socket. */
     DriverProcess start() throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(launcher);
@@ -109,6 +122,7 @@ final class DriverProcess implements AutoCloseable {
                 .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
         builder.environment().put("BLOCKPOOL_JAR", jar.toString());
+        builder.environment().putAll(environment);
         if (workingDirectory != null) {
             builder.directory(workingDirectory.toFile());
         }
