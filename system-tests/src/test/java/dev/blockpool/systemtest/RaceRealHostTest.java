@@ -33,6 +33,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
@@ -281,7 +282,8 @@ class RaceRealHostTest {
                 return new Outcome(send.apply(driver.process()), null);
             } catch (StatusRuntimeException e) {
                 status = e.getStatus();
-            } catch (IllegalStateException | NullPointerException e) {
+            } catch (IllegalStateException | NullPointerException | RejectedExecutionException e) {
+                // the client of a driver that was just killed and restarted: closed under this call
                 status = Status.UNAVAILABLE.withDescription("no client: " + e);
             }
             switch (status.getCode()) {
