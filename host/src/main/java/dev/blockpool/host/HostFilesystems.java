@@ -198,6 +198,9 @@ public final class HostFilesystems implements Filesystems {
         try {
             fd = Libc.openPathNoSymlinks(path.toString(), false);
         } catch (Libc.ErrnoException e) {
+            if (e.errno() == Libc.ENOENT) { // unpublished and removed since its mount was read
+                throw StorageException.notFound("%s is gone", path);
+            }
             throw StorageException.internal("cannot open %s to read its usage: %s", path, e.getMessage());
         }
         try {

@@ -4,6 +4,7 @@ import dev.blockpool.common.StorageException;
 import java.io.IOException;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.DirectoryStream;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.slf4j.Logger;
@@ -65,6 +66,12 @@ final class MountPoints {
         try {
             Files.createDirectories(path.getParent());
             Files.createFile(path);
+        } catch (FileAlreadyExistsException e) {
+            // made since it was looked at: judged as if it had been there
+            if (!(PathState.of(path) instanceof PathState.File file && file.isEmptyRegularFile())) {
+                throw StorageException.precondition(
+                        "%s appeared while the block volume was being published onto it; it is left as it is", path);
+            }
         } catch (IOException e) {
             throw StorageException.io(e, "cannot create the file %s", path);
         }

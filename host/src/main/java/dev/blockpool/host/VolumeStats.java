@@ -1,6 +1,7 @@
 package dev.blockpool.host;
 
 import dev.blockpool.common.Libc;
+import dev.blockpool.common.StorageException;
 import java.nio.file.Path;
 import java.util.Optional;
 import java.util.OptionalInt;
@@ -90,6 +91,13 @@ public final class VolumeStats {
             return Optional.of(
                     new Usage(Optional.empty(), loops.loopOf(mount.get()).map(LoopDevice::sizeBytes)));
         }
-        return Optional.of(new Usage(Optional.of(filesystems.stats(path)), Optional.empty()));
+        try {
+            return Optional.of(new Usage(Optional.of(filesystems.stats(path)), Optional.empty()));
+        } catch (StorageException e) {
+            if (e.kind() == StorageException.Kind.NOT_FOUND) {
+                return Optional.empty(); // unpublished meanwhile: not mounted there, as for any such path
+            }
+            throw e;
+        }
     }
 }

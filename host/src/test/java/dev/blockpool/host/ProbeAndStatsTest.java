@@ -51,6 +51,14 @@ class ProbeAndStatsTest {
     @TempDir
     Path dir;
 
+    /** A target unpublished and removed between the look at its mount and its statfs is not there: NOT_FOUND. */
+    @Test
+    void theUsageOfAPathGoneMeanwhileIsNotFoundNotAnInternalError() {
+        assertThatThrownBy(() -> new HostFilesystems(answering(0, "", ""), CALLS).stats(dir.resolve("gone")))
+                .isInstanceOfSatisfying(
+                        StorageException.class, e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.NOT_FOUND));
+    }
+
     @Test
     void blkidExitCodesDistinguishEmptyFromFailure() throws IOException {
         Path device = Files.write(dir.resolve("zeros.img"), new byte[128 * 1024]); // stands in for a device
