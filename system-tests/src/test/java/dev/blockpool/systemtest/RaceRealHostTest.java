@@ -693,16 +693,29 @@ class RaceRealHostTest {
             if (!grown.ok() || !staged.contains(v)) {
                 return;
             }
-            var node = Csi.NodeExpandVolumeRequest.newBuilder()
-                    .setVolumeId(v.id())
-                    .setVolumePath(staging(v).toString())
-                    .setStagingTargetPath(staging(v).toString())
-                    .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(size))
-                    .setVolumeCapability(capability(v.kind()))
-                    .build();
-            require(
-                    "NodeExpandVolume " + v.name(),
-                    call("NodeExpandVolume " + v.name(), d -> d.node().nodeExpandVolume(node)));
+            // A raw block volume is available at its publish paths only, not at its staging
+            // path: kubelet expands it through one, so the expansion publishes one of its own.
+            boolean block = v.kind() == Kind.BLOCK;
+            Path path = block ? target(v, "expander") : staging(v);
+            if (block && !publish(v, "expander", path, false, false).ok()) {
+                return;
+            }
+            try {
+                var node = Csi.NodeExpandVolumeRequest.newBuilder()
+                        .setVolumeId(v.id())
+                        .setVolumePath(path.toString())
+                        .setStagingTargetPath(staging(v).toString())
+                        .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(size))
+                        .setVolumeCapability(capability(v.kind()))
+                        .build();
+                require(
+                        "NodeExpandVolume " + v.name(),
+                        call("NodeExpandVolume " + v.name(), d -> d.node().nodeExpandVolume(node)));
+            } finally {
+                if (block) {
+                    unpublish(v, "expander", path);
+                }
+            }
         } finally {
             exclusive.get(v.id()).decrementAndGet();
         }
