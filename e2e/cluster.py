@@ -21,6 +21,9 @@ import host
 REPO = Path(__file__).resolve().parent.parent
 BIN = REPO / ".cache" / "e2e" / "bin"
 CRDS = REPO / ".cache" / "e2e" / "crd"
+SNAPSHOT_CRDS = ("volumesnapshots", "volumesnapshotcontents", "volumesnapshotclasses")
+GROUP_SNAPSHOT_CRDS = ("volumegroupsnapshots", "volumegroupsnapshotcontents", "volumegroupsnapshotclasses")
+GROUP_SNAPSHOT_GATE = "--feature-gates=CSIVolumeGroupSnapshot=true"
 DRIVER = REPO / "bin" / "blockpool-csi"
 FLEXVOLUME = REPO / "bin" / "blockpool-flexvolume"
 NAMESPACE = "blockpool-system"
@@ -246,18 +249,22 @@ class Cluster:
             "--bind-address", "127.0.0.1", "--secure-port", free_port(),
             "--cert-dir", self.work / "scheduler-certs", "--leader-elect=false"])
 
-        # Volume snapshots and group snapshots: the CRDs from the external-snapshotter client
-        # module and the cluster-wide snapshot-controller, which a cluster provides beside the
-        # driver, with group snapshots on as docs/deploy.md asks.
-        self.kubectl("apply", "-f", CRDS)
-        for crd in ("volumesnapshots", "volumesnapshotcontents", "volumesnapshotclasses"):
-            self.kubectl("wait", "--for=condition=Established", f"crd/{crd}.snapshot.storage.k8s.io", "--timeout=60s")
-        for crd in ("volumegroupsnapshots", "volumegroupsnapshotcontents", "volumegroupsnapshotclasses"):
-            self.kubectl("wait", "--for=condition=Established", f"crd/{crd}.groupsnapshot.storage.k8s.io",
-                         "--timeout=60s")
-        self.start("snapshot-controller", [BIN / "snapshot-controller", "--kubeconfig", self.admin,
-                                           "--leader-election=false", "--feature-gates=CSIVolumeGroupSnapshot=true"])
+        # Volume snapshots: the VolumeSnapshot CRDs from the external-snapshotter client module
+        # and the cluster-wide snapshot-controller, which a cluster provides beside the driver.
+        # Only those, as many distributions ship them: the base must snapshot there. The group
+        # snapshot CRDs come later, with enable_group_snapshots().
+        self.install_crds("snapshot.storage.k8s.io", SNAPSHOT_CRDS)
+        self.snapshot_controller = self.start("snapshot-controller", [
+            BIN / "snapshot-controller", "--kubeconfig", self.admin, "--leader-election=false"])
         wait_for("the default service account", lambda: self.get("serviceaccount", "default", "-n", "default"))
+
+    def install_crds(self, group, plurals):
+        self.kubectl("apply", *(a for p in plurals for a in ("-f", CRDS / f"{group}_{p}.yaml")))
+        for p in plurals:
+            self.kubectl("wait", "--for=condition=Established", f"crd/{p}.{group}", "--timeout=60s")
+
+    def has_group_snapshot_crds(self):
+        return bool(self.get("crd", f"{GROUP_SNAPSHOT_CRDS[0]}.groupsnapshot.storage.k8s.io"))
 
     # ---- the project's manifests -------------------------------------------------------
 
@@ -315,12 +322,16 @@ class Cluster:
         return args, env, to_host
 
     def apply_manifests(self):
-        """kubectl apply -k of the base, and server-side dry runs of the overlays and examples."""
+        """kubectl apply -k of the base, and server-side dry runs of the overlays and examples (but
+        for the group snapshot example, whose kinds this cluster does not know yet)."""
         self.kubectl("apply", "-k", REPO / "sidecars-deploy/base")
         for overlay in ("sidecars-deploy/overlays/dev", "sidecars-deploy/overlays/nfs-pool",
-                        "sidecars-deploy/overlays/glusterfs-pool", "sidecars-deploy/overlays/flexvolume"):
+                        "sidecars-deploy/overlays/glusterfs-pool", "sidecars-deploy/overlays/flexvolume",
+                        "sidecars-deploy/overlays/group-snapshots"):
             self.kubectl("apply", "--dry-run=server", "-k", REPO / overlay)
-        self.kubectl("apply", "--dry-run=server", "-n", "default", "-k", REPO / "sidecars-deploy/examples")
+        examples = [d for d in self.render("sidecars-deploy/examples")
+                    if not d["apiVersion"].startswith("groupsnapshot.storage.k8s.io/")]
+        self.kubectl("apply", "--dry-run=server", "-n", "default", "-f", "-", input=yaml.safe_dump_all(examples))
 
     # ---- the node: hollow kubelet, driver in node mode, registrar ----------------------
 
@@ -387,6 +398,7 @@ class Cluster:
         socket_dir = self.work / "controller-csi"
         socket_dir.mkdir(exist_ok=True)
         host_paths = {"emptyDir:socket-dir": socket_dir, MANIFEST_POOL: self.pool}
+        self.controller_pod, self.controller_host_paths = pod_name, host_paths
         self.ports = {}
         args, _, _ = self.container_command(dep, "blockpool", pod_name, host_paths, self.ports)
         (self.work / "controller-driver").mkdir(exist_ok=True)
@@ -395,22 +407,59 @@ class Cluster:
         # Each sidecar under a token of the manifests' ServiceAccount, as in the pod.
         token = self.kubectl("create", "token", "blockpool-controller", "-n", NAMESPACE, "--duration=2h").strip()
         sa_kc = self.kubeconfig(self.work / "blockpool-controller.kubeconfig", {"token": token})
+        self.sa_kubeconfig = sa_kc
         spec = dep["spec"]["template"]["spec"]
         self.check_sidecar_versions(spec)
         unknown = [c["name"] for c in spec["containers"] if c["name"] not in SIDECARS
                    and c["name"] not in ("blockpool", "liveness-probe")]
         assert not unknown, f"the controller pod has containers the test does not run: {unknown}"
+        self.sidecars = {}  # container name -> its process
         for name in SIDECARS:
-            args, env, _ = self.container_command(dep, name, pod_name, host_paths, self.ports)
-            # In the pod the service-account mount tells the sidecars their namespace (their
-            # leader-election Leases live there); out of the pod, POD_NAMESPACE does.
-            self.start(name, [BIN / name, *args, f"--kubeconfig={sa_kc}"], env={**env, "POD_NAMESPACE": NAMESPACE})
-        self.sidecars = SIDECARS
+            self.sidecars[name] = self.start_sidecar(dep, name)
+        assert GROUP_SNAPSHOT_GATE not in self.sidecars["csi-snapshotter"].popen.args, \
+            "the base's csi-snapshotter runs with group snapshots on"
         # What the pod's liveness probes check: each sidecar leads (or the probe fails).
-        for name in self.sidecars:
-            port = self.ports[name]
-            wait_for(f"{name} leading (/healthz/leader-election)",
-                     lambda port=port: http_ok(f"http://127.0.0.1:{port}/healthz/leader-election"), timeout=120)
+        for name in SIDECARS:
+            self.wait_leading(name)
+
+    def start_sidecar(self, dep, name, log_name=None):
+        """The Deployment's container `name` as a host process, under the ServiceAccount's token."""
+        args, env, _ = self.container_command(dep, name, self.controller_pod, self.controller_host_paths, self.ports)
+        # In the pod the service-account mount tells the sidecars their namespace (their
+        # leader-election Leases live there); out of the pod, POD_NAMESPACE does.
+        return self.start(log_name or name, [BIN / name, *args, f"--kubeconfig={self.sa_kubeconfig}"],
+                          env={**env, "POD_NAMESPACE": NAMESPACE})
+
+    def wait_leading(self, name):
+        port = self.ports[name]
+        wait_for(f"{name} leading (/healthz/leader-election)",
+                 lambda: http_ok(f"http://127.0.0.1:{port}/healthz/leader-election"), timeout=120)
+
+    def stop(self, proc):
+        """Stops one process for good: it is no longer expected alive (its log stays)."""
+        proc.stop()
+        self.procs.remove(proc)
+
+    def enable_group_snapshots(self):
+        """What a cluster admin does to opt in to group snapshots (docs/deploy.md): the group
+        snapshot CRDs, snapshot-controller restarted with their gate, and kubectl apply -k of
+        overlays/group-snapshots; csi-snapshotter then runs with the overlay's arguments (its
+        pod would be replaced by the Deployment's rollout) under the overlay's RBAC."""
+        assert not self.has_group_snapshot_crds(), "the group snapshot CRDs are there before the opt-in"
+        self.install_crds("groupsnapshot.storage.k8s.io", GROUP_SNAPSHOT_CRDS)
+        self.stop(self.snapshot_controller)
+        self.snapshot_controller = self.start("snapshot-controller.group-snapshots", [
+            BIN / "snapshot-controller", "--kubeconfig", self.admin, "--leader-election=false",
+            GROUP_SNAPSHOT_GATE])
+        self.kubectl("apply", "-k", REPO / "sidecars-deploy/overlays/group-snapshots")
+        dep = self.workload(self.render("sidecars-deploy/overlays/group-snapshots"), "Deployment",
+                            "blockpool-controller")
+        self.stop(self.sidecars["csi-snapshotter"])
+        snapshotter = self.start_sidecar(dep, "csi-snapshotter", log_name="csi-snapshotter.group-snapshots")
+        self.sidecars["csi-snapshotter.group-snapshots"] = snapshotter
+        assert GROUP_SNAPSHOT_GATE in snapshotter.popen.args, \
+            f"overlays/group-snapshots runs csi-snapshotter without {GROUP_SNAPSHOT_GATE}"
+        self.wait_leading("csi-snapshotter")
 
     def check_sidecar_versions(self, spec):
         """The sidecars built for the test are the versions the Deployment's images carry, except

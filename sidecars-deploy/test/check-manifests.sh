@@ -5,8 +5,8 @@
 # driver name everywhere, every sidecar on the driver's socket, a privileged node
 # plugin with Bidirectional propagation on the kubelet directory, liveness probes
 # wired to the livenessprobe sidecar, resources on every container, and RBAC that
-# covers what each sidecar needs (and nothing broad). The rules are in
-# check_manifests.py beside this script.
+# covers what each sidecar needs (and nothing broad), group snapshots only where
+# opted in. The rules are in check_manifests.py beside this script.
 #
 # Needs: kubectl (for `kubectl kustomize`, no cluster) and python3 with PyYAML
 # (Debian: python3-yaml; pip: pyyaml). Installs nothing.

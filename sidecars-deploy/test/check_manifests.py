@@ -5,8 +5,9 @@ Renders the base, every overlay and the examples under DEPLOY_DIR with
 `KUBECTL kustomize` and checks the rendered objects: pinned images, one driver
 name everywhere, every sidecar on the driver's socket, a privileged node plugin
 with Bidirectional propagation on the kubelet directory, liveness probes wired to
-the livenessprobe sidecar, resources on every container, and RBAC that covers
-what each sidecar needs (and nothing broad).
+the livenessprobe sidecar, resources on every container, RBAC that covers
+what each sidecar needs (and nothing broad), and csi-snapshotter's group snapshot
+gate with its RBAC only where group snapshots are opted in to.
 
 Usage: check_manifests.py DEPLOY_DIR KUBECTL [-v]
 Prints one line per failed check (with -v, per passed check too) and ends with
@@ -71,9 +72,6 @@ CLUSTER_RULES = {
         ("snapshot.storage.k8s.io", "volumesnapshotclasses"): {"get", "list", "watch"},
         ("snapshot.storage.k8s.io", "volumesnapshotcontents"): {"get", "list", "watch", "update", "patch"},
         ("snapshot.storage.k8s.io", "volumesnapshotcontents/status"): {"update", "patch"},
-        ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotclasses"): {"get", "list", "watch"},
-        ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotcontents"): {"get", "list", "watch", "update", "patch"},
-        ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotcontents/status"): {"update", "patch"},
     },
     "csi-resizer": {
         ("", "persistentvolumes"): {"get", "list", "watch", "patch"},
@@ -83,6 +81,16 @@ CLUSTER_RULES = {
         ("", "events"): {"list", "watch", "create", "update", "patch"},
         ("storage.k8s.io", "volumeattributesclasses"): {"get", "list", "watch"},
     },
+}
+# Volume group snapshots: csi-snapshotter's CSIVolumeGroupSnapshot gate and the rules only it
+# needs. The gate makes the sidecar wait for the groupsnapshot.storage.k8s.io CRDs, snapshotting
+# nothing meanwhile, so it is on only in the variants that opt in (components/group-snapshots).
+GROUP_SNAPSHOT_GATE = "CSIVolumeGroupSnapshot=true"
+GROUP_SNAPSHOT_VARIANTS = {"overlays/group-snapshots"}
+GROUP_SNAPSHOT_RULES = {
+    ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotclasses"): {"get", "list", "watch"},
+    ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotcontents"): {"get", "list", "watch", "update", "patch"},
+    ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotcontents/status"): {"update", "patch"},
 }
 # In the workload's own namespace.
 LEADER_ELECTION_RULES = {("coordination.k8s.io", "leases"): {"get", "watch", "list", "delete", "update", "create"}}
@@ -278,6 +286,29 @@ def check_rbac_narrow(variant, objs):
                   f"{r['kind']}/{name(r)}: wildcard in {wild} grants more than any sidecar documents")
             check(variant, "secrets" not in rule.get("resources", []),
                   f"{r['kind']}/{name(r)}: grants access to secrets, which no StorageClass here needs")
+
+
+def check_group_snapshots(variant, where, flags, cluster_rules):
+    """The CSIVolumeGroupSnapshot gate on exactly in the variants that opt in, with the rules it needs;
+    without it, none of them."""
+    gate = GROUP_SNAPSHOT_GATE in flags.get("feature-gates", "").split(",")
+    if variant in GROUP_SNAPSHOT_VARIANTS:
+        check(variant, gate, f"{where}: csi-snapshotter needs --feature-gates={GROUP_SNAPSHOT_GATE} "
+              "(this variant turns group snapshots on)")
+    else:
+        check(variant, not gate, f"{where}: csi-snapshotter must not run with --feature-gates={GROUP_SNAPSHOT_GATE}: "
+              "it then snapshots nothing on a cluster without the groupsnapshot.storage.k8s.io CRDs "
+              "(group snapshots are the opt-in of components/group-snapshots)")
+    if gate:
+        check_rbac_covers(variant, f"{where} csi-snapshotter group snapshots", cluster_rules, GROUP_SNAPSHOT_RULES,
+                          "cluster")
+    else:
+        for group, resource in sorted(GROUP_SNAPSHOT_RULES):
+            granted = sorted(v for v in ("get", "list", "watch", "create", "update", "patch", "delete")
+                             if allowed(cluster_rules, group, resource, v))
+            check(variant, not granted,
+                  f"{where}: grants {granted} on {resource} in API group '{group}' without "
+                  f"--feature-gates={GROUP_SNAPSHOT_GATE}, which alone needs them")
 
 
 # ---------------------------------------------------------------- driver deployment
@@ -500,9 +531,7 @@ def check_deployment(variant, objs):
                     check_rbac_covers(variant, f"{where} csi-provisioner owner walk", local_rules + cluster_rules,
                                       OWNER_WALK_RULES[kind], f"namespace {wns}")
                 if s == "csi-snapshotter":
-                    check(variant, "CSIVolumeGroupSnapshot=true" in cflags.get("feature-gates", "").split(","),
-                          f"{where}: csi-snapshotter needs --feature-gates=CSIVolumeGroupSnapshot=true "
-                          "(the driver serves group snapshots)")
+                    check_group_snapshots(variant, where, cflags, cluster_rules)
 
         # the pool directory is on a volume
         pool_dir = dflags.get("pool-dir", "/var/lib/blockpool")
