@@ -1,27 +1,17 @@
 package dev.blockpool.driver;
 
+import static dev.blockpool.driver.DriversOnOnePool.ready;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import csi.v1.ControllerGrpc;
 import csi.v1.Csi.CreateVolumeRequest;
-import csi.v1.Csi.ProbeRequest;
 import csi.v1.Csi.VolumeCapability;
-import csi.v1.IdentityGrpc;
-import dev.blockpool.common.Endpoint;
-import dev.blockpool.pool.ReconcileSteps;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
-import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
-import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -35,26 +25,16 @@ class StandbyControllerTest {
     @TempDir
     Path dir;
 
-    private final EventLoopGroup clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
-
-    @AfterEach
-    void closeClient() {
-        clientLoop.shutdownGracefully();
-    }
-
     @Test
     void aStandbyControllerIsReadyRefusesChangesAndTakesOverWhenThePoolIsFree() throws Exception {
-        Driver.Running acting = start("acting");
-        Driver.Running standby = start("standby");
-        ManagedChannel actingChannel = channel("acting");
-        ManagedChannel standbyChannel = channel("standby");
-        try {
+        try (DriversOnOnePool drivers = new DriversOnOnePool(dir)) {
+            Driver.Running acting = drivers.start("acting", "node-1", Mode.CONTROLLER);
+            Driver.Running standby = drivers.start("standby", "node-1", Mode.CONTROLLER);
+            ManagedChannel actingChannel = drivers.channel("acting");
+            ManagedChannel standbyChannel = drivers.channel("standby");
             createVolume(actingChannel, "first"); // the first controller takes the pool
 
-            assertThat(IdentityGrpc.newBlockingStub(standbyChannel)
-                            .probe(ProbeRequest.getDefaultInstance())
-                            .getReady()
-                            .getValue())
+            assertThat(ready(standbyChannel))
                     .as("the standby's Probe, which its livenessprobe calls")
                     .isTrue();
             assertThatThrownBy(() -> createVolume(standbyChannel, "second"))
@@ -67,45 +47,12 @@ class StandbyControllerTest {
 
             acting.stop(Duration.ofSeconds(10));
 
-            assertThat(IdentityGrpc.newBlockingStub(standbyChannel)
-                            .probe(ProbeRequest.getDefaultInstance())
-                            .getReady()
-                            .getValue())
-                    .isTrue();
+            assertThat(ready(standbyChannel)).isTrue();
             assertThat(standby.pool().controllerClaim().problem())
                     .as("the standby took over")
                     .isEmpty();
             createVolume(standbyChannel, "second");
-        } finally {
-            actingChannel.shutdownNow();
-            standbyChannel.shutdownNow();
-            acting.stop(Duration.ofSeconds(10));
-            standby.stop(Duration.ofSeconds(10));
         }
-    }
-
-    private Driver.Running start(String name) throws Exception {
-        return new Driver(
-                        new DriverConfig(
-                                Endpoint.parse(dir.resolve(name + ".sock").toString()),
-                                "node-1",
-                                "blockpool.csi.dev",
-                                dir.resolve("pool"),
-                                Mode.CONTROLLER,
-                                8),
-                        "test",
-                        // no reconcile within the test: it would take the pool in the background
-                        new Driver.Background(Duration.ofDays(1), ReconcileSteps.ALL))
-                .start();
-    }
-
-    private ManagedChannel channel(String name) {
-        return NettyChannelBuilder.forAddress(
-                        new DomainSocketAddress(dir.resolve(name + ".sock").toString()))
-                .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(clientLoop)
-                .usePlaintext()
-                .build();
     }
 
     private static void createVolume(ManagedChannel channel, String name) {
