@@ -5,6 +5,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 /**
  * The programs the driver runs on a host, which package brings each, and whether this host has
@@ -22,16 +24,17 @@ public final class HostTools {
         }
     }
 
-    private static final Map<String, Tool> KNOWN = Map.of(
-            "mkfs.ext4", new Tool("mkfs.ext4", "e2fsprogs", "e2fsprogs"),
-            "e2fsck", new Tool("e2fsck", "e2fsprogs", "e2fsprogs"),
-            "resize2fs", new Tool("resize2fs", "e2fsprogs", "e2fsprogs"),
-            "mkfs.xfs", new Tool("mkfs.xfs", "xfsprogs", "xfsprogs"),
-            "xfs_growfs", new Tool("xfs_growfs", "xfsprogs", "xfsprogs"),
-            "blkid", new Tool("blkid", "util-linux", "util-linux"),
-            "losetup", new Tool("losetup", "util-linux", "util-linux"),
-            "fallocate", new Tool("fallocate", "util-linux", "util-linux"),
-            "cp", new Tool("cp", "coreutils", "coreutils"));
+    private static final Map<String, Tool> KNOWN = Stream.of(
+                    new Tool("mkfs.ext4", "e2fsprogs", "e2fsprogs"),
+                    new Tool("e2fsck", "e2fsprogs", "e2fsprogs"),
+                    new Tool("resize2fs", "e2fsprogs", "e2fsprogs"),
+                    new Tool("mkfs.xfs", "xfsprogs", "xfsprogs"),
+                    new Tool("xfs_growfs", "xfsprogs", "xfsprogs"),
+                    new Tool("blkid", "util-linux", "util-linux"),
+                    new Tool("losetup", "util-linux", "util-linux"),
+                    new Tool("fallocate", "util-linux", "util-linux"),
+                    new Tool("cp", "coreutils", "coreutils"))
+            .collect(Collectors.toUnmodifiableMap(Tool::program, tool -> tool));
 
     private final List<Path> searchPath;
 
