@@ -30,10 +30,17 @@ public interface Filesystems {
 
     /**
      * Grows the unmounted filesystem on {@code device} to the device's size when one more of its
-     * blocks fits there: ext4 is checked in full (e2fsck -f -p) and grown (resize2fs); xfs, which
-     * grows only while mounted, is left as it is. Returns whether it grew it.
+     * blocks fits there: ext4 is checked in full (e2fsck -f -p) and grown (resize2fs) with
+     * {@code marker} on disk meanwhile; xfs, which grows only while mounted, is left as it is.
+     * Returns whether it grew it.
      */
-    boolean growUnmounted(LoopDevice device, FsType type);
+    boolean growUnmounted(LoopDevice device, FsType type, Path marker);
+
+    /**
+     * When {@code marker} says a growth of the ext4 on the unmounted {@code device} was cut
+     * short, repairs what it left (e2fsck -f -y) and removes the marker; nothing otherwise.
+     */
+    void repairInterruptedGrowth(Path device, Path marker);
 
     /**
      * Bytes and inodes of the filesystem mounted at {@code path}, which must be one of this

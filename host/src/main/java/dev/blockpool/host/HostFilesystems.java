@@ -156,7 +156,22 @@ public final class HostFilesystems implements Filesystems {
     }
 
     @Override
-    public boolean growUnmounted(LoopDevice device, FsType type) {
+    public void repairInterruptedGrowth(Path device, Path marker) {
+        if (!Files.exists(marker)) {
+            return;
+        }
+        log.warn("repairing the ext4 filesystem on {}, whose growth was cut short ({})", device, marker);
+        CommandRunner.Result repaired = run(CHECK_TIMEOUT, List.of("e2fsck", "-f", "-y", device.toString()));
+        if (repaired.exitCode() > 2) {
+            throw StorageException.internal(
+                    "the ext4 filesystem on %s, whose growth was cut short, needs manual repair: %s",
+                    device, repaired.describe());
+        }
+        removeDurably(marker);
+    }
+
+    @Override
+    public boolean growUnmounted(LoopDevice device, FsType type, Path marker) {
         if (type != FsType.EXT4) {
             return false; // xfs grows only while mounted, which the kernel allows the driver
         }
@@ -180,13 +195,36 @@ public final class HostFilesystems implements Filesystems {
                     "the ext4 filesystem on %s needs manual repair before it can grow: %s",
                     device.device(), checked.describe());
         }
+        updateDurably(marker, true); // on disk before the first block resize2fs writes
         CommandRunner.Result grown =
                 run(FORMAT_TIMEOUT, List.of("resize2fs", device.device().toString()));
         if (!grown.ok()) {
             throw StorageException.internal(
                     "cannot grow the ext4 filesystem on %s: %s", device.device(), grown.describe());
         }
+        removeDurably(marker);
         return true;
+    }
+
+    private static void removeDurably(Path marker) {
+        updateDurably(marker, false);
+    }
+
+    /** Creates or removes the (empty) file and flushes its directory. */
+    private static void updateDurably(Path marker, boolean present) {
+        try {
+            if (present) {
+                Files.newByteChannel(marker, StandardOpenOption.CREATE, StandardOpenOption.WRITE)
+                        .close();
+            } else {
+                Files.deleteIfExists(marker);
+            }
+            try (FileChannel directory = FileChannel.open(marker.getParent(), StandardOpenOption.READ)) {
+                directory.force(true);
+            }
+        } catch (IOException e) {
+            throw StorageException.io(e, "cannot %s %s", present ? "create" : "remove", marker);
+        }
     }
 
     @Override

@@ -142,6 +142,11 @@ public final class LoopAttachments {
                 .toList();
     }
 
+    /** The device re-reads the size of its grown image; returns it afresh. */
+    public LoopDevice refreshCapacity(LoopDevice device) {
+        return loops.refreshCapacity(device);
+    }
+
     /** Whose the mount is, from the device behind it. */
     public MountOwner ownerOf(MountInfo mount, Path image) {
         return ownerOf(mount, image, loopOf(mount));

@@ -1,8 +1,11 @@
 package dev.blockpool.host;
 
 import dev.blockpool.common.FsType;
+import dev.blockpool.common.GrowthMarker;
 import dev.blockpool.common.MountOptions;
 import dev.blockpool.common.StorageException;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
@@ -71,7 +74,7 @@ public final class SafeFormatAndMount {
         LoopAttachments.Acquired acquired = loops.acquire(image, readOnlyDevice);
         LoopDevice loop = acquired.device();
         try {
-            FsType type = prepare(loop, request, readOnlyDevice);
+            FsType type = prepare(image, loop, request, readOnlyDevice);
             MountOptions.requireAllowedFor(request.flags(), type);
             List<String> options = request.readOnly()
                     ? Stream.concat(request.flags().stream(), Stream.of("ro")).toList()
@@ -86,7 +89,7 @@ public final class SafeFormatAndMount {
     }
 
     /** Formats an empty device, checks a formatted one before a read-write mount; returns its type. */
-    private FsType prepare(LoopDevice loop, FilesystemRequest request, boolean readOnlyDevice) {
+    private FsType prepare(Path image, LoopDevice loop, FilesystemRequest request, boolean readOnlyDevice) {
         Probe probe = filesystems.probe(loop.device());
         if (probe.empty()) {
             if (readOnlyDevice) {
@@ -113,11 +116,23 @@ public final class SafeFormatAndMount {
         // Never fsck a filesystem that is mounted (somewhere else on this node): e2fsck would
         // repair it under the kernel's feet.
         if (!readOnlyDevice && loops.usersOf(loop).isEmpty()) {
+            Path growthMarker = GrowthMarker.beside(image);
+            filesystems.repairInterruptedGrowth(loop.device(), growthMarker);
             filesystems.check(loop.device(), found.get());
-            // A volume expanded while the kernel refused to grow its mounted filesystem.
-            filesystems.growUnmounted(loop, found.get());
+            // A volume expanded while the kernel refused to grow its mounted filesystem; a device
+            // bound before the image grew is told its new size first.
+            LoopDevice sized = loop.sizeBytes() < imageBytes(image) ? loops.refreshCapacity(loop) : loop;
+            filesystems.growUnmounted(sized, found.get(), growthMarker);
         }
         return found.get();
+    }
+
+    private static long imageBytes(Path image) {
+        try {
+            return Files.size(image);
+        } catch (IOException e) {
+            throw StorageException.io(e, "cannot read the size of the volume's image %s", image);
+        }
     }
 
     private void requireSameMount(MountInfo mount, Path image, Path path, FilesystemRequest request) {

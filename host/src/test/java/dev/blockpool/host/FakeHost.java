@@ -158,7 +158,10 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
     }
 
     @Override
-    public boolean growUnmounted(LoopDevice device, FsType type) {
+    public void repairInterruptedGrowth(Path device, Path marker) {}
+
+    @Override
+    public boolean growUnmounted(LoopDevice device, FsType type, Path marker) {
         Long size = filesystemBytes.get(device.device());
         if (type != FsType.EXT4 || size == null || size >= device.sizeBytes()) {
             return false;

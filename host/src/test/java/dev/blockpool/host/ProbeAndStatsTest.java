@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.FsType;
+import dev.blockpool.common.GrowthMarker;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
@@ -92,10 +93,12 @@ class ProbeAndStatsTest {
         }
         // The unmounted growth: a device of 2 MiB holding an ext4 of 1 MiB.
         Path smaller = Files.write(dir.resolve("smaller.img"), ext4Head(1024, 0));
-        assertThat(filesystems.growUnmounted(device(smaller, 2 << 20), FsType.EXT4))
+        assertThat(filesystems.growUnmounted(device(smaller, 2 << 20), FsType.EXT4, marker()))
                 .isTrue();
-        assertThat(filesystems.growUnmounted(device(smaller, 1 << 20), FsType.EXT4))
+        assertThat(filesystems.growUnmounted(device(smaller, 1 << 20), FsType.EXT4, marker()))
                 .isFalse();
+        Files.createFile(marker());
+        filesystems.repairInterruptedGrowth(smaller, marker());
         assertThat(runner.commands)
                 .isNotEmpty()
                 .allSatisfy(command -> assertThat(Stream.concat(
@@ -103,6 +106,41 @@ class ProbeAndStatsTest {
                                 HostFilesystems.FILESYSTEM_TOOLS.values().stream()
                                         .flatMap(List::stream)))
                         .contains(command.split(" ")[0]));
+    }
+
+    @Test
+    void aGrowthCutShortIsRepairedWithoutQuestionsAndItsMarkGoesOnlyOnceRepaired() throws IOException {
+        Path device = dir.resolve("loop9");
+        ScriptedRunner runner = new ScriptedRunner(command -> null);
+        HostFilesystems filesystems = new HostFilesystems(runner, CALLS);
+        filesystems.repairInterruptedGrowth(device, marker());
+        assertThat(runner.commands).as("no mark: no growth was cut short").isEmpty();
+
+        Files.createFile(marker());
+        filesystems.repairInterruptedGrowth(device, marker());
+        assertThat(runner.commands).containsExactly("e2fsck -f -y " + device);
+        assertThat(marker()).doesNotExist();
+
+        ScriptedRunner beyondRepair = new ScriptedRunner(c -> ScriptedRunner.exit(c, 4, "UNEXPECTED"));
+        Files.createFile(marker());
+        assertThatThrownBy(() -> new HostFilesystems(beyondRepair, CALLS).repairInterruptedGrowth(device, marker()))
+                .hasMessageContaining("whose growth was cut short, needs manual repair");
+        assertThat(marker()).as("still marked: the next stage tries again").exists();
+    }
+
+    @Test
+    void aFailedGrowthLeavesItsMark() throws IOException {
+        Path head = Files.write(dir.resolve("head.img"), ext4Head(1024, 2));
+        ScriptedRunner failing =
+                new ScriptedRunner(c -> c.getFirst().equals("resize2fs") ? ScriptedRunner.exit(c, 1, "killed") : null);
+        assertThatThrownBy(() ->
+                        new HostFilesystems(failing, CALLS).growUnmounted(device(head, 8 << 20), FsType.EXT4, marker()))
+                .hasMessageContaining("cannot grow");
+        assertThat(marker()).exists();
+    }
+
+    private Path marker() {
+        return dir.resolve("volume.img" + GrowthMarker.SUFFIX);
     }
 
     /** The head of a device holding an ext4 filesystem of {@code blocks} blocks of 1 KiB << {@code log}. */
@@ -130,18 +168,21 @@ class ProbeAndStatsTest {
         Path head = Files.write(dir.resolve("head.img"), ext4Head(1024, 2)); // 4 MiB in 4 KiB blocks
         ScriptedRunner runner = new ScriptedRunner(command -> null);
         HostFilesystems filesystems = new HostFilesystems(runner, CALLS);
-        assertThat(filesystems.growUnmounted(device(head, (4 << 20) + 4095), FsType.EXT4))
+        assertThat(filesystems.growUnmounted(device(head, (4 << 20) + 4095), FsType.EXT4, marker()))
                 .isFalse();
-        assertThat(filesystems.growUnmounted(device(head, 8 << 20), FsType.XFS)).isFalse();
+        assertThat(filesystems.growUnmounted(device(head, 8 << 20), FsType.XFS, marker()))
+                .isFalse();
         assertThat(runner.commands).isEmpty();
 
-        assertThat(filesystems.growUnmounted(device(head, 8 << 20), FsType.EXT4))
+        assertThat(filesystems.growUnmounted(device(head, 8 << 20), FsType.EXT4, marker()))
                 .isTrue();
         assertThat(runner.commands).containsExactly("e2fsck -f -p " + head, "resize2fs " + head);
+        assertThat(marker()).as("removed once grown").doesNotExist();
 
         ScriptedRunner broken =
                 new ScriptedRunner(c -> c.getFirst().equals("e2fsck") ? ScriptedRunner.exit(c, 4, "UNEXPECTED") : null);
-        assertThatThrownBy(() -> new HostFilesystems(broken, CALLS).growUnmounted(device(head, 8 << 20), FsType.EXT4))
+        assertThatThrownBy(() ->
+                        new HostFilesystems(broken, CALLS).growUnmounted(device(head, 8 << 20), FsType.EXT4, marker()))
                 .hasMessageContaining("needs manual repair before it can grow");
         assertThat(broken.commands).containsExactly("e2fsck -f -p " + head);
     }

@@ -1,5 +1,6 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.common.GrowthMarker;
 import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
 import java.nio.file.Path;
@@ -150,10 +151,12 @@ final class ImageRecords<T> {
 
     /**
      * Removes the metadata, then the image: a crash in between leaves an image without metadata,
-     * which the reconcile removes. An unknown ID is already deleted.
+     * which the reconcile removes. The image's growth mark goes first: one left by a crash is
+     * removed by the reconcile once the image is gone. An unknown ID is already deleted.
      */
     void delete(String id) {
         if (isId.test(id)) {
+            DurableFiles.delete(GrowthMarker.beside(imagePath(id)));
             metadata.delete(id);
             DurableFiles.delete(imagePath(id));
         }

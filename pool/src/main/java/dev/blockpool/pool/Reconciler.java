@@ -1,5 +1,6 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.common.GrowthMarker;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
@@ -57,6 +58,9 @@ final class Reconciler {
                 } else if (name.endsWith(ImageRecords.IMAGE_SUFFIX) && settled(file)) {
                     steps.before("check " + dir + "/" + name);
                     reconcileImage(file, name);
+                } else if (name.endsWith(ImageRecords.IMAGE_SUFFIX + GrowthMarker.SUFFIX) && settled(file)) {
+                    steps.before("check " + dir + "/" + name);
+                    reconcileGrowthMarker(file, name);
                 } else if (dir.equals("snapshots") && name.endsWith(ImageRecords.METADATA_SUFFIX) && settled(file)) {
                     steps.before("check " + dir + "/" + name);
                     reconcileMember(file, name);
@@ -94,6 +98,26 @@ final class Reconciler {
                 throw e;
             }
             log.debug("reconcile: {} is in use, leaving it", id);
+        }
+    }
+
+    /** A growth mark whose image is gone: left by a delete that a crash cut short. */
+    private void reconcileGrowthMarker(Path marker, String name) {
+        String id = name.substring(0, name.length() - (ImageRecords.IMAGE_SUFFIX + GrowthMarker.SUFFIX).length());
+        Path image = marker.resolveSibling(id + ImageRecords.IMAGE_SUFFIX);
+        try {
+            locks.withLock(
+                    () -> {
+                        if (!Files.exists(image)) {
+                            remove(marker, "growth mark of an image that is gone");
+                        }
+                    },
+                    id);
+        } catch (StorageException e) {
+            if (e.kind() != StorageException.Kind.BUSY) {
+                throw e;
+            }
+            log.debug("reconcile: {} is in use, leaving its growth mark", id);
         }
     }
 

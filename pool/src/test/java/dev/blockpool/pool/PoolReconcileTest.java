@@ -3,6 +3,7 @@ package dev.blockpool.pool;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.blockpool.common.GrowthMarker;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
@@ -64,7 +65,8 @@ class PoolReconcileTest {
                 volumes.resolve(Ids.volumeIdFor("half") + ".img"),
                 snapshots.resolve(Ids.snapshotIdFor("half-snap") + ".img"),
                 snapshots.resolve(keptSnapshot.id() + ".json.1-1" + DurableFiles.TEMP_SUFFIX),
-                nodes.resolve("node-2.json.7-7" + DurableFiles.TEMP_SUFFIX));
+                nodes.resolve("node-2.json.7-7" + DurableFiles.TEMP_SUFFIX),
+                GrowthMarker.beside(volumes.resolve(Ids.volumeIdFor("deleted") + ".img")));
         for (Path file : debris) {
             Files.write(file, new byte[] {1, 2, 3});
             age(file);
@@ -74,6 +76,8 @@ class PoolReconcileTest {
         age(foreign);
         age(volumes.resolve(kept.id() + ".img"));
         age(volumes.resolve(kept.id() + ".json"));
+        Path keptMarker = Files.createFile(GrowthMarker.beside(volumes.resolve(kept.id() + ".img")));
+        age(keptMarker);
         age(snapshots.resolve(keptSnapshot.id() + ".img"));
 
         Pool reopened = open(SETTLE);
@@ -83,6 +87,9 @@ class PoolReconcileTest {
             assertThat(file).as("debris %s", file.getFileName()).doesNotExist();
         }
         assertThat(foreign).as("a file that is not the pool's").exists();
+        assertThat(keptMarker)
+                .as("the growth mark of a volume, for its next stage")
+                .exists();
         assertThat(reopened.volumes().find(kept.id())).contains(kept);
         assertThat(reopened.volumes().imagePath(kept.id())).exists().hasSize(4 << 20);
         assertThat(reopened.snapshots().find(keptSnapshot.id())).contains(keptSnapshot);
@@ -206,6 +213,16 @@ class PoolReconcileTest {
                 .isInstanceOfSatisfying(
                         StorageException.class,
                         e -> assertThat(e.getMessage()).contains(snapMetadata.toString(), "empty"));
+    }
+
+    @Test
+    void aDeletedVolumeTakesItsGrowthMarkWithIt() throws IOException {
+        Pool pool = open(Duration.ZERO);
+        Volume volume = pool.volumes().create(spec("grown", 4 << 20));
+        Path marker = Files.createFile(GrowthMarker.beside(pool.volumes().imagePath(volume.id())));
+        pool.volumes().delete(volume.id());
+        assertThat(marker).doesNotExist();
+        assertThat(root.resolve("volumes")).isEmptyDirectory();
     }
 
     @Test
