@@ -1,0 +1,233 @@
+package dev.blockpool.pool;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.HostRequirements;
+import dev.blockpool.common.NeedsRoot;
+import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.common.StorageException;
+import dev.blockpool.common.StorageException.Kind;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.BitSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Changed block tracking proved against the data, on the filesystems a pool lives on: known
+ * blocks are written at known offsets, the volume is snapshotted, changed, snapshotted again, and
+ * the ranges reported must cover every byte that differs and reach no further than the blocks
+ * that were written. On XFS with reflinks the delta comes from the shared extents alone; on ext4,
+ * which shares none, from comparing the data ranges.
+ */
+@NeedsRoot
+class SnapshotMetadataRealHostTest {
+
+    private static final long MIB = 1 << 20;
+    private static final int BLOCK = 4096;
+    private static final long SIZE = 64 * MIB;
+
+    private final CommandRunner commands = new ProcessCommandRunner();
+
+    @TempDir
+    Path work;
+
+    private ScratchFilesystem fs;
+    /** Blocks written (or discarded) since the volume was created, and since the first snapshot. */
+    private final BitSet everWritten = new BitSet();
+
+    private final BitSet touched = new BitSet();
+
+    @BeforeEach
+    void requireRoot() {
+        HostRequirements.assumeRootWithLoopDevices();
+        HostRequirements.assumeCommand("losetup");
+        HostRequirements.assumeCommand("fallocate");
+    }
+
+    @AfterEach
+    void tearDown() {
+        if (fs != null) {
+            fs.close();
+        }
+    }
+
+    @Test
+    void xfsWithReflinksAnswersFromSharedExtents() throws IOException {
+        HostRequirements.assumeCommand("mkfs.xfs");
+        fs = ScratchFilesystem.create(work, 600 * MIB, "mkfs.xfs", "-q", "-f", "-m", "reflink=1");
+        BitSet reported = exercise();
+        assertThat(reported)
+                .as("with shared extents, every written block is reported (a rewrite of the same bytes too)")
+                .isEqualTo(touched);
+    }
+
+    @Test
+    void ext4WithoutReflinksComparesTheDataRanges() throws IOException {
+        HostRequirements.assumeCommand("mkfs.ext4");
+        fs = ScratchFilesystem.create(work, 600 * MIB, "mkfs.ext4", "-q", "-F");
+        BitSet reported = exercise();
+        BitSet rewrittenSame = (BitSet) touched.clone();
+        rewrittenSame.andNot(reported);
+        assertThat(rewrittenSame.cardinality())
+                .as("the block rewritten with the same bytes is compared and left out")
+                .isEqualTo(1);
+    }
+
+    /** Snapshot, change, snapshot again: checks Allocated and Delta; the blocks the delta reported. */
+    private BitSet exercise() throws IOException {
+        Pool pool = Pool.open(fs.mountPoint().resolve("pool"), commands, Clock.systemUTC(), Duration.ZERO);
+        Volume volume = pool.volumes()
+                .create(new VolumeSpec(
+                        "cbt", SIZE, "ext4", Allocation.SPARSE, Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
+        Path image = pool.volumes().imagePath(volume.id());
+        Random random = new Random(1);
+
+        write(image, 0, 8 * MIB, random);
+        write(image, 20 * MIB, 4 * MIB, random);
+        for (int i = 0; i < 32; i++) {
+            write(image, 32 * MIB + random.nextInt((int) (32 * MIB / BLOCK)) * (long) BLOCK, BLOCK, random);
+        }
+        Snapshot base = pool.snapshots().create("base", volume, image);
+        Path baseImage = pool.snapshots().imagePath(base.id());
+        assertThat(blocksOf(all(pool.snapshotMetadata().allocated(base.id(), 0), 0)))
+                .as("allocated blocks of the base")
+                .isEqualTo(everWritten);
+
+        touched.clear();
+        for (int i = 0; i < 16; i++) { // scattered single blocks, in data and in holes
+            write(image, random.nextInt((int) (SIZE / BLOCK)) * (long) BLOCK, BLOCK, random);
+        }
+        write(image, 8 * MIB - 10 * 1024, 24 * 1024, random); // unaligned, across the end of an extent
+        byte[] same = read(image, 20 * MIB + BLOCK, BLOCK); // the same bytes written again
+        try (FileChannel channel = FileChannel.open(image, StandardOpenOption.WRITE)) {
+            channel.write(ByteBuffer.wrap(same), 20 * MIB + BLOCK);
+            channel.force(true);
+        }
+        mark(20 * MIB + BLOCK, BLOCK);
+        commands.runChecked(
+                "fallocate", "--punch-hole", "--offset", Long.toString(2 * MIB), "--length", "65536", image.toString());
+        mark(2 * MIB, 65536); // a discard
+        everWritten.clear((int) (2 * MIB / BLOCK), (int) ((2 * MIB + 65536) / BLOCK));
+        Snapshot target = pool.snapshots().create("target", volume, image);
+        Path targetImage = pool.snapshots().imagePath(target.id());
+
+        BitSet allocated = blocksOf(all(pool.snapshotMetadata().allocated(target.id(), 0), 0));
+        assertThat(allocated).as("allocated blocks of the target").isEqualTo(everWritten);
+
+        List<ByteRange> delta = all(pool.snapshotMetadata().delta(base.id(), target.id(), 0), 0);
+        BitSet reported = blocksOf(delta);
+        BitSet differing = differingBlocks(baseImage, targetImage);
+        assertThat(differing.cardinality()).isGreaterThan(16);
+        BitSet uncovered = (BitSet) differing.clone();
+        uncovered.andNot(reported);
+        assertThat(uncovered).as("blocks that differ but were not reported").isEqualTo(new BitSet());
+        BitSet beyond = (BitSet) reported.clone();
+        beyond.andNot(touched);
+        assertThat(beyond).as("blocks reported that were never written").isEqualTo(new BitSet());
+
+        // paging and resuming give the same ranges
+        assertThat(all(pool.snapshotMetadata().delta(base.id(), target.id(), 0), 1))
+                .isEqualTo(delta);
+        ByteRange middle = delta.get(delta.size() / 2);
+        long resumeAt = middle.offset() + 1000;
+        List<ByteRange> resumed = all(pool.snapshotMetadata().delta(base.id(), target.id(), resumeAt), 3);
+        assertThat(resumed.getFirst().offset()).isGreaterThanOrEqualTo(resumeAt);
+        assertThat(resumed.getFirst().end()).isEqualTo(middle.end());
+        assertThat(resumed.subList(1, resumed.size())).isEqualTo(delta.subList(delta.size() / 2 + 1, delta.size()));
+
+        assertThat(all(pool.snapshotMetadata().delta(target.id(), target.id(), 0), 0))
+                .isEmpty();
+        assertThatThrownBy(() -> pool.snapshotMetadata().delta(target.id(), base.id(), 0))
+                .isInstanceOfSatisfying(
+                        StorageException.class, e -> assertThat(e.kind()).isEqualTo(Kind.INVALID));
+        assertThatThrownBy(() -> pool.snapshotMetadata().allocated(base.id(), SIZE + 1))
+                .isInstanceOfSatisfying(
+                        StorageException.class, e -> assertThat(e.kind()).isEqualTo(Kind.OUT_OF_RANGE));
+        return reported;
+    }
+
+    /** Every range of {@code ranges}, {@code max} at a time (0: all), checked to be in order and apart. */
+    static List<ByteRange> all(SnapshotRanges ranges, int max) {
+        try (ranges) {
+            List<ByteRange> all = new ArrayList<>();
+            for (List<ByteRange> next = ranges.next(max == 0 ? Integer.MAX_VALUE : max, () -> false);
+                    !next.isEmpty();
+                    next = ranges.next(max == 0 ? Integer.MAX_VALUE : max, () -> false)) {
+                for (ByteRange range : next) {
+                    if (!all.isEmpty()) {
+                        assertThat(range.offset())
+                                .as("after %s", all.getLast())
+                                .isGreaterThan(all.getLast().end());
+                    }
+                    all.add(range);
+                }
+            }
+            return all;
+        }
+    }
+
+    /** The 4 KiB blocks the ranges reach into. */
+    private static BitSet blocksOf(List<ByteRange> ranges) {
+        BitSet blocks = new BitSet();
+        ranges.forEach(range -> blocks.set((int) (range.offset() / BLOCK), (int) ((range.end() + BLOCK - 1) / BLOCK)));
+        return blocks;
+    }
+
+    private void mark(long offset, long length) {
+        touched.set((int) (offset / BLOCK), (int) ((offset + length + BLOCK - 1) / BLOCK));
+        everWritten.set((int) (offset / BLOCK), (int) ((offset + length + BLOCK - 1) / BLOCK));
+    }
+
+    private void write(Path image, long offset, long length, Random random) throws IOException {
+        byte[] data = new byte[(int) length];
+        random.nextBytes(data);
+        try (FileChannel channel = FileChannel.open(image, StandardOpenOption.WRITE)) {
+            ByteBuffer buffer = ByteBuffer.wrap(data);
+            while (buffer.hasRemaining()) {
+                channel.write(buffer, offset + buffer.position());
+            }
+            channel.force(true);
+        }
+        mark(offset, length);
+    }
+
+    private static byte[] read(Path file, long offset, int length) throws IOException {
+        ByteBuffer buffer = ByteBuffer.allocate(length);
+        try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ)) {
+            while (buffer.hasRemaining() && channel.read(buffer, offset + buffer.position()) >= 0) {
+                // keep reading
+            }
+        }
+        return buffer.array();
+    }
+
+    private static BitSet differingBlocks(Path base, Path target) throws IOException {
+        byte[] before = Files.readAllBytes(base);
+        byte[] after = Files.readAllBytes(target);
+        BitSet blocks = new BitSet();
+        for (int block = 0; block < SIZE / BLOCK; block++) {
+            int from = block * BLOCK;
+            if (java.util.Arrays.mismatch(before, from, from + BLOCK, after, from, from + BLOCK) >= 0) {
+                blocks.set(block);
+            }
+        }
+        return blocks;
+    }
+}
