@@ -35,9 +35,11 @@ final class ChangedRanges implements RangeSource {
     private final ImageExtents target;
     private final long capacity;
     private final long blockSize;
-    private final Arena arena = Arena.ofShared();
-    private final MemorySegment baseBuffer;
-    private final MemorySegment targetBuffer;
+    /** The buffers of the comparison, made at its first read: a delta from shared extents reads nothing. */
+    private Arena arena;
+
+    private MemorySegment baseBuffer;
+    private MemorySegment targetBuffer;
     /** The ranges of the windows mapped so far that are yet to be reported or compared, in order. */
     private final Deque<Piece> pieces = new ArrayDeque<>();
 
@@ -50,8 +52,6 @@ final class ChangedRanges implements RangeSource {
         this.cursor = from;
         this.capacity = capacity;
         this.blockSize = target.blockSize();
-        this.baseBuffer = arena.allocate(BUFFER_BYTES, 4096);
-        this.targetBuffer = arena.allocate(BUFFER_BYTES, 4096);
     }
 
     @Override
@@ -154,6 +154,11 @@ final class ChangedRanges implements RangeSource {
 
     /** Adds to {@code found} the blocks of {@code range} whose bytes differ, each cut to the range. */
     private void compare(ByteRange range, List<ByteRange> found) {
+        if (arena == null) {
+            arena = Arena.ofShared(); // the steps run on any of the threads for blocking calls
+            baseBuffer = arena.allocate(BUFFER_BYTES, 4096);
+            targetBuffer = arena.allocate(BUFFER_BYTES, 4096);
+        }
         MemorySegment before = baseBuffer.asSlice(0, range.length());
         MemorySegment after = targetBuffer.asSlice(0, range.length());
         base.read(range.offset(), before);
@@ -176,7 +181,9 @@ final class ChangedRanges implements RangeSource {
             base.close();
             target.close();
         } finally {
-            arena.close();
+            if (arena != null) {
+                arena.close();
+            }
         }
     }
 }
