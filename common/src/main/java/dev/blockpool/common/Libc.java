@@ -40,7 +40,8 @@ import java.util.OptionalInt;
  * the subsystem whose driver defines it: its request ({@link Ioctl}) and the structs it passes,
  * as named {@link MemoryLayout}s whose fields are read and written through {@link #field}, are
  * declared in the class that speaks to that subsystem (the loop driver's in host's
- * {@code LinuxLoopCalls}, FICLONE in pool's {@code ImageFiles}) and made through {@link #ioctl}.
+ * {@code LinuxLoopCalls}, FICLONE in pool's {@code ImageFiles}, FIEMAP in pool's {@code ImageExtents}) and
+ * made through {@link #ioctl}.
  *
  * <p>Binding a symbol and viewing native memory are restricted methods: this class is the one place that uses them,
  * so it is the one place that silences javac's warning about them.
