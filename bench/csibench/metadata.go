@@ -7,8 +7,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 )
@@ -17,25 +19,44 @@ import (
 const metadataBlock = 4 * kib
 
 // sectionMetadata: GetMetadataAllocated and GetMetadataDelta (changed block tracking) of a 1 GiB
-// volume on the reflink XFS pool, side by side with reading and comparing the images themselves.
+// volume on the reflink XFS pool, and on an ext4 pool (the work directory's disk), which shares no
+// extents; side by side with reading and comparing the images themselves.
 func sectionMetadata() {
 	if cfg.xfs == "" {
 		fatalf("-xfs is required for the metadata section")
 	}
-	pool := filepath.Join(cfg.xfs, "metadata-pool")
-	p := launch(blockpool, "metadata", pool)
+	const dataMiB, changed = 100, 256
+	fmt.Printf("A 1 GiB raw block volume: %d MiB of data in 1 MiB pieces, one every 10 MiB, snapshotted; then %d\n"+
+		"scattered 4 KiB blocks written, snapshotted again. Each call timed from the request to the end of its\n"+
+		"stream, %d times. The read-everything method (what csi-driver-host-path does) reads the images in %d KiB\n"+
+		"blocks and compares them, in this process: from the page cache (all runs after a first read), and once\n"+
+		"after dropping the caches. Pools: XFS (reflink=1, on a loop device over a file on the disk), and the\n"+
+		"disk's own filesystem, which shares no extents, so that the driver compares what the images hold.\n\n",
+		dataMiB, changed, cfg.metadataIters, metadataBlock/kib)
+	var rows [][]string
+	for _, pool := range []struct{ name, tag, dir string }{
+		{"XFS reflink", "metadata-xfs", filepath.Join(cfg.xfs, "metadata-pool")},
+		{fsType(cfg.work), "metadata-disk", dir("metadata", "pool")},
+	} {
+		rows = append(rows, metadataRows(pool.name, pool.tag, pool.dir, dataMiB, changed)...)
+	}
+	table([]string{"pool", "operation", "n", "p50", "p90", "p99", "reports", "read everything p50", "cold", "ratio p50"}, rows)
+}
+
+// metadataRows makes the volume and its two snapshots in a pool and times the calls there.
+func metadataRows(name, tag, pool string, dataMiB, changed int64) [][]string {
+	p := launch(blockpool, tag, pool)
 	defer p.stop()
 	meta := csi.NewSnapshotMetadataClient(p.conn)
 	id := p.createVolume("metadata-source", gib, blockCap())
 	// The volume's image, written as its loop device would write it (the pool layout: docs/architecture.md).
 	image := filepath.Join(pool, "volumes", id+".img")
-	const dataMiB, changed = 100, 256
 	rng := rand.New(rand.NewChaCha8([32]byte{7}))
-	for i := range int64(dataMiB) { // 100 MiB in 1 MiB pieces, one every 10 MiB
+	for i := range dataMiB {
 		writeAt(image, i*10*mb, mb, rng)
 	}
 	base := p.snapshot("metadata-base", id)
-	for range changed { // 256 scattered 4 KiB blocks
+	for range changed {
 		writeAt(image, rng.Int64N(gib/metadataBlock)*metadataBlock, metadataBlock, rng)
 	}
 	target := p.snapshot("metadata-target", id)
@@ -59,19 +80,19 @@ func sectionMetadata() {
 	coldAllocated.timed(func() { nonZeroBytes(targetImage) })
 	dropCaches()
 	coldDelta.timed(func() { differingBytes(baseImage, targetImage) })
+	return [][]string{
+		append([]string{name}, metadataRow("GetMetadataAllocated (target)", allocated,
+			fmt.Sprintf("%d MiB", allocatedBytes/mb), readAllocated, coldAllocated, readAllocatedBytes)...),
+		append([]string{name}, metadataRow("GetMetadataDelta (base → target)", delta,
+			fmt.Sprintf("%d tuples, %d KiB", deltaTuples, deltaBytes/kib), readDelta, coldDelta, readDeltaBytes)...),
+	}
+}
 
-	fmt.Printf("A 1 GiB raw block volume on a pool on XFS (reflink=1, on a loop device over a file on the disk):\n"+
-		"%d MiB of data in 1 MiB pieces, snapshotted; then %d scattered 4 KiB blocks written, snapshotted again.\n"+
-		"Each call timed from the request to the end of its stream, %d times. The read-everything method\n"+
-		"(what csi-driver-host-path does) reads the images in %d KiB blocks and compares them, in this process:\n"+
-		"from the page cache (all runs after a first read), and once after dropping the caches.\n\n",
-		dataMiB, changed, cfg.metadataIters, metadataBlock/kib)
-	table([]string{"operation", "n", "p50", "p90", "p99", "reports", "read everything p50", "cold", "ratio p50"}, [][]string{
-		metadataRow("GetMetadataAllocated (target)", allocated, fmt.Sprintf("%d MiB", allocatedBytes/mb),
-			readAllocated, coldAllocated, readAllocatedBytes),
-		metadataRow("GetMetadataDelta (base → target)", delta, fmt.Sprintf("%d tuples, %d KiB", deltaTuples, deltaBytes/kib),
-			readDelta, coldDelta, readDeltaBytes),
-	})
+// fsType is the type of the filesystem path is on, as findmnt(8) names it.
+func fsType(path string) string {
+	out, err := exec.Command("findmnt", "-n", "-o", "FSTYPE", "-T", path).Output()
+	must(err)
+	return strings.TrimSpace(string(out))
 }
 
 func metadataRow(name string, t timings, reports string, read, cold timings, readBytes int64) []string {
