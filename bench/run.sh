@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # blockpool's benchmark: starts the real bin/blockpool-csi, drives it over its socket with the Go
 # client in bench/csibench, and prints one Markdown table per section (start, memory, node,
-# snapshot, list, fio, flexvolume, pods), with ratios measured in the same run.
+# snapshot, metadata, list, fio, flexvolume, pods), with ratios measured in the same run.
 #
 #   usage: sudo bench/run.sh [csibench flags] [section ...]    (all sections by default; -h lists the flags)
 #
@@ -67,8 +67,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# The snapshot section's pool: XFS with reflink on a loop device over a sparse file in $work.
-if wants snapshot; then
+# The snapshot and metadata sections' pool: XFS with reflink on a loop device over a sparse file in $work.
+if wants snapshot || wants metadata; then
   truncate -s 8G "$work/xfs.img"
   xfs_loop=$(losetup -f --show "$work/xfs.img")
   mkfs.xfs -q -m reflink=1 "$xfs_loop"

@@ -33,6 +33,7 @@ type config struct {
 	pool                                 string
 	oldJar                               string
 	pods, podRounds                      int
+	metadataIters                        int
 }
 
 var cfg config
@@ -46,16 +47,17 @@ var sections = map[string]func(){
 	"fio":        sectionFio,
 	"flexvolume": sectionFlexvolume,
 	"pods":       sectionPods,
+	"metadata":   sectionMetadata,
 }
 
-var sectionOrder = []string{"start", "memory", "node", "snapshot", "list", "fio", "flexvolume", "pods"}
+var sectionOrder = []string{"start", "memory", "node", "snapshot", "metadata", "list", "fio", "flexvolume", "pods"}
 
 func main() {
 	flag.StringVar(&cfg.work, "work", "", "the bench's own temporary directory on the disk under test (required)")
 	flag.StringVar(&cfg.driver, "driver", "", "bin/blockpool-csi (required)")
 	flag.StringVar(&cfg.mock, "mock", "", "the gomock reference binary (start and memory)")
 	flag.StringVar(&cfg.sanity, "sanity", "", "the csi-sanity binary (memory)")
-	flag.StringVar(&cfg.xfs, "xfs", "", "an empty directory on a reflink XFS filesystem the bench mounted (snapshot)")
+	flag.StringVar(&cfg.xfs, "xfs", "", "an empty directory on a reflink XFS filesystem the bench mounted (snapshot, metadata)")
 	flag.StringVar(&cfg.fio, "fio", "fio", "the fio binary (fio)")
 	flag.StringVar(&cfg.pool, "pool", "", "where the pools and the files beside them go, e.g. a shared filesystem's mount (node, fio; default: the work directory)")
 	flag.IntVar(&cfg.starts, "starts", 20, "starts measured per process (start)")
@@ -67,6 +69,7 @@ func main() {
 	flag.IntVar(&cfg.stageIters, "stage-iters", 20, "fresh volumes staged and published (node)")
 	flag.IntVar(&cfg.flexIters, "flex-iters", 20, "runs of each FlexVolume call (flexvolume)")
 	flag.IntVar(&cfg.snapshots, "snapshots", 50, "snapshots of the 1 GiB volume (snapshot)")
+	flag.IntVar(&cfg.metadataIters, "metadata-iters", 50, "calls of each snapshot metadata RPC (metadata)")
 	flag.IntVar(&cfg.listVolumes, "list-volumes", 10000, "volumes in the full pool (list)")
 	flag.IntVar(&cfg.listSnapshots, "list-snapshots", 1000, "snapshots in the full pool (list)")
 	flag.IntVar(&cfg.listClients, "list-clients", 8, "concurrent clients filling the pool (list)")

@@ -26,7 +26,8 @@ import java.util.OptionalInt;
 /**
  * The Linux system calls the driver makes itself, through Java's foreign function API (no JNI
  * library to ship): opening a path (also without following any symlink), mount(2), umount2(2),
- * the new mount API's open_tree(2), mount_setattr(2) and move_mount(2), statx(2), fstatfs(2), mknod(2), flock(2), ioctl(2), getdents64(2). Each failure is an
+ * the new mount API's open_tree(2), mount_setattr(2) and move_mount(2), statx(2), fstatfs(2), mknod(2), flock(2), ioctl(2), getdents64(2),
+ * lseek(2) and pread(2). Each failure is an
  * {@link ErrnoException} that carries errno and says which call failed and the system's words
  * ("umount2: Device or resource busy"). A call that can hang on a dead filesystem is made through
  * {@link BlockingCalls}.
@@ -39,7 +40,8 @@ import java.util.OptionalInt;
  * the subsystem whose driver defines it: its request ({@link Ioctl}) and the structs it passes,
  * as named {@link MemoryLayout}s whose fields are read and written through {@link #field}, are
  * declared in the class that speaks to that subsystem (the loop driver's in host's
- * {@code LinuxLoopCalls}, FICLONE in pool's {@code ImageFiles}) and made through {@link #ioctl}.
+ * {@code LinuxLoopCalls}, FICLONE in pool's {@code ImageFiles}, FIEMAP in pool's {@code ImageExtents}) and
+ * made through {@link #ioctl}.
  *
  * <p>Binding a symbol and viewing native memory are restricted methods: this class is the one place that uses them,
  * so it is the one place that silences javac's warning about them.
@@ -126,6 +128,10 @@ public final class Libc {
 
     private static final long DIRENT_PAGE_BUFFER_BYTES = 64 << 10;
     private static final int SEEK_SET = 0;
+    /** lseek(2)'s whences that find the next byte of data, or of a hole, at or after an offset (Linux 3.1). */
+    public static final int SEEK_DATA = 3;
+
+    public static final int SEEK_HOLE = 4;
     /** openat2's number is the same on every architecture (the unified syscall table). */
     private static final long SYS_OPENAT2 = 437;
     /** The new mount API's numbers, also from the unified table (Linux 5.2; mount_setattr 5.12). */
@@ -304,6 +310,22 @@ public final class Libc {
                         (int) IoctlWithValue.HANDLE.invokeExact(call.state(), fd, request.number(), argument)));
     }
 
+    /**
+     * lseek(2) of {@code fd} to {@code offset} by {@code whence}: the new offset. With
+     * {@link #SEEK_DATA} past the last data (or {@link #SEEK_HOLE} past the end), ENXIO.
+     */
+    public static long lseek(int fd, long offset, int whence) {
+        return call("lseek", call -> call.check((long) Lseek.HANDLE.invokeExact(call.state(), fd, offset, whence)));
+    }
+
+    /** pread(2) of up to {@code buffer}'s size at {@code offset}: how many bytes were read, 0 at the end of the file. */
+    public static long pread(int fd, MemorySegment buffer, long offset) {
+        return call(
+                "pread",
+                call -> call.check(
+                        (long) Pread.HANDLE.invokeExact(call.state(), fd, buffer, buffer.byteSize(), offset)));
+    }
+
     /** close(2); a failure is not reported: the descriptor is gone either way. */
     public static void close(int fd) {
         call("close", call -> (int) Close.HANDLE.invokeExact(call.state(), fd));
@@ -341,7 +363,7 @@ public final class Libc {
         int fd = open(path, O_RDONLY | O_DIRECTORY, 0);
         try (Arena arena = Arena.ofConfined()) {
             if (from != 0) {
-                call("lseek", call -> call.check((long) Lseek.HANDLE.invokeExact(call.state(), fd, from, SEEK_SET)));
+                lseek(fd, from, SEEK_SET);
             }
             // A page needs a few hundred names; a whole listing reads in large steps.
             long size = count == Integer.MAX_VALUE ? DIRENT_BUFFER_BYTES : DIRENT_PAGE_BUFFER_BYTES;
@@ -680,6 +702,11 @@ public final class Libc {
     private static final class Lseek {
         static final MethodHandle HANDLE =
                 bind("lseek", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT), -1);
+    }
+
+    private static final class Pread {
+        static final MethodHandle HANDLE =
+                bind("pread", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG), -1);
     }
 
     private static final class Getdents64 {

@@ -8,6 +8,7 @@ import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.controller.ControllerService;
 import dev.blockpool.controller.GroupControllerService;
+import dev.blockpool.controller.SnapshotMetadataService;
 import dev.blockpool.csi.StatusInterceptor;
 import dev.blockpool.host.HostFilesystems;
 import dev.blockpool.host.KubeletPaths;
@@ -115,8 +116,10 @@ public final class Driver {
         if (config.mode().servesController()) {
             services.add(new ControllerService(pool, locks).bindService());
             services.add(new GroupControllerService(pool, locks).bindService());
+            services.add(new SnapshotMetadataService(pool).bindService());
             capabilities.add(IdentityService.service(PluginCapability.Service.Type.CONTROLLER_SERVICE));
             capabilities.add(IdentityService.service(PluginCapability.Service.Type.GROUP_CONTROLLER_SERVICE));
+            capabilities.add(IdentityService.service(PluginCapability.Service.Type.SNAPSHOT_METADATA_SERVICE));
             capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.ONLINE));
             capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.OFFLINE));
             tools.addAll(ImageFiles.TOOLS);

@@ -33,6 +33,7 @@ public final class Pool {
     private final Attachments attachments;
     private final ControllerClaim controllerClaim;
     private final PoolHealth health;
+    private final SnapshotMetadata snapshotMetadata;
     private final Clock clock;
     private final Duration settleTime;
 
@@ -50,6 +51,7 @@ public final class Pool {
         this.attachments = new Attachments(volumes, nodes, recordLock, new AttachmentIndex(root));
         this.controllerClaim = new ControllerClaim(root, clock);
         this.health = new PoolHealth(root, volumes, blocking, clock, settleTime);
+        this.snapshotMetadata = new SnapshotMetadata(snapshots, blocking);
     }
 
     /**
@@ -127,6 +129,10 @@ public final class Pool {
     /** Whether this process is the pool's one acting controller; see {@link ControllerClaim}. */
     public ControllerClaim controllerClaim() {
         return controllerClaim;
+    }
+
+    public SnapshotMetadata snapshotMetadata() {
+        return snapshotMetadata;
     }
 
     public PoolHealth health() {

@@ -1,0 +1,96 @@
+package dev.blockpool.pool;
+
+import dev.blockpool.common.BlockingCalls;
+import dev.blockpool.common.Quoting;
+import dev.blockpool.common.StorageException;
+import java.time.Duration;
+
+/**
+ * Changed block tracking from the pool's own knowledge of its images: the ranges of a snapshot
+ * that hold data, and the ranges in which one snapshot differs from an earlier one of the same
+ * volume, found from the filesystem's map of the images' extents rather than by reading them
+ * (see {@link ExtentComparison}). Snapshot images never change once committed, and an open
+ * image outlives a delete of its snapshot, so a stream needs no lock.
+ */
+public final class SnapshotMetadata {
+
+    private static final Duration OPEN_DEADLINE = Duration.ofSeconds(30);
+
+    private final Snapshots snapshots;
+    private final BlockingCalls blocking;
+
+    SnapshotMetadata(Snapshots snapshots, BlockingCalls blocking) {
+        this.snapshots = snapshots;
+        this.blocking = blocking;
+    }
+
+    /** The data ranges of the snapshot {@code snapshotId} from {@code from}. */
+    public SnapshotRanges allocated(String snapshotId, long from) {
+        Snapshot snapshot = find(snapshotId);
+        requireWithin(from, snapshot);
+        String what = "reading the data ranges of snapshot " + snapshotId;
+        ImageExtents image = open(snapshot, what);
+        return new SnapshotRanges(
+                snapshot.sizeBytes(), new AllocatedRanges(image, from, snapshot.sizeBytes()), blocking, what);
+    }
+
+    /**
+     * The ranges in which the snapshot {@code targetId} differs from {@code baseId}, an earlier
+     * snapshot of the same volume, from {@code from}. A volume that grew between the two reads
+     * zeros in the base beyond its size then.
+     */
+    public SnapshotRanges delta(String baseId, String targetId, long from) {
+        Snapshot base = find(baseId);
+        Snapshot target = find(targetId);
+        if (!base.sourceVolumeId().equals(target.sourceVolumeId())) {
+            throw StorageException.invalid(
+                    "snapshots %s and %s are of different volumes (%s and %s): a delta is between two snapshots of one volume",
+                    baseId, targetId, base.sourceVolumeId(), target.sourceVolumeId());
+        }
+        if (target.createdAt().isBefore(base.createdAt())) {
+            throw StorageException.invalid(
+                    "the target snapshot %s was taken before the base snapshot %s: swap them", targetId, baseId);
+        }
+        requireWithin(from, target);
+        String what = "comparing the extents of snapshots " + baseId + " and " + targetId;
+        ImageExtents baseImage = open(base, what);
+        ImageExtents targetImage = null;
+        try {
+            targetImage = open(target, what);
+            ImageExtents both = targetImage;
+            return new SnapshotRanges(
+                    target.sizeBytes(),
+                    blocking.call(
+                            OPEN_DEADLINE, what, () -> new ChangedRanges(baseImage, both, from, target.sizeBytes())),
+                    blocking,
+                    what);
+        } catch (RuntimeException | Error e) {
+            baseImage.close();
+            if (targetImage != null) {
+                targetImage.close();
+            }
+            throw e;
+        }
+    }
+
+    private Snapshot find(String snapshotId) {
+        return snapshots
+                .find(snapshotId)
+                .orElseThrow(() -> StorageException.notFound("snapshot %s does not exist", Quoting.quote(snapshotId)));
+    }
+
+    private static void requireWithin(long from, Snapshot snapshot) {
+        if (from < 0 || from > snapshot.sizeBytes()) {
+            throw StorageException.outOfRange(
+                    "starting offset %d is outside snapshot %s, which holds %d bytes: give an offset from 0 to %d",
+                    from, snapshot.id(), snapshot.sizeBytes(), snapshot.sizeBytes());
+        }
+    }
+
+    private ImageExtents open(Snapshot snapshot, String what) {
+        return blocking.call(
+                OPEN_DEADLINE,
+                what,
+                () -> ImageExtents.open(snapshots.imagePath(snapshot.id()), "snapshot " + snapshot.id()));
+    }
+}
