@@ -78,73 +78,60 @@ final class Reconciler {
         }
         MetadataStore<Snapshot> store = new MetadataStore<>(metadata.getParent(), Snapshot.class);
         MetadataStore<GroupSnapshot> groups = new MetadataStore<>(root.resolve("groups"), GroupSnapshot.class);
-        try {
-            locks.withLock(
-                    () -> store.read(id)
-                            .flatMap(Snapshot::groupSnapshotId)
-                            .filter(group -> !groups.exists(group))
-                            .ifPresent(group -> {
-                                log.warn(
-                                        "reconcile: removing snapshot {} of group snapshot {}, which has no record "
-                                                + "(an interrupted group create or delete)",
-                                        id,
-                                        group);
-                                store.delete(id);
-                                DurableFiles.delete(metadata.resolveSibling(id + ImageRecords.IMAGE_SUFFIX));
-                            }),
-                    id);
-        } catch (StorageException e) {
-            if (e.kind() != StorageException.Kind.BUSY) {
-                throw e;
-            }
-            log.debug("reconcile: {} is in use, leaving it", id);
-        }
+        unlessInUse(
+                id,
+                () -> store.read(id)
+                        .flatMap(Snapshot::groupSnapshotId)
+                        .filter(group -> !groups.exists(group))
+                        .ifPresent(group -> {
+                            log.warn(
+                                    "reconcile: removing snapshot {} of group snapshot {}, which has no record "
+                                            + "(an interrupted group create or delete)",
+                                    id,
+                                    group);
+                            store.delete(id);
+                            DurableFiles.delete(metadata.resolveSibling(id + ImageRecords.IMAGE_SUFFIX));
+                        }));
     }
 
     /** A growth mark whose image is gone: left by a delete that a crash cut short. */
     private void reconcileGrowthMarker(Path marker, String name) {
         String id = name.substring(0, name.length() - (ImageRecords.IMAGE_SUFFIX + GrowthMarker.SUFFIX).length());
         Path image = marker.resolveSibling(id + ImageRecords.IMAGE_SUFFIX);
-        try {
-            locks.withLock(
-                    () -> {
-                        if (!Files.exists(image)) {
-                            remove(marker, "growth mark of an image that is gone");
-                        }
-                    },
-                    id);
-        } catch (StorageException e) {
-            if (e.kind() != StorageException.Kind.BUSY) {
-                throw e;
+        unlessInUse(id, () -> {
+            if (!Files.exists(image)) {
+                remove(marker, "growth mark of an image that is gone");
             }
-            log.debug("reconcile: {} is in use, leaving its growth mark", id);
-        }
+        });
     }
 
     private void reconcileImage(Path image, String name) {
         String id = name.substring(0, name.length() - ImageRecords.IMAGE_SUFFIX.length());
         Path metadata = image.resolveSibling(id + ImageRecords.METADATA_SUFFIX);
         if (!Files.exists(metadata)) {
-            try {
-                locks.withLock(
-                        () -> {
-                            if (!Files.exists(metadata)) {
-                                remove(image, "image without metadata: an interrupted create or delete");
-                            }
-                        },
-                        id);
-            } catch (StorageException e) {
-                if (e.kind() != StorageException.Kind.BUSY) {
-                    throw e;
+            unlessInUse(id, () -> {
+                if (!Files.exists(metadata)) {
+                    remove(image, "image without metadata: an interrupted create or delete");
                 }
-                log.debug("reconcile: {} is in use, leaving its image", id);
-            }
+            });
             return;
         }
         Class<?> type = Ids.isSnapshotId(id) ? Snapshot.class : Volume.class;
         MetadataStore.problem(metadata, type)
                 .ifPresent(problem -> log.error(
                         "reconcile: keeping {} and its metadata for an operator to inspect: {}", image, problem));
+    }
+
+    /** Runs {@code work} holding the ID's lock; an ID a call is working on is left to the next reconcile. */
+    private void unlessInUse(String id, Runnable work) {
+        try {
+            locks.withLock(work, id);
+        } catch (StorageException e) {
+            if (e.kind() != StorageException.Kind.BUSY) {
+                throw e;
+            }
+            log.debug("reconcile: {} is in use, leaving it", id);
+        }
     }
 
     private boolean settled(Path file) {
