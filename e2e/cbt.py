@@ -22,7 +22,7 @@ from cluster import NAMESPACE, wait_for
 OVERLAY = "sidecars-deploy/overlays/snapshot-metadata"
 SIDECAR = "csi-snapshot-metadata"
 SERVICE = f"blockpool-snapshot-metadata.{NAMESPACE}"  # the overlay's Service, named in the certificate
-AUDIENCE = "blockpool-e2e-backup"
+AUDIENCE = "blockpool-snapshot-metadata"  # as docs/deploy.md has it
 BACKUP_SA = "e2e-backup"  # the backup tool's ServiceAccount, in the test's namespace
 CLIENT_ROLE = cl.REPO / ".cache" / "e2e" / "snapshot-metadata" / "snapshot-metadata-client-cluster-role.yaml"
 NS = "default"
@@ -54,6 +54,7 @@ def enable(c: cl.Cluster):
     c.kubectl("apply", "-k", cl.REPO / OVERLAY)
 
     dep = c.workload(c.render(OVERLAY), "Deployment", "blockpool-controller")
+    c.check_sidecar_versions(dep["spec"]["template"]["spec"])
     args, env, _ = c.container_command(dep, SIDECAR, c.controller_pod,
                                        {**c.controller_host_paths, "emptyDir:snapshot-metadata-tls": tls}, c.ports)
     # The container's gRPC port, moved to a free one on this host (the Service's targetPort).
@@ -84,9 +85,10 @@ def listening(port):
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def run_client(c, tool, *args):
-    """A client of the sidecar as the backup tool's ServiceAccount; its output, or its error."""
-    argv = [cl.BIN / tool, "-kubeconfig", c.backup_kubeconfig, "-service-account", BACKUP_SA,
+def run_client(c, tool, *args, service_account=BACKUP_SA):
+    """A client of the sidecar, with a token of `service_account` that the backup tool's
+    ServiceAccount asks for; its output, or its error."""
+    argv = [cl.BIN / tool, "-kubeconfig", c.backup_kubeconfig, "-service-account", service_account,
             "-service-account-namespace", NS, "-n", NS, *args]
     return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=120, check=False)
 
@@ -244,6 +246,12 @@ def block(t, pvc):
         assert covers(delta, off, BLOCK), f"the delta misses the change at {off}: {delta}"
     assert not touches(delta, *UNCHANGED), f"the delta reports the range {UNCHANGED}, unchanged: {delta}"
     print(f"        allocated (cbt-target): {describe(allocated)}; changed since cbt-base: {describe(delta)}")
+    # The sidecar reviews each token's rights: one of a ServiceAccount that may not get the
+    # snapshots gets nothing.
+    c.kubectl("create", "serviceaccount", "e2e-no-snapshots", "-n", NS)
+    r = run_client(c, "snapshot-metadata-lister", "-s", "cbt-target", service_account="e2e-no-snapshots")
+    assert r.returncode != 0 and "PermissionDenied" in r.stderr, \
+        f"a ServiceAccount without the client role: exit {r.returncode}, {(r.stderr or r.stdout).strip()[-300:]}"
 
     # The verifier: devices restored from both snapshots, and a fresh one, in one pod.
     c.apply([pvc(f"cbt-restored-{s}", "blockpool-xfs", "64Mi", block=True, source={
