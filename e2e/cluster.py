@@ -466,7 +466,8 @@ class Cluster:
         where the Go module proxy does not serve that version (e2e/README.md)."""
         go_mod = (REPO / "e2e" / "go.mod").read_text()
         modules = {"csi-provisioner": "external-provisioner/v6", "csi-attacher": "external-attacher/v4",
-                   "csi-snapshotter": "external-snapshotter/v8", "csi-resizer": "external-resizer/v2"}
+                   "csi-snapshotter": "external-snapshotter/v8", "csi-resizer": "external-resizer/v2",
+                   "csi-snapshot-metadata": "external-snapshot-metadata"}
         not_served = {("csi-resizer", "v2.2.1"): "v2.2.0"}
         for c in spec["containers"]:
             if c["name"] not in modules:

@@ -16,6 +16,7 @@ import time
 import traceback
 from pathlib import Path
 
+import cbt
 import cluster as cl
 import host
 from cluster import DRIVER_NAME, NAMESPACE, NODE, wait_for
@@ -573,6 +574,10 @@ def main():
                  ("snapshot ready: the base's csi-snapshotter, no group snapshot CRDs", t.snapshot),
                  ("restore from the snapshot", t.restore),
                  ("clone of a claim", t.clone),
+                 ("changed block tracking opted in: CRD, TLS, apply -k overlays/snapshot-metadata, its sidecar",
+                  cbt.enable, c),
+                 ("changed block tracking, block claim: snapshot-metadata-lister and -verifier", cbt.block, t, pvc),
+                 ("changed block tracking, file system claim: snapshot-metadata-lister", cbt.filesystem, t),
                  ("group snapshots opted in: CRDs, snapshot-controller's gate, apply -k overlays/group-snapshots",
                   c.enable_group_snapshots),
                  ("group snapshot of two labelled claims ready; a member restored; deleted with its members",

@@ -9,6 +9,9 @@ tool (
 	github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher
 	github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner
 	github.com/kubernetes-csi/external-resizer/v2/cmd/csi-resizer
+	github.com/kubernetes-csi/external-snapshot-metadata/cmd/csi-snapshot-metadata
+	github.com/kubernetes-csi/external-snapshot-metadata/examples/snapshot-metadata-lister
+	github.com/kubernetes-csi/external-snapshot-metadata/examples/snapshot-metadata-verifier
 	github.com/kubernetes-csi/external-snapshotter/v8/cmd/csi-snapshotter
 	github.com/kubernetes-csi/external-snapshotter/v8/cmd/snapshot-controller
 	go.etcd.io/etcd/server/v3
@@ -129,6 +132,7 @@ require (
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/golang/groupcache v0.0.0-20210331224755-41bb18bfe9da // indirect
+	github.com/golang/mock v1.6.0 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/btree v1.1.3 // indirect
 	github.com/google/cadvisor v0.56.2 // indirect
@@ -145,9 +149,12 @@ require (
 	github.com/jonboulle/clockwork v0.5.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/kubernetes-csi/csi-lib-utils v0.24.0 // indirect
+	github.com/kubernetes-csi/csi-test/v5 v5.4.0 // indirect
 	github.com/kubernetes-csi/external-attacher/v4 v4.12.0 // indirect
 	github.com/kubernetes-csi/external-provisioner/v6 v6.3.0 // indirect
 	github.com/kubernetes-csi/external-resizer/v2 v2.2.0 // indirect
+	github.com/kubernetes-csi/external-snapshot-metadata v0.2.0 // indirect
+	github.com/kubernetes-csi/external-snapshot-metadata/client v0.1.0 // indirect
 	github.com/kubernetes-csi/external-snapshotter/client/v8 v8.6.0 // indirect
 	github.com/kubernetes-csi/external-snapshotter/v8 v8.6.0 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect

@@ -6,8 +6,10 @@ Renders the base, every overlay and the examples under DEPLOY_DIR with
 name everywhere, every sidecar on the driver's socket, a privileged node plugin
 with Bidirectional propagation on the kubelet directory, liveness probes wired to
 the livenessprobe sidecar, resources on every container, RBAC that covers
-what each sidecar needs (and nothing broad), and csi-snapshotter's group snapshot
-gate with its RBAC only where group snapshots are opted in to.
+what each sidecar needs (and nothing broad), csi-snapshotter's group snapshot
+gate with its RBAC only where group snapshots are opted in to, and the
+external-snapshot-metadata sidecar with its RBAC, TLS Secret and Service only
+where changed block tracking is.
 
 Usage: check_manifests.py DEPLOY_DIR KUBECTL [-v]
 Prints one line per failed check (with -v, per passed check too) and ends with
@@ -42,6 +44,7 @@ SIDECAR_VERSIONS = {
     "csi-resizer": "v2.2.1",
     "csi-node-driver-registrar": "v2.17.0",
     "livenessprobe": "v2.19.0",
+    "csi-snapshot-metadata": "v0.2.0",
 }
 # What ControllerModifyVolume can change (csi/CsiKeys, VolumeParameters.MUTABLE_KEYS).
 MUTABLE_PARAMETERS = {"allocation"}
@@ -91,6 +94,17 @@ GROUP_SNAPSHOT_RULES = {
     ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotclasses"): {"get", "list", "watch"},
     ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotcontents"): {"get", "list", "watch", "update", "patch"},
     ("groupsnapshot.storage.k8s.io", "volumegroupsnapshotcontents/status"): {"update", "patch"},
+}
+# Changed block tracking: the external-snapshot-metadata sidecar, with what it calls, in the
+# variants that opt in (components/snapshot-metadata); it needs a TLS Secret and a
+# SnapshotMetadataService object only the cluster's admin can make, so nowhere else.
+SNAPSHOT_METADATA_VARIANTS = {"overlays/snapshot-metadata"}
+SNAPSHOT_METADATA_RULES = {
+    ("cbt.storage.k8s.io", "snapshotmetadataservices"): {"get"},
+    ("authentication.k8s.io", "tokenreviews"): {"create"},
+    ("authorization.k8s.io", "subjectaccessreviews"): {"create"},
+    ("snapshot.storage.k8s.io", "volumesnapshots"): {"get"},
+    ("snapshot.storage.k8s.io", "volumesnapshotcontents"): {"get"},
 }
 # In the workload's own namespace.
 LEADER_ELECTION_RULES = {("coordination.k8s.io", "leases"): {"get", "watch", "list", "delete", "update", "create"}}
@@ -309,6 +323,42 @@ def check_group_snapshots(variant, where, flags, cluster_rules):
             check(variant, not granted,
                   f"{where}: grants {granted} on {resource} in API group '{group}' without "
                   f"--feature-gates={GROUP_SNAPSHOT_GATE}, which alone needs them")
+
+
+def check_snapshot_metadata(variant, objs, w, pod, by_repo, cluster_rules):
+    """The external-snapshot-metadata sidecar exactly in the variants that opt in: with its RBAC,
+    its certificate and key from a Secret, and a Service of the workload's namespace that sends
+    to its gRPC port. Without it, none of the rules only it needs."""
+    where = f"{w['kind']}/{name(w)}"
+    sidecars = by_repo.get("csi-snapshot-metadata", [])
+    if variant not in SNAPSHOT_METADATA_VARIANTS:
+        check(variant, not sidecars, f"{where}: runs csi-snapshot-metadata, which needs a TLS Secret and a "
+              "SnapshotMetadataService object (the opt-in of components/snapshot-metadata)")
+        # (the snapshots' rules are other sidecars' too)
+        granted = sorted(f"{resource}:{v}" for (group, resource), verbs in SNAPSHOT_METADATA_RULES.items()
+                         if group != "snapshot.storage.k8s.io" for v in verbs
+                         if allowed(cluster_rules, group, resource, v))
+        check(variant, not granted, f"{where}: grants {granted} without the csi-snapshot-metadata sidecar")
+        return
+    if not check(variant, len(sidecars) == 1, f"{where}: expected one csi-snapshot-metadata sidecar, "
+                 f"found {len(sidecars)} (this variant turns changed block tracking on)"):
+        return
+    c = sidecars[0]
+    flags = parse_flags(c)
+    check_rbac_covers(variant, f"{where} csi-snapshot-metadata", cluster_rules, SNAPSHOT_METADATA_RULES, "cluster")
+    for flag in ("tls-cert", "tls-key"):
+        m, _rel = mount_for(c, flags.get(flag, ""))
+        secret = (volume(pod, m["name"]) or {}).get("secret") if m else None
+        check(variant, bool(flags.get(flag)) and bool(secret),
+              f"{where}: csi-snapshot-metadata --{flag} must be a file of a Secret volume (got {flags.get(flag)!r})")
+    port = int(flags.get("port", "50051"))
+    named = {p.get("name"): p.get("containerPort") for p in c.get("ports", []) or []}
+    labels = w["spec"]["template"]["metadata"].get("labels", {}) or {}
+    served = [s for s in kind_of(objs, "Service") if namespace(s) == namespace(w)
+              and (s["spec"].get("selector") or {}).items() <= labels.items() and s["spec"].get("selector")
+              and any(named.get(sp.get("targetPort"), sp.get("targetPort")) == port for sp in s["spec"]["ports"])]
+    check(variant, len(served) == 1, f"{where}: no Service in {namespace(w)} selects the pod and sends to "
+          f"csi-snapshot-metadata's --port {port} (backup tools reach it through one)")
 
 
 # ---------------------------------------------------------------- driver deployment
@@ -532,6 +582,7 @@ def check_deployment(variant, objs):
                                       OWNER_WALK_RULES[kind], f"namespace {wns}")
                 if s == "csi-snapshotter":
                     check_group_snapshots(variant, where, cflags, cluster_rules)
+            check_snapshot_metadata(variant, objs, w, pod, by_repo, cluster_rules)
 
         # the pool directory is on a volume
         pool_dir = dflags.get("pool-dir", "/var/lib/blockpool")

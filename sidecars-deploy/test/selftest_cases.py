@@ -73,6 +73,23 @@ CASES = [
      ('  - apiGroups: ["groupsnapshot.storage.k8s.io"]\n    resources: ["volumegroupsnapshotclasses"]\n'
       '    verbs: ["get", "list", "watch"]\n  # Not granted here: the groupsnapshot.storage.k8s.io rules'),
      "[base] Deployment/blockpool-controller: grants ['get', 'list', 'watch'] on volumegroupsnapshotclasses"),
+    # changed block tracking: the sidecar, its RBAC, TLS Secret and Service in overlays/snapshot-metadata only
+    ("overlays/snapshot-metadata/kustomization.yaml", "  - ../../components/snapshot-metadata\n", "",
+     "[overlays/snapshot-metadata] Deployment/blockpool-controller: expected one csi-snapshot-metadata sidecar"),
+    ("overlays/dev/kustomization.yaml", "patches:", "components:\n  - ../../components/snapshot-metadata\npatches:",
+     "[overlays/dev] Deployment/blockpool-controller: runs csi-snapshot-metadata"),
+    ("components/snapshot-metadata/sidecar.yaml", "csi-snapshot-metadata:v0.2.0", "csi-snapshot-metadata:v0.3.0",
+     "RBAC here is for v0.2.0"),
+    ("components/snapshot-metadata/rbac.yaml", 'resources: ["tokenreviews"]', 'resources: ["tokenrequests"]',
+     "csi-snapshot-metadata: RBAC (cluster) lacks ['create'] on tokenreviews"),
+    ("components/snapshot-metadata/sidecar.yaml", "- --tls-key=/etc/snapshot-metadata/tls.key",
+     "- --tls-key=/csi/tls.key", "--tls-key must be a file of a Secret volume"),
+    ("components/snapshot-metadata/service.yaml", "targetPort: snapshot-meta", "targetPort: 8080",
+     "no Service in blockpool-system selects the pod"),
+    ("base/rbac-controller.yaml", '  # Not granted here: the groupsnapshot.storage.k8s.io rules',
+     ('  - apiGroups: ["authentication.k8s.io"]\n    resources: ["tokenreviews"]\n'
+      '    verbs: ["create"]\n  # Not granted here: the groupsnapshot.storage.k8s.io rules'),
+     "[base] Deployment/blockpool-controller: grants ['tokenreviews:create'] without the csi-snapshot-metadata"),
     ("examples/volumeattributesclass.yaml", "allocation: preallocated", "fsType: xfs", "cannot change"),
     ("base/controller.yaml", "            - --extra-create-metadata\n", "", "--extra-create-metadata"),
     ("base/controller.yaml", "- --enable-capacity\n", "- --enable-capacity=false\n", "--enable-capacity"),
