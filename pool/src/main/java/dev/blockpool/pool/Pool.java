@@ -136,4 +136,9 @@ public final class Pool {
     public PoolSpace space() {
         return space;
     }
+
+    /** Counts what the pool holds now, reading no record; see {@link PoolCensus}. */
+    public PoolCensus.Figures census() {
+        return new PoolCensus(root, space, clock).take();
+    }
 }
