@@ -16,6 +16,7 @@ import dev.blockpool.identity.HostReadiness;
 import dev.blockpool.identity.IdentityService;
 import dev.blockpool.identity.Readiness;
 import dev.blockpool.metrics.DriverMetrics;
+import dev.blockpool.node.NodeCensus;
 import dev.blockpool.node.NodeIdentity;
 import dev.blockpool.node.NodeService;
 import dev.blockpool.node.PoolVolumeCatalog;
@@ -116,6 +117,7 @@ public final class Driver {
         List<PluginCapability> capabilities = new ArrayList<>();
         List<String> tools = new ArrayList<>();
         Optional<NodeClaim> nodeClaim = Optional.empty();
+        Optional<NodeCensus> nodeCensus = Optional.empty();
         if (config.mode().servesController()) {
             services.add(new ControllerService(pool, locks).bindService());
             services.add(new GroupControllerService(pool, locks).bindService());
@@ -139,7 +141,9 @@ public final class Driver {
             NodeHost host = NodeHost.onThisHost(commands, blocking);
             KubeletPaths paths =
                     new KubeletPaths(config.poolDir(), config.endpoint().socketPath());
-            services.add(new NodeService(node, new PoolVolumeCatalog(pool), host, paths, locks).bindService());
+            PoolVolumeCatalog catalog = new PoolVolumeCatalog(pool);
+            services.add(new NodeService(node, catalog, host, paths, locks).bindService());
+            nodeCensus = Optional.of(new NodeCensus(host, catalog));
             tools.addAll(HostFilesystems.TOOLS); // mounts and loop devices are system calls
         }
 
@@ -173,6 +177,9 @@ public final class Driver {
                     config.mode().name().toLowerCase(Locale.ROOT)));
             if (config.mode().servesController()) {
                 metrics.get().countPool(pool::census);
+            }
+            if (nodeCensus.isPresent()) {
+                metrics.get().countNode(nodeCensus.get()::take);
             }
         }
         IdleMemoryRelease memory = IdleMemoryRelease.start();

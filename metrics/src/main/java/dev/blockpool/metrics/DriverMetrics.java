@@ -1,5 +1,6 @@
 package dev.blockpool.metrics;
 
+import dev.blockpool.node.NodeCensus;
 import dev.blockpool.pool.PoolCensus;
 import io.grpc.ServerInterceptor;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
@@ -10,7 +11,8 @@ import java.util.function.Supplier;
 
 /**
  * Everything the driver's {@code --http-endpoint} serves: the build info and the call histogram
- * always, the pool's gauges where the controller serves ({@link #countPool}). One registry, one
+ * always, the pool's gauges where the controller serves ({@link #countPool}), the node's where
+ * the node serves ({@link #countNode}). One registry, one
  * endpoint; nothing of it exists when no endpoint is asked for.
  */
 public final class DriverMetrics implements AutoCloseable {
@@ -42,8 +44,17 @@ public final class DriverMetrics implements AutoCloseable {
     }
 
     /** Adds the pool's gauges, from a census taken in the background; see {@link PoolGauges}. */
-    public void countPool(Supplier<PoolCensus.Figures> census) {
-        stops.add(PoolGauges.start(registry, census)::close);
+    public void countPool(Supplier<PoolCensus.Figures> take) {
+        LastCensus<PoolCensus.Figures> census = LastCensus.start("pool", take);
+        PoolGauges.register(registry, census);
+        stops.add(census::close);
+    }
+
+    /** Adds the node's gauges, from a census taken in the background; see {@link NodeGauges}. */
+    public void countNode(Supplier<NodeCensus.Figures> take) {
+        LastCensus<NodeCensus.Figures> census = LastCensus.start("node", take);
+        NodeGauges.register(registry, census);
+        stops.add(census::close);
     }
 
     /** The port it serves on. */

@@ -6,6 +6,7 @@ import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.PoolCensus;
 import dev.blockpool.pool.VolumeSpec;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.nio.file.Path;
@@ -35,7 +36,8 @@ class PoolGaugesTest {
     @Test
     void aVolumeCreatedMovesTheProvisionedBytesAndTheCountAtTheNextCensus() {
         Pool pool = Pool.open(root, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ofMinutes(10));
-        PoolGauges gauges = PoolGauges.byHand(registry, pool::census);
+        LastCensus<PoolCensus.Figures> gauges = LastCensus.byHand("pool", pool::census);
+        PoolGauges.register(registry, gauges);
         gauges.refresh();
         String before = Scrape.of(registry);
 
@@ -53,9 +55,11 @@ class PoolGaugesTest {
 
     @Test
     void beforeTheFirstCensusThereIsNoFigureRatherThanAZero() {
-        PoolGauges.byHand(registry, () -> {
+        LastCensus<PoolCensus.Figures> census = LastCensus.byHand("pool", () -> {
             throw new IllegalStateException("the pool does not answer");
         });
+        PoolGauges.register(registry, census);
+        census.refresh();
 
         assertThat(Scrape.lines(Scrape.of(registry), "blockpool_pool_volumes")).isEmpty();
     }

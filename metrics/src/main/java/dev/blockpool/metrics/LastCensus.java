@@ -1,0 +1,83 @@
+package dev.blockpool.metrics;
+
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Supplier;
+import java.util.function.ToDoubleFunction;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The last census of something the gauges show, taken in the background every
+ * {@link #INTERVAL}: a scrape reads only what it left, so it costs the same however much there
+ * is to count, and never waits on the pool or the host. Before the first census a gauge has no
+ * sample, rather than a zero that would read as an empty pool.
+ */
+final class LastCensus<T> implements AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(LastCensus.class);
+    /** As often as Prometheus scrapes by default; what a census costs: docs/performance.md. */
+    static final Duration INTERVAL = Duration.ofSeconds(30);
+
+    private final String what;
+    private final Supplier<T> take;
+    private volatile Optional<T> last = Optional.empty();
+    private volatile boolean stopped;
+    private final Thread taker;
+
+    private LastCensus(String what, Supplier<T> take, boolean background) {
+        this.what = what;
+        this.take = take;
+        this.taker = background ? Thread.ofVirtual().name(what + "-census").start(this::run) : null;
+    }
+
+    /** Takes a census of {@code what} now and every {@link #INTERVAL}, until {@link #close}. */
+    static <T> LastCensus<T> start(String what, Supplier<T> take) {
+        return new LastCensus<>(what, take, true);
+    }
+
+    /** For tests: a census only when {@link #refresh} is called. */
+    static <T> LastCensus<T> byHand(String what, Supplier<T> take) {
+        return new LastCensus<>(what, take, false);
+    }
+
+    Optional<T> last() {
+        return last;
+    }
+
+    /** Takes a census now; a failure keeps the last one (its timestamp says how old it is) and is logged. */
+    void refresh() {
+        try {
+            last = Optional.of(take.get());
+        } catch (RuntimeException e) {
+            log.warn("cannot count the {} for its metrics: {}", what, e.getMessage());
+        }
+    }
+
+    private void run() {
+        while (!stopped) {
+            refresh();
+            LockSupport.parkNanos(INTERVAL.toNanos());
+        }
+    }
+
+    @Override
+    public void close() {
+        stopped = true;
+        if (taker != null) {
+            LockSupport.unpark(taker);
+        }
+    }
+
+    /** A gauge of one figure of the last census. */
+    void gauge(PrometheusRegistry registry, String name, String help, ToDoubleFunction<T> figure) {
+        GaugeWithCallback.builder()
+                .name(name)
+                .help(help)
+                .callback(callback -> last.ifPresent(census -> callback.call(figure.applyAsDouble(census))))
+                .register(registry);
+    }
+}
