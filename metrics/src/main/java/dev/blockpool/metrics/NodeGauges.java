@@ -3,6 +3,9 @@ package dev.blockpool.metrics;
 import dev.blockpool.node.NodeCensus;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.util.Map;
+import java.util.function.Function;
+import java.util.stream.Collectors;
 
 /** The node's gauges, from its last {@link NodeCensus}: what this node holds of the pool, and what is wrong with it. */
 final class NodeGauges {
@@ -20,28 +23,40 @@ final class NodeGauges {
                 "blockpool_node_staged_volumes",
                 "Volumes staged on this node: those with a loop device bound here",
                 NodeCensus.Figures::stagedVolumes);
-        GaugeWithCallback.builder()
-                .name("blockpool_node_volume_problems")
-                .help("Volumes staged on this node with a problem, by the condition NodeGetVolumeHealth reports")
-                .labelNames("severity", "reason")
-                .callback(callback -> census.last()
-                        .ifPresent(f -> f.volumeProblems()
-                                .forEach((condition, volumes) -> callback.call(
-                                        volumes, condition.severity().name(), condition.reason()))))
-                .register(registry);
-        GaugeWithCallback.builder()
-                .name("blockpool_node_storage_problems")
-                .help("1 for each condition of the pool NodeGetStorageHealth reports from this node")
-                .labelNames("severity", "reason")
-                .callback(callback -> census.last()
-                        .ifPresent(f -> f.storageProblems()
-                                .forEach(condition ->
-                                        callback.call(1, condition.severity().name(), condition.reason()))))
-                .register(registry);
+        byCondition(
+                registry,
+                census,
+                "blockpool_node_volume_problems",
+                "Volumes staged on this node with a problem, by the condition NodeGetVolumeHealth reports",
+                NodeCensus.Figures::volumeProblems);
+        byCondition(
+                registry,
+                census,
+                "blockpool_node_storage_problems",
+                "1 for each condition of the pool NodeGetStorageHealth reports from this node",
+                f -> f.storageProblems().stream().collect(Collectors.toMap(Function.identity(), c -> 1)));
         census.gauge(
                 registry,
                 "blockpool_node_census_duration_seconds",
                 "How long the last look at this node's loop devices, mounts and their health took",
                 f -> f.took().toNanos() / 1e9);
+    }
+
+    /** A series per condition, labelled as the health calls name it. */
+    private static void byCondition(
+            PrometheusRegistry registry,
+            LastCensus<NodeCensus.Figures> census,
+            String name,
+            String help,
+            Function<NodeCensus.Figures, Map<NodeCensus.Condition, Integer>> counts) {
+        GaugeWithCallback.builder()
+                .name(name)
+                .help(help)
+                .labelNames("severity", "reason")
+                .callback(callback -> census.last()
+                        .ifPresent(f -> counts.apply(f)
+                                .forEach((condition, n) ->
+                                        callback.call(n, condition.severity().name(), condition.reason()))))
+                .register(registry);
     }
 }
