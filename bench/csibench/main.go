@@ -46,9 +46,10 @@ var sections = map[string]func(){
 	"fio":        sectionFio,
 	"flexvolume": sectionFlexvolume,
 	"pods":       sectionPods,
+	"metrics":    sectionMetrics,
 }
 
-var sectionOrder = []string{"start", "memory", "node", "snapshot", "list", "fio", "flexvolume", "pods"}
+var sectionOrder = []string{"start", "memory", "node", "snapshot", "list", "fio", "flexvolume", "pods", "metrics"}
 
 func main() {
 	flag.StringVar(&cfg.work, "work", "", "the bench's own temporary directory on the disk under test (required)")
@@ -67,9 +68,9 @@ func main() {
 	flag.IntVar(&cfg.stageIters, "stage-iters", 20, "fresh volumes staged and published (node)")
 	flag.IntVar(&cfg.flexIters, "flex-iters", 20, "runs of each FlexVolume call (flexvolume)")
 	flag.IntVar(&cfg.snapshots, "snapshots", 50, "snapshots of the 1 GiB volume (snapshot)")
-	flag.IntVar(&cfg.listVolumes, "list-volumes", 10000, "volumes in the full pool (list)")
+	flag.IntVar(&cfg.listVolumes, "list-volumes", 10000, "volumes in the full pool (list, metrics)")
 	flag.IntVar(&cfg.listSnapshots, "list-snapshots", 1000, "snapshots in the full pool (list)")
-	flag.IntVar(&cfg.listClients, "list-clients", 8, "concurrent clients filling the pool (list)")
+	flag.IntVar(&cfg.listClients, "list-clients", 8, "concurrent clients filling the pool (list, metrics)")
 	flag.IntVar(&cfg.listStarts, "list-starts", 3, "starts measured with the full and the empty pool (list)")
 	flag.DurationVar(&cfg.fioRuntime, "fio-runtime", 10*time.Second, "runtime of each fio job (fio)")
 	flag.StringVar(&cfg.fioSize, "fio-size", "1G", "fio file size (fio)")
