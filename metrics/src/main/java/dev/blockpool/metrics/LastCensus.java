@@ -12,7 +12,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The last census of something the gauges show, taken in the background every
- * {@link #INTERVAL}: a scrape reads only what it left, so it costs the same however much there
+ * {@link #INTERVAL} (or less often, see {@link #SPACING}): a scrape reads only what it left, so it costs the same however much there
  * is to count, and never waits on the pool or the host. Before the first census a gauge has no
  * sample, rather than a zero that would read as an empty pool.
  */
@@ -21,6 +21,11 @@ final class LastCensus<T> implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(LastCensus.class);
     /** As often as Prometheus scrapes by default; what a census costs: docs/performance.md. */
     static final Duration INTERVAL = Duration.ofSeconds(30);
+    /**
+     * A census that takes long (a large pool on a busy node) waits this many times its own
+     * duration before the next: the counting never takes more than a twentieth of a core.
+     */
+    static final int SPACING = 20;
 
     private final String what;
     private final Supplier<T> take;
@@ -59,8 +64,9 @@ final class LastCensus<T> implements AutoCloseable {
 
     private void run() {
         while (!stopped) {
+            long started = System.nanoTime();
             refresh();
-            LockSupport.parkNanos(INTERVAL.toNanos());
+            LockSupport.parkNanos(Math.max(INTERVAL.toNanos(), SPACING * (System.nanoTime() - started)));
         }
     }
 

@@ -20,6 +20,10 @@ public final class MetricsEndpoint implements AutoCloseable {
     }
 
     public static MetricsEndpoint start(HttpAddress address, PrometheusRegistry registry) throws IOException {
+        // Without TCP_NODELAY the JDK's server sends a scrape's last segment only once the client's
+        // delayed ACK comes, some 40 ms later (docs/performance.md). Read once, when the server's
+        // classes initialise; a -D option still wins.
+        System.getProperties().putIfAbsent("sun.net.httpserver.nodelay", "true");
         HTTPServer.Builder builder = HTTPServer.builder()
                 .port(address.port())
                 .registry(registry)
