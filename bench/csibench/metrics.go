@@ -83,6 +83,7 @@ func sectionMetrics() {
 	const rounds, calls = 3, 2000
 	var cheapOff, cheapOn, createOff, createOn timings
 	var rssOff, rssOn, rssScraped []int64
+	var emptyScrapes timings
 	for r := range rounds {
 		off, offIdle := idleRSS(blockpool, "metrics-off", dir("metrics", "pool-off"))
 		rssOff = append(rssOff, offIdle)
@@ -96,7 +97,7 @@ func sectionMetrics() {
 		c, v = callLatencies(on, calls, fmt.Sprintf("on-%d-", r))
 		cheapOn, createOn = append(cheapOn, c...), append(createOn, v...)
 		for range 100 {
-			scrape(url)
+			emptyScrapes.timed(func() { scrape(url) })
 		}
 		time.Sleep(3 * time.Second)
 		rssScraped = append(rssScraped, on.rss())
@@ -146,6 +147,7 @@ func sectionMetrics() {
 	})
 	fmt.Println()
 	table([]string{"measure", "p50", "p90", "max"}, [][]string{
+		{fmt.Sprintf("scrape of /metrics, empty pool (%d scrapes)", len(emptyScrapes)), ms(emptyScrapes.q(.5)), ms(emptyScrapes.q(.9)), ms(emptyScrapes.q(1))},
 		{fmt.Sprintf("scrape of /metrics, %d volumes (200 scrapes)", cfg.listVolumes), ms(scrapes.q(.5)), ms(scrapes.q(.9)), ms(scrapes.q(1))},
 		{"the pool's census behind it (once, at start)", ms(time.Duration(census["blockpool_pool_census_duration_seconds"] * float64(time.Second))), "", ""},
 	})
