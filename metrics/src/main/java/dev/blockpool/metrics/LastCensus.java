@@ -29,7 +29,10 @@ final class LastCensus<T> implements AutoCloseable {
 
     private final String what;
     private final Supplier<T> take;
-    private volatile Optional<T> last = Optional.empty();
+    /** A census and when it was taken, in seconds since the epoch. */
+    private record Taken<T>(T figures, double at) {}
+
+    private volatile Optional<Taken<T>> last = Optional.empty();
     private volatile boolean stopped;
     private final Thread taker;
 
@@ -50,13 +53,14 @@ final class LastCensus<T> implements AutoCloseable {
     }
 
     Optional<T> last() {
-        return last;
+        return last.map(Taken::figures);
     }
 
     /** Takes a census now; a failure keeps the last one (its timestamp says how old it is) and is logged. */
     void refresh() {
         try {
-            last = Optional.of(take.get());
+            T figures = take.get();
+            last = Optional.of(new Taken<>(figures, System.currentTimeMillis() / 1e3));
         } catch (RuntimeException e) {
             log.warn("cannot count the {} for its metrics: {}", what, e.getMessage());
         }
@@ -83,7 +87,16 @@ final class LastCensus<T> implements AutoCloseable {
         GaugeWithCallback.builder()
                 .name(name)
                 .help(help)
-                .callback(callback -> last.ifPresent(census -> callback.call(figure.applyAsDouble(census))))
+                .callback(callback -> last().ifPresent(census -> callback.call(figure.applyAsDouble(census))))
+                .register(registry);
+    }
+
+    /** {@code blockpool_<what>_census_timestamp_seconds}: a census that stops coming shows here. */
+    void timestampGauge(PrometheusRegistry registry) {
+        GaugeWithCallback.builder()
+                .name("blockpool_" + what + "_census_timestamp_seconds")
+                .help("When the " + what + " was last counted for these gauges, in seconds since the epoch")
+                .callback(callback -> last.ifPresent(taken -> callback.call(taken.at())))
                 .register(registry);
     }
 }

@@ -54,11 +54,7 @@ final class PoolGauges {
                 f -> f.snapshots().count());
         census.gauge(
                 registry, "blockpool_pool_group_snapshots", "Group snapshots in the pool", f -> f.groupSnapshots());
-        census.gauge(
-                registry,
-                "blockpool_pool_census_timestamp_seconds",
-                "When the pool was last counted for these gauges, in seconds since the epoch",
-                f -> f.takenAt().toEpochMilli() / 1e3);
+        census.timestampGauge(registry);
         census.gauge(
                 registry,
                 "blockpool_pool_census_duration_seconds",

@@ -31,6 +31,9 @@ class NodeGaugesTest {
 
         assertThat(Scrape.values(text, "blockpool_node_loop_devices")).containsExactly(3.0);
         assertThat(Scrape.values(text, "blockpool_node_staged_volumes")).containsExactly(2.0);
+        assertThat(Scrape.values(text, "blockpool_node_census_timestamp_seconds"))
+                .singleElement()
+                .satisfies(at -> assertThat(at).isPositive());
         assertThat(Scrape.values(
                         text, "blockpool_node_volume_problems{reason=\"FilesystemErrors\",severity=\"DEGRADED\"}"))
                 .containsExactly(2.0);

@@ -7,9 +7,7 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
 
 /**
  * What the pool holds, counted from its directories and the images' sizes, without reading a
@@ -26,7 +24,7 @@ public final class PoolCensus {
 
     /**
      * One census: the volumes, the snapshots, the group snapshots, the pool filesystem's size and
-     * the bytes free on it, when it was taken and how long it took.
+     * the bytes free on it, and how long it took.
      */
     public record Figures(
             Images volumes,
@@ -34,30 +32,25 @@ public final class PoolCensus {
             long groupSnapshots,
             long sizeBytes,
             long availableBytes,
-            Instant takenAt,
             Duration took) {}
 
     private final Path root;
     private final PoolSpace space;
-    private final Clock clock;
 
-    PoolCensus(Path root, PoolSpace space, Clock clock) {
+    PoolCensus(Path root, PoolSpace space) {
         this.root = root;
         this.space = space;
-        this.clock = clock;
     }
 
     /** Counts the pool as it is now. */
     public Figures take() {
         long started = System.nanoTime();
-        Instant at = clock.instant();
         Images volumes = images(root.resolve("volumes"), true);
         Images snapshots = images(root.resolve("snapshots"), true);
         long groups = images(root.resolve("groups"), false).count();
         long size = space.totalBytes();
         long available = space.availableBytes();
-        return new Figures(
-                volumes, snapshots, groups, size, available, at, Duration.ofNanos(System.nanoTime() - started));
+        return new Figures(volumes, snapshots, groups, size, available, Duration.ofNanos(System.nanoTime() - started));
     }
 
     /** The committed records of a directory, each with its image's size and allocation when {@code withImages}. */
