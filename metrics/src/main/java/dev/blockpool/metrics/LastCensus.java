@@ -3,8 +3,10 @@ package dev.blockpool.metrics;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.BiConsumer;
 import java.util.function.Supplier;
 import java.util.function.ToDoubleFunction;
 import org.slf4j.Logger;
@@ -88,6 +90,21 @@ final class LastCensus<T> implements AutoCloseable {
                 .name(name)
                 .help(help)
                 .callback(callback -> last().ifPresent(census -> callback.call(figure.applyAsDouble(census))))
+                .register(registry);
+    }
+
+    /** A gauge with labels: {@code series} gives the last census's samples, each with its label values. */
+    void gauge(
+            PrometheusRegistry registry,
+            String name,
+            String help,
+            List<String> labelNames,
+            BiConsumer<T, GaugeWithCallback.Callback> series) {
+        GaugeWithCallback.builder()
+                .name(name)
+                .help(help)
+                .labelNames(labelNames.toArray(String[]::new))
+                .callback(callback -> last().ifPresent(census -> series.accept(census, callback)))
                 .register(registry);
     }
 

@@ -1,8 +1,8 @@
 package dev.blockpool.metrics;
 
 import dev.blockpool.node.NodeCensus;
-import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import java.util.stream.Collectors;
@@ -50,14 +50,13 @@ final class NodeGauges {
             String name,
             String help,
             Function<NodeCensus.Figures, Map<NodeCensus.Condition, Integer>> counts) {
-        GaugeWithCallback.builder()
-                .name(name)
-                .help(help)
-                .labelNames("severity", "reason")
-                .callback(callback -> census.last()
-                        .ifPresent(f -> counts.apply(f)
-                                .forEach((condition, n) ->
-                                        callback.call(n, condition.severity().name(), condition.reason()))))
-                .register(registry);
+        census.gauge(
+                registry,
+                name,
+                help,
+                List.of("severity", "reason"),
+                (f, series) -> counts.apply(f)
+                        .forEach((condition, n) ->
+                                series.call(n, condition.severity().name(), condition.reason())));
     }
 }

@@ -1,8 +1,8 @@
 package dev.blockpool.metrics;
 
 import dev.blockpool.pool.PoolCensus;
-import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.util.List;
 import java.util.function.ToLongFunction;
 
 /**
@@ -69,14 +69,9 @@ final class PoolGauges {
             String name,
             String help,
             ToLongFunction<PoolCensus.Images> figure) {
-        GaugeWithCallback.builder()
-                .name(name)
-                .help(help)
-                .labelNames("kind")
-                .callback(callback -> census.last().ifPresent(f -> {
-                    callback.call(figure.applyAsLong(f.volumes()), "volume");
-                    callback.call(figure.applyAsLong(f.snapshots()), "snapshot");
-                }))
-                .register(registry);
+        census.gauge(registry, name, help, List.of("kind"), (f, series) -> {
+            series.call(figure.applyAsLong(f.volumes()), "volume");
+            series.call(figure.applyAsLong(f.snapshots()), "snapshot");
+        });
     }
 }
