@@ -10,10 +10,12 @@ import os
 import shutil
 import signal
 import stat
+import subprocess
 import sys
 import tempfile
 import time
 import traceback
+import urllib.request
 from pathlib import Path
 
 import cbt
@@ -539,6 +541,36 @@ class E2E:
         assert not self.csi_mounts(), f"CSI mounts left: {self.csi_mounts()}"
         assert not host.loops(self.c.work), f"loop devices left: {host.loops(self.c.work)}"
 
+    def metrics(self):
+        """Each driver's --http-endpoint, as a Prometheus pointed at the pods would scrape it: the
+        text passes promtool, the call histogram holds what the sidecars and kubelet called, the
+        controller shows the pool's gauges and the node its own."""
+        tools = subprocess.run([cl.REPO / "sanity-tests" / "install-tools.sh"], check=True,
+                               capture_output=True, text=True).stdout.strip()
+        scraped = {}
+        for where, port in (("controller", self.c.ports["blockpool"]), ("node", self.c.node_ports["blockpool"])):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                text = r.read().decode()
+            check = subprocess.run([Path(tools) / "promtool", "check", "metrics"], check=False, input=text,
+                                   capture_output=True, text=True)
+            assert check.returncode == 0, f"promtool check metrics, {where}: {check.stdout}{check.stderr}"
+            scraped[where] = text
+
+        def calls(text, method):
+            return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                       if line.startswith("csi_plugin_operations_seconds_count{")
+                       and f'method_name="/csi.v1.{method}"' in line and 'grpc_status_code="OK"' in line
+                       and f'driver_name="{DRIVER_NAME}"' in line)
+        for where, method in (("controller", "Controller/CreateVolume"),
+                              ("controller", "Controller/ControllerPublishVolume"),
+                              ("node", "Node/NodeStageVolume"), ("node", "Node/NodePublishVolume")):
+            assert calls(scraped[where], method) >= 1, f"the {where}'s histogram has no OK {method}"
+        for where, gauge in (("controller", "blockpool_pool_volumes "), ("controller", "blockpool_pool_size_bytes "),
+                             ("node", "blockpool_node_staged_volumes "), ("node", "blockpool_node_loop_devices ")):
+            assert any(line.startswith(gauge) for line in scraped[where].splitlines()), \
+                f"the {where} shows no {gauge.strip()}"
+        assert "blockpool_pool_volumes" not in scraped["node"], "the node plugin shows the pool's gauges"
+
     def no_rbac_denials(self):
         denied = []
         for name in self.c.sidecars:
@@ -591,6 +623,7 @@ def main():
                  ("inline ephemeral volume (podInfoOnMount)", t.ephemeral),
                  ("VolumeAttributesClass on a claim: ControllerModifyVolume preallocates its image", t.modify),
                  ("FlexVolume PV mounted through the kubelet's FlexVolume plugin, then unmounted", t.flexvolume),
+                 ("metrics: each driver's /metrics passes promtool and counts the calls made", t.metrics),
                  ("pod deletion unpublishes, unstages, detaches", t.delete_pods),
                  ("everything deleted: empty pool, no mount, no loop device", t.delete_everything),
                  ("no RBAC denial in the sidecars' logs; every process alive", t.no_rbac_denials)]

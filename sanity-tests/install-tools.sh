@@ -3,6 +3,7 @@
 # (default: .cache/tools/bin in the repository). Prints that bin directory.
 #   csi-sanity  - the CSI community's conformance suite
 #   grpcurl     - a gRPC client that works through server reflection
+#   promtool    - Prometheus's own checker of the metrics text format
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=${BLOCKPOOL_TOOLS:-$repo/.cache/tools/bin}
@@ -11,6 +12,8 @@ bin=${BLOCKPOOL_TOOLS:-$repo/.cache/tools/bin}
 # and fails every driver that advertises it; v5.6.0 knows it and tests GetSnapshot.
 CSI_SANITY=github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity@v5.6.0
 GRPCURL=github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.4
+# Prometheus 3.16's module version (its Go module numbers releases v0.3MM.P).
+PROMTOOL=github.com/prometheus/prometheus/cmd/promtool@v0.316.0
 
 install_tool() { # name module@version
   local name=$1 module=$2 stamp="$bin/.$1.version"
@@ -26,4 +29,5 @@ install_tool() { # name module@version
 mkdir -p "$bin"
 install_tool csi-sanity "$CSI_SANITY"
 install_tool grpcurl "$GRPCURL"
+install_tool promtool "$PROMTOOL"
 echo "$bin"

@@ -2,6 +2,8 @@
 # Runs the real csi-sanity (kubernetes-csi/csi-test) against the built blockpool-csi binary,
 # once per access type given (default: mount block). The driver runs in `all` mode on a
 # temporary socket and pool; csi-sanity gets temporary staging and target directories.
+# After each run, the driver's /metrics (on a free loopback port) is scraped and checked by
+# check-metrics.sh, with every call csi-sanity made in its histogram.
 #   usage: sanity-tests/run-sanity.sh [mount|block ...]
 # Needs root (loop devices, mounts) and a built jar (./mvnw -DskipTests package).
 # Extra csi-sanity flags can be passed in CSI_SANITY_FLAGS (e.g. -ginkgo.focus=Controller);
@@ -40,14 +42,27 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# A loopback port nobody listens on, for the driver's metrics.
+free_port() {
+  local port
+  for _ in $(seq 100); do
+    port=$((20000 + RANDOM % 20000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
+  done
+  echo "run-sanity: no free port found for the metrics" >&2; exit 1
+}
+
 status=0
 summary=()
+metrics_passed=0 metrics_failed=0
 for access in "${access_types[@]}"; do
   run=$work/$access
   mkdir -p "$run/pool"
   socket=$run/csi.sock
+  metrics_port=$(free_port)
   "$repo/bin/blockpool-csi" --endpoint "unix://$socket" --pool-dir "$run/pool" --node-id sanity-node \
       --max-volumes-per-node "$ATTACH_LIMIT" --log-level "${BLOCKPOOL_LOG_LEVEL:-warn}" \
+      --http-endpoint "127.0.0.1:$metrics_port" \
       > "$run/driver.log" 2>&1 &
   driver_pid=$!
   for _ in $(seq 100); do [[ -S $socket ]] && break; sleep 0.1; done
@@ -69,6 +84,11 @@ for access in "${access_types[@]}"; do
       ${CSI_SANITY_FLAGS:-} > "$run/sanity.log" 2>&1
   rc=$?
   set -e
+  metrics_out=$("$repo/sanity-tests/check-metrics.sh" "http://127.0.0.1:$metrics_port/metrics") || true
+  echo "$metrics_out" | grep -v '^metrics: ' || true
+  read -r p f < <(sed -nE 's/^metrics: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' <<< "$metrics_out") || true
+  metrics_passed=$((metrics_passed + ${p:-0})); metrics_failed=$((metrics_failed + ${f:-1}))
+  [[ ${f:-1} -eq 0 ]] || status=1
   stop_driver
   if [[ -n ${SANITY_LOG_DIR:-} ]]; then
     mkdir -p "$SANITY_LOG_DIR" && cp "$run/sanity.log" "$SANITY_LOG_DIR/sanity-$access.log"
@@ -87,5 +107,6 @@ for access in "${access_types[@]}"; do
   summary+=("csi-sanity $access: ${passed:-0} passed, ${failed:-?} failed, ${skipped:-0} skipped")
 done
 
+summary+=("csi-sanity metrics: $metrics_passed passed, $metrics_failed failed, 0 skipped")
 printf '%s\n' "${summary[@]}"
 exit $status

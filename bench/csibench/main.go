@@ -48,9 +48,10 @@ var sections = map[string]func(){
 	"flexvolume": sectionFlexvolume,
 	"pods":       sectionPods,
 	"metadata":   sectionMetadata,
+	"metrics":    sectionMetrics,
 }
 
-var sectionOrder = []string{"start", "memory", "node", "snapshot", "metadata", "list", "fio", "flexvolume", "pods"}
+var sectionOrder = []string{"start", "memory", "node", "snapshot", "metadata", "list", "fio", "flexvolume", "pods", "metrics"}
 
 func main() {
 	flag.StringVar(&cfg.work, "work", "", "the bench's own temporary directory on the disk under test (required)")
@@ -70,9 +71,9 @@ func main() {
 	flag.IntVar(&cfg.flexIters, "flex-iters", 20, "runs of each FlexVolume call (flexvolume)")
 	flag.IntVar(&cfg.snapshots, "snapshots", 50, "snapshots of the 1 GiB volume (snapshot)")
 	flag.IntVar(&cfg.metadataIters, "metadata-iters", 50, "calls of each snapshot metadata RPC (metadata)")
-	flag.IntVar(&cfg.listVolumes, "list-volumes", 10000, "volumes in the full pool (list)")
+	flag.IntVar(&cfg.listVolumes, "list-volumes", 10000, "volumes in the full pool (list, metrics)")
 	flag.IntVar(&cfg.listSnapshots, "list-snapshots", 1000, "snapshots in the full pool (list)")
-	flag.IntVar(&cfg.listClients, "list-clients", 8, "concurrent clients filling the pool (list)")
+	flag.IntVar(&cfg.listClients, "list-clients", 8, "concurrent clients filling the pool (list, metrics)")
 	flag.IntVar(&cfg.listStarts, "list-starts", 3, "starts measured with the full and the empty pool (list)")
 	flag.DurationVar(&cfg.fioRuntime, "fio-runtime", 10*time.Second, "runtime of each fio job (fio)")
 	flag.StringVar(&cfg.fioSize, "fio-size", "1G", "fio file size (fio)")

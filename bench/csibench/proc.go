@@ -59,6 +59,7 @@ func launch(k kind, tag, pool string) *proc {
 	case blockpool:
 		p.cmd = exec.Command(cfg.driver, "--endpoint", "unix://"+p.sock, "--pool-dir", pool,
 			"--node-id", "bench-node", "--max-volumes-per-node", strconv.Itoa(attachLimit), "--log-level", "warn")
+		p.cmd.Args = append(p.cmd.Args, launchArgs...)
 		if launchJar != "" {
 			p.cmd.Env = append(os.Environ(), "BLOCKPOOL_JAR="+launchJar)
 		}

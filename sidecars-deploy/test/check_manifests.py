@@ -34,6 +34,8 @@ TOPOLOGY_KEY = "topology.blockpool.csi.dev/node"
 FS_TYPES = {"ext4", "xfs"}
 ALLOCATIONS = {"sparse", "preallocated"}
 KUBELET_DIR = "/var/lib/kubelet"
+METRICS_PORT_NAME = "metrics"
+LOG_FORMATS = {"text", "json"}
 
 # The sidecar versions the RBAC below was taken for. Changing a version means
 # re-reading that sidecar's RBAC for the new version.
@@ -362,6 +364,58 @@ def check_snapshot_metadata(variant, objs, w, pod, by_repo, cluster_rules):
 
 
 # ---------------------------------------------------------------- driver deployment
+def check_metrics(variant, where, workload, drv, dflags):
+    """The driver serves its metrics on a named port, announced to Prometheus; its log format is one it takes."""
+    http = dflags.get("http-endpoint", "")
+    port = http.rsplit(":", 1)[-1] if ":" in http else ""
+    ports = {p.get("name"): p.get("containerPort") for p in drv.get("ports", []) or []}
+    check(variant, port.isdigit() and ports.get(METRICS_PORT_NAME) == int(port),
+          f"{where}: the driver's --http-endpoint ({http!r}) must serve on its container port "
+          f"named '{METRICS_PORT_NAME}' ({ports.get(METRICS_PORT_NAME)})")
+    template = (workload.get("spec", {}).get("template") or workload).get("metadata") or {}
+    annotations = template.get("annotations") or {}
+    check(variant, annotations.get("prometheus.io/scrape") == "true"
+          and annotations.get("prometheus.io/port") == port
+          and annotations.get("prometheus.io/path", "/metrics") == "/metrics",
+          f"{where}: the pod's prometheus.io/scrape, port and path annotations must point at the driver's "
+          f"metrics (port {port!r}), have {annotations}")
+    log_format = dflags.get("log-format", "text")
+    check(variant, log_format in LOG_FORMATS,
+          f"{where}: --log-format {log_format!r} is not one of {sorted(LOG_FORMATS)}")
+
+
+def check_pod_monitors(variant, objs):
+    """Each PodMonitor selects the driver's pods, and scrapes ports they have, the driver's metrics among them."""
+    pods = [(name(w), (w.get("spec", {}).get("template", {}).get("metadata") or {}).get("labels") or {}, pod)
+            for w, pod in workloads(objs)
+            if any(image_repo(c.get("image", "")) == DRIVER_IMAGE for c in pod.get("containers", []))]
+    for pm in kind_of(objs, "PodMonitor"):
+        where = f"PodMonitor/{name(pm)}"
+        spec = pm.get("spec") or {}
+        selected = [(n, pod) for n, labels, pod in pods if selects(spec.get("selector") or {}, labels)]
+        check(variant, len(selected) == len(pods) and namespace(pm) in {namespace(w) for w, _ in workloads(objs)},
+              f"{where}: selects {sorted(n for n, _ in selected)} of the driver's pods {sorted(n for n, _, _ in pods)}")
+        names = {p.get("name") for _, pod in selected
+                 for c in pod.get("containers", []) for p in c.get("ports", []) or []}
+        wanted = [e.get("port") for e in spec.get("podMetricsEndpoints", [])]
+        check(variant, METRICS_PORT_NAME in wanted, f"{where}: does not scrape the driver's port '{METRICS_PORT_NAME}'")
+        check(variant, set(wanted) <= names,
+              f"{where}: scrapes ports no selected pod has: {sorted(set(wanted) - names)}")
+
+
+def selects(selector, labels):
+    """Whether a label selector (matchLabels, matchExpressions with In/NotIn/Exists/DoesNotExist) selects labels."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        ok = {"In": labels.get(key) in values, "NotIn": labels.get(key) not in values,
+              "Exists": key in labels, "DoesNotExist": key not in labels}.get(op, False)
+        if not ok:
+            return False
+    return bool(selector)
+
+
 def check_deployment(variant, objs):
     check_images(variant, objs)
     check_rbac_narrow(variant, objs)
@@ -584,6 +638,8 @@ def check_deployment(variant, objs):
                     check_group_snapshots(variant, where, cflags, cluster_rules)
             check_snapshot_metadata(variant, objs, w, pod, by_repo, cluster_rules)
 
+        check_metrics(variant, where, w, drv, dflags)
+
         # the pool directory is on a volume
         pool_dir = dflags.get("pool-dir", "/var/lib/blockpool")
         pm = next((m for m in drv.get("volumeMounts", []) if m["mountPath"].rstrip("/") == pool_dir.rstrip("/")), None)
@@ -593,6 +649,7 @@ def check_deployment(variant, objs):
 
     check(variant, "controller" in modes_seen or "all" in modes_seen, "no driver workload runs --mode=controller")
     check(variant, "node" in modes_seen or "all" in modes_seen, "no driver workload runs --mode=node")
+    check_pod_monitors(variant, objs)
 
     # the node service account has no roles
     if "node" in modes_seen:

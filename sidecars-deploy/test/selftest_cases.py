@@ -39,6 +39,13 @@ CASES = [
     # liveness
     ("base/controller.yaml", "port: healthz", "port: 9808", "named port"),
     ("base/node.yaml", "- --health-port=9808", "- --health-port=9899", "is not where the livenessprobe sidecar listens"),
+    # metrics and logs
+    ("base/controller.yaml", "- --http-endpoint=:8090", "- --http-endpoint=:9090", "must serve on its container port named 'metrics'"),
+    ("base/node.yaml", "prometheus.io/port: \"8090\"", "prometheus.io/port: \"9808\"", "prometheus.io/scrape, port and path annotations"),
+    ("base/node.yaml", "value: text", "value: yaml", "--log-format 'yaml'"),
+    ("overlays/prometheus-operator/podmonitor.yaml", "values: [blockpool-controller, blockpool-node]", "values: [blockpool-controller]",
+     "[overlays/prometheus-operator] PodMonitor/blockpool: selects ['blockpool-controller'] of the driver's pods"),
+    ("overlays/prometheus-operator/podmonitor.yaml", "- port: http-resize", "- port: http-resizer", "scrapes ports no selected pod has: ['http-resizer']"),
     # resources
     ("base/node.yaml", "              memory: 64Mi\n", "\n", "resources missing"),
     ("base/controller.yaml", "            requests:\n              cpu: 10m\n              memory: 128Mi\n", "            requests:\n              memory: 128Mi\n", "resources missing"),

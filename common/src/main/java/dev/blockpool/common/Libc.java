@@ -120,6 +120,7 @@ public final class Libc {
     private static final int AT_STATX_DONT_SYNC = 0x4000;
     private static final int STATX_TYPE = 0x1;
     private static final int STATX_SIZE = 0x200;
+    private static final int STATX_BLOCKS = 0x400;
     private static final long STATX_ATTR_MOUNT_ROOT = 0x2000;
     private static final long RESOLVE_NO_SYMLINKS = 0x04;
     private static final long RESOLVE_CACHED = 0x20;
@@ -448,6 +449,19 @@ public final class Libc {
         });
     }
 
+    /** A file's size and the bytes its blocks take (stx_blocks counts 512-byte units): what a sparse file holds. */
+    public record FileSpace(long size, long allocated) {}
+
+    /** statx(2) of the path itself, a symlink in its last name not followed: its size and allocated bytes. */
+    public static FileSpace space(String path) {
+        return call("statx", call -> {
+            MemorySegment statx = call.arena().allocate(Statx.STATX);
+            call.check((int) Statx.HANDLE.invokeExact(
+                    call.state(), AT_FDCWD, call.string(path), AT_SYMLINK_NOFOLLOW, STATX_SIZE | STATX_BLOCKS, statx));
+            return new FileSpace((long) Statx.SIZE.get(statx), 512 * (long) Statx.BLOCKS.get(statx));
+        });
+    }
+
     /** fstatfs(2) of an open descriptor (an O_PATH one will do). */
     public static StatFs fstatfs(int fd) {
         return call("fstatfs", call -> {
@@ -760,6 +774,7 @@ public final class Libc {
         static final VarHandle ATTRIBUTES = field(STATX, "stx_attributes");
         static final VarHandle MODE = field(STATX, "stx_mode");
         static final VarHandle SIZE = field(STATX, "stx_size");
+        static final VarHandle BLOCKS = field(STATX, "stx_blocks");
         static final VarHandle ATTRIBUTES_MASK = field(STATX, "stx_attributes_mask");
         static final VarHandle RDEV_MAJOR = field(STATX, "stx_rdev_major");
         static final VarHandle RDEV_MINOR = field(STATX, "stx_rdev_minor");

@@ -3,6 +3,7 @@ package dev.blockpool.driver;
 import dev.blockpool.common.Endpoint;
 import dev.blockpool.driver.LogConfigurator.LogFormat;
 import dev.blockpool.driver.LogConfigurator.LogLevel;
+import dev.blockpool.metrics.HttpAddress;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
@@ -39,6 +40,7 @@ record Arguments(
         LogLevel logLevel,
         LogFormat logFormat,
         int shutdownGraceSeconds,
+        Optional<HttpAddress> httpEndpoint,
         Action action) {
 
     /** What the command line asks for: the driver, or only its help or version (help first, when both are asked). */
@@ -75,6 +77,10 @@ record Arguments(
     private static final Option LOG_LEVEL = valued("log-level", "LEVEL", "error, warn, info or debug (default: info).");
     private static final Option LOG_FORMAT = valued(
             "log-format", "FORMAT", "text, or json: one JSON object per line for a log collector (default: text).");
+    private static final Option HTTP_ENDPOINT = valued(
+            "http-endpoint",
+            "HOST:PORT",
+            "Serve Prometheus metrics at /metrics on this address, e.g. :8080 (default: empty, not served).");
     /** Below kubelet's default 30 s termination grace, so the socket is removed before SIGKILL; not in the help. */
     private static final Option SHUTDOWN_GRACE = valued(
             "shutdown-grace",
@@ -90,8 +96,18 @@ record Arguments(
             .desc("Print version information and exit.")
             .get();
 
-    private static final List<Option> SHOWN =
-            List.of(ENDPOINT, NODE_ID, DRIVER_NAME, POOL_DIR, MODE, MAX_VOLUMES, LOG_LEVEL, LOG_FORMAT, HELP, VERSION);
+    private static final List<Option> SHOWN = List.of(
+            ENDPOINT,
+            NODE_ID,
+            DRIVER_NAME,
+            POOL_DIR,
+            MODE,
+            MAX_VOLUMES,
+            LOG_LEVEL,
+            LOG_FORMAT,
+            HTTP_ENDPOINT,
+            HELP,
+            VERSION);
 
     private static Option valued(String name, String argName, String description) {
         return Option.builder()
@@ -129,6 +145,7 @@ record Arguments(
                 throw new Usage("option '--" + option.getLongOpt() + "' should be specified only once");
             }
         }
+        String httpEndpoint = line.getOptionValue(HTTP_ENDPOINT, "");
         Optional<String> endpoint = Optional.ofNullable(line.getOptionValue(ENDPOINT))
                 .or(() -> Optional.ofNullable(environment.get("CSI_ENDPOINT")).filter(v -> !v.isEmpty()));
         return new Arguments(
@@ -143,6 +160,9 @@ record Arguments(
                 oneOf(LOG_LEVEL, line.getOptionValue(LOG_LEVEL, "info"), LogLevel.class),
                 oneOf(LOG_FORMAT, line.getOptionValue(LOG_FORMAT, "text"), LogFormat.class),
                 integer(SHUTDOWN_GRACE, line.getOptionValue(SHUTDOWN_GRACE, "25")),
+                httpEndpoint.isEmpty()
+                        ? Optional.empty()
+                        : Optional.of(convert(HTTP_ENDPOINT, httpEndpoint, HttpAddress::parse)),
                 line.hasOption(HELP) ? Action.HELP : line.hasOption(VERSION) ? Action.VERSION : Action.SERVE);
     }
 

@@ -16,6 +16,8 @@ import dev.blockpool.host.NodeHost;
 import dev.blockpool.identity.HostReadiness;
 import dev.blockpool.identity.IdentityService;
 import dev.blockpool.identity.Readiness;
+import dev.blockpool.metrics.DriverMetrics;
+import dev.blockpool.node.NodeCensus;
 import dev.blockpool.node.NodeIdentity;
 import dev.blockpool.node.NodeService;
 import dev.blockpool.node.PoolVolumeCatalog;
@@ -30,6 +32,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import org.slf4j.Logger;
@@ -76,7 +79,8 @@ public final class Driver {
             BackgroundWork background,
             IdleMemoryRelease memory,
             Pool pool,
-            Optional<NodeClaim> nodeClaim) {
+            Optional<NodeClaim> nodeClaim,
+            Optional<DriverMetrics> metrics) {
 
         /**
          * Stops serving and everything beside the calls, within {@code grace}: the background work
@@ -92,6 +96,7 @@ public final class Driver {
             boolean ended = background.stop(deadline);
             pool.controllerClaim().close();
             nodeClaim.ifPresent(NodeClaim::close);
+            metrics.ifPresent(DriverMetrics::close);
             log.info("stopped{}", ended ? "" : " (some background work did not end in time)");
         }
 
@@ -113,6 +118,7 @@ public final class Driver {
         List<PluginCapability> capabilities = new ArrayList<>();
         List<String> tools = new ArrayList<>();
         Optional<NodeClaim> nodeClaim = Optional.empty();
+        Optional<NodeCensus> nodeCensus = Optional.empty();
         if (config.mode().servesController()) {
             services.add(new ControllerService(pool, locks).bindService());
             services.add(new GroupControllerService(pool, locks).bindService());
@@ -138,7 +144,9 @@ public final class Driver {
             NodeHost host = NodeHost.onThisHost(commands, blocking);
             KubeletPaths paths =
                     new KubeletPaths(config.poolDir(), config.endpoint().socketPath());
-            services.add(new NodeService(node, new PoolVolumeCatalog(pool), host, paths, locks).bindService());
+            PoolVolumeCatalog catalog = new PoolVolumeCatalog(pool);
+            services.add(new NodeService(node, catalog, host, paths, locks).bindService());
+            nodeCensus = Optional.of(new NodeCensus(host, catalog));
             tools.addAll(HostFilesystems.TOOLS); // mounts and loop devices are system calls
         }
 
@@ -162,9 +170,27 @@ public final class Driver {
         };
         services.add(new IdentityService(config.driverName(), version, capabilities, readiness).bindService());
 
+        Optional<DriverMetrics> metrics = Optional.empty();
+        if (config.httpEndpoint().isPresent()) {
+            metrics = Optional.of(DriverMetrics.serve(
+                    config.httpEndpoint().get(),
+                    config.driverName(),
+                    version,
+                    Main.buildProperty("csiSpecVersion"),
+                    config.mode().name().toLowerCase(Locale.ROOT)));
+            if (config.mode().servesController()) {
+                metrics.get().countPool(pool::census);
+            }
+            if (nodeCensus.isPresent()) {
+                metrics.get().countNode(nodeCensus.get()::take);
+            }
+        }
         IdleMemoryRelease memory = IdleMemoryRelease.start();
         UnixSocketServer server = UnixSocketServer.start(
-                config.endpoint(), services, List.of(new StatusInterceptor(), new CallLoggingInterceptor(), memory));
+                config.endpoint(),
+                services,
+                List.of(new StatusInterceptor(), new CallLoggingInterceptor(), memory),
+                metrics.map(m -> List.of(m.calls())).orElse(List.of()));
         // The reconcile starts once the driver serves, beside the calls, whose per-ID locks it
         // shares. A crash shortly before a restart leaves files too young for it; only the
         // controller repeats it: node plugins sharing the pool leave that to the one controller.
@@ -186,6 +212,8 @@ public final class Driver {
                 config.endpoint(),
                 config.nodeId(),
                 config.poolDir());
-        return new Running(server, work, memory, pool, nodeClaim);
+        metrics.ifPresent(
+                m -> log.info("serving metrics on {}", config.httpEndpoint().get()));
+        return new Running(server, work, memory, pool, nodeClaim, metrics);
     }
 }

@@ -72,6 +72,19 @@ public final class UnixSocketServer {
     public static UnixSocketServer start(
             Endpoint endpoint, List<ServerServiceDefinition> services, List<ServerInterceptor> interceptors)
             throws IOException {
+        return start(endpoint, services, interceptors, List.of());
+    }
+
+    /**
+     * {@link #start(Endpoint, List, List)}, with {@code observers} around all that: they see each
+     * call as the client does, a malformed request's INVALID_ARGUMENT too.
+     */
+    public static UnixSocketServer start(
+            Endpoint endpoint,
+            List<ServerServiceDefinition> services,
+            List<ServerInterceptor> interceptors,
+            List<ServerInterceptor> observers)
+            throws IOException {
         if (!Epoll.isAvailable()) {
             throw new IOException("the epoll transport is unavailable on this host: " + Epoll.unavailabilityCause());
         }
@@ -92,7 +105,8 @@ public final class UnixSocketServer {
                 .callExecutor(new CallPlacement(calls));
         MalformedRequestGuard malformed = new MalformedRequestGuard();
         for (ServerServiceDefinition service : services) {
-            builder.addService(malformed.wrap(ServerInterceptors.intercept(service, interceptors)));
+            builder.addService(ServerInterceptors.intercept(
+                    malformed.wrap(ServerInterceptors.intercept(service, interceptors)), observers));
         }
         HealthStatusManager health = new HealthStatusManager();
         builder.addService(health.getHealthService());

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.driver.LogConfigurator.LogFormat;
 import dev.blockpool.driver.LogConfigurator.LogLevel;
+import dev.blockpool.metrics.HttpAddress;
 import java.nio.file.Path;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -28,6 +29,7 @@ class ArgumentsTest {
         assertThat(arguments.logLevel()).isEqualTo(LogLevel.INFO);
         assertThat(arguments.logFormat()).isEqualTo(LogFormat.TEXT);
         assertThat(arguments.shutdownGraceSeconds()).isEqualTo(25);
+        assertThat(arguments.httpEndpoint()).isEmpty();
     }
 
     @Test
@@ -71,5 +73,17 @@ class ArgumentsTest {
                 .hasMessage("Unmatched argument: '/stray'");
         // An abbreviation is not taken for the option it starts: a typo must not pick one.
         assertThatThrownBy(() -> parse(Map.of(), "--pool", "/pool")).hasMessage("Unknown option: '--pool'");
+    }
+
+    @Test
+    void theMetricsAreServedWhereTheSidecarsWouldServeThem() throws Exception {
+        assertThat(parse(Map.of(), "--http-endpoint", ":8080").httpEndpoint()).contains(new HttpAddress("", 8080));
+        assertThat(parse(Map.of(), "--http-endpoint=[::1]:9808").httpEndpoint()).contains(new HttpAddress("::1", 9808));
+        assertThat(parse(Map.of(), "--http-endpoint=").httpEndpoint()).isEmpty();
+        assertThatThrownBy(() -> parse(Map.of(), "--http-endpoint", "8080"))
+                .hasMessage(
+                        "Invalid value for option '--http-endpoint': '8080': expected host:port, e.g. :8080 or 0.0.0.0:8080");
+        assertThatThrownBy(() -> parse(Map.of(), "--http-endpoint", ":http"))
+                .hasMessage("Invalid value for option '--http-endpoint': ':http': the port is not a number");
     }
 }

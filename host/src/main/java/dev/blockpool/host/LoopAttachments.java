@@ -129,6 +129,11 @@ public final class LoopAttachments {
         loops.detach(current.get());
     }
 
+    /** Every bound loop device of this host, the driver's or not. */
+    public List<LoopDevice> all() {
+        return loops.list();
+    }
+
     /** Every device bound to the image, including ones detaching themselves. */
     public List<LoopDevice> boundTo(Path image) {
         return loops.boundTo(image);

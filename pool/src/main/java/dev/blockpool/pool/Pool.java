@@ -142,4 +142,9 @@ public final class Pool {
     public PoolSpace space() {
         return space;
     }
+
+    /** Counts what the pool holds now, reading no record; see {@link PoolCensus}. */
+    public PoolCensus.Figures census() {
+        return new PoolCensus(root, space).take();
+    }
 }

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+)
+
+// launchArgs, when set, are flags the next launched blockpool gets besides the bench's own.
+var launchArgs []string
+
+// withMetrics launches blockpool serving its metrics on a free loopback port; it returns the URL.
+func withMetrics(tag, pool string) (*proc, string) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(err)
+	addr := l.Addr().String()
+	must(l.Close())
+	launchArgs = []string{"--http-endpoint", addr}
+	defer func() { launchArgs = nil }()
+	return launch(blockpool, tag, pool), "http://" + addr + "/metrics"
+}
+
+// scrape GETs the metrics and returns the value of each sample line without labels, by name.
+func scrape(url string) map[string]float64 {
+	resp, err := http.Get(url)
+	must(err)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fatalf("GET %s: %s", url, resp.Status)
+	}
+	values := map[string]float64{}
+	lines := bufio.NewScanner(resp.Body)
+	for lines.Scan() {
+		name, value, ok := strings.Cut(lines.Text(), " ")
+		if ok && !strings.HasPrefix(name, "#") && !strings.Contains(name, "{") {
+			if v, err := strconv.ParseFloat(strings.Fields(value)[0], 64); err == nil {
+				values[name] = v
+			}
+		}
+	}
+	must(lines.Err())
+	return values
+}
+
+// callLatencies times n sequential NodeGetCapabilities (answered in place: the cheapest call, so
+// the one where an interceptor's cost shows most) and 100 CreateVolume+DeleteVolume of 1 MiB block
+// volumes, after as many calls again to warm the driver up.
+func callLatencies(p *proc, n int, prefix string) (cheap, create timings) {
+	call := func() {
+		ctx, cancel := background()
+		defer cancel()
+		_, err := p.node.NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
+		must(err)
+	}
+	for range n {
+		call()
+	}
+	for i := range 100 {
+		p.deleteVolume(p.createVolume(prefix+"warm-"+strconv.Itoa(i), mb, blockCap()))
+	}
+	for range n {
+		cheap.timed(call)
+	}
+	for i := range 100 {
+		var id string
+		create.timed(func() { id = p.createVolume(prefix+strconv.Itoa(i), mb, blockCap()) })
+		p.deleteVolume(id)
+	}
+	return cheap, create
+}
+
+// sectionMetrics: what the Prometheus endpoint costs. Call latencies and idle RSS of drivers with
+// and without --http-endpoint, in alternating rounds; then a scrape of a pool of -list-volumes
+// volumes, and the census behind it.
+func sectionMetrics() {
+	const rounds, calls = 3, 2000
+	var cheapOff, cheapOn, createOff, createOn timings
+	var rssOff, rssOn, rssScraped []int64
+	var emptyScrapes timings
+	for r := range rounds {
+		off, offIdle := idleRSS(blockpool, "metrics-off", dir("metrics", "pool-off"))
+		rssOff = append(rssOff, offIdle)
+		c, v := callLatencies(off, calls, fmt.Sprintf("off-%d-", r))
+		cheapOff, createOff = append(cheapOff, c...), append(createOff, v...)
+		off.stop()
+
+		on, url := withMetrics("metrics-on", dir("metrics", "pool-on"))
+		time.Sleep(3 * time.Second)
+		rssOn = append(rssOn, on.rss())
+		c, v = callLatencies(on, calls, fmt.Sprintf("on-%d-", r))
+		cheapOn, createOn = append(cheapOn, c...), append(createOn, v...)
+		for range 100 {
+			emptyScrapes.timed(func() { scrape(url) })
+		}
+		time.Sleep(3 * time.Second)
+		rssScraped = append(rssScraped, on.rss())
+		on.stop()
+	}
+	median := func(v []int64) int64 {
+		s := append([]int64(nil), v...)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+
+	// The full pool: filled through a driver without metrics, then one with them starts on it.
+	pool := dir("metrics", "pool-full")
+	filler := launch(blockpool, "metrics-fill", pool)
+	fill := parallel(cfg.listVolumes, cfg.listClients, func(i int) {
+		filler.createVolume("metrics-"+strconv.Itoa(i), mb, blockCap())
+	})
+	filler.stop()
+	settle()
+	p, url := withMetrics("metrics-full", pool)
+	var census map[string]float64
+	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		census = scrape(url)
+		if census["blockpool_pool_volumes"] == float64(cfg.listVolumes) {
+			break
+		}
+		if time.Since(start) > 2*time.Minute {
+			fatalf("the metrics never showed %d volumes: %v", cfg.listVolumes, census["blockpool_pool_volumes"])
+		}
+	}
+	var scrapes timings
+	for range 200 {
+		scrapes.timed(func() { scrape(url) })
+	}
+	p.stop()
+
+	fmt.Printf("Rounds: %d, each a driver without and one with --http-endpoint (fresh processes, own pools). Calls: %d sequential\n"+
+		"NodeGetCapabilities and 100 CreateVolume (1 MiB block) per driver, after as many to warm it up. Idle RSS 3 s after\n"+
+		"ready, median of the rounds; scraped: after 100 scrapes and 3 s. Full pool: %d volumes, filled in %.0f s.\n\n",
+		rounds, calls, cfg.listVolumes, fill.Seconds())
+	table([]string{"measure", "without", "with", "with / without"}, [][]string{
+		{"NodeGetCapabilities p50", ms(cheapOff.q(.5)), ms(cheapOn.q(.5)), ratio(float64(cheapOn.q(.5)), float64(cheapOff.q(.5)))},
+		{"NodeGetCapabilities p90", ms(cheapOff.q(.9)), ms(cheapOn.q(.9)), ratio(float64(cheapOn.q(.9)), float64(cheapOff.q(.9)))},
+		{"CreateVolume p50", ms(createOff.q(.5)), ms(createOn.q(.5)), ratio(float64(createOn.q(.5)), float64(createOff.q(.5)))},
+		{"idle RSS", mib(median(rssOff)), mib(median(rssOn)), fmt.Sprintf("%+.1f MiB", float64(median(rssOn)-median(rssOff))/1024)},
+		{"RSS after 100 scrapes", "", mib(median(rssScraped)), fmt.Sprintf("%+.1f MiB", float64(median(rssScraped)-median(rssOff))/1024)},
+	})
+	fmt.Println()
+	table([]string{"measure", "p50", "p90", "max"}, [][]string{
+		{fmt.Sprintf("scrape of /metrics, empty pool (%d scrapes)", len(emptyScrapes)), ms(emptyScrapes.q(.5)), ms(emptyScrapes.q(.9)), ms(emptyScrapes.q(1))},
+		{fmt.Sprintf("scrape of /metrics, %d volumes (200 scrapes)", cfg.listVolumes), ms(scrapes.q(.5)), ms(scrapes.q(.9)), ms(scrapes.q(1))},
+		{"the pool's census behind it (once, at start)", ms(time.Duration(census["blockpool_pool_census_duration_seconds"] * float64(time.Second))), "", ""},
+	})
+}

@@ -1,0 +1,111 @@
+package dev.blockpool.driver;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import csi.v1.ControllerGrpc;
+import csi.v1.Csi.CapacityRange;
+import csi.v1.Csi.CreateVolumeRequest;
+import csi.v1.Csi.ProbeRequest;
+import csi.v1.Csi.VolumeCapability;
+import csi.v1.IdentityGrpc;
+import dev.blockpool.common.Endpoint;
+import dev.blockpool.csi.RawRequests;
+import dev.blockpool.metrics.HttpAddress;
+import io.grpc.CallOptions;
+import io.grpc.ManagedChannel;
+import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
+import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import io.grpc.stub.ClientCalls;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A driver started with --http-endpoint: what a scrape of it shows after a few calls. */
+class DriverMetricsTest {
+
+    private static final MethodDescriptor<byte[], byte[]> RAW_PROBE =
+            RawRequests.method(IdentityGrpc.getProbeMethod().getFullMethodName());
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void theCallsAreCountedAsTheCoSawThemBesideThePoolAndTheBuild() throws Exception {
+        Path socket = dir.resolve("csi.sock");
+        Driver.Running running = new Driver(
+                        new DriverConfig(
+                                Endpoint.parse(socket.toString()),
+                                "node-1",
+                                "blockpool.csi.dev",
+                                dir.resolve("pool"),
+                                Mode.CONTROLLER,
+                                8,
+                                Optional.of(new HttpAddress("127.0.0.1", 0))),
+                        "1.2.3")
+                .start();
+        EventLoopGroup loop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+        ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(loop)
+                .usePlaintext()
+                .build();
+        try {
+            // refused by the guard in front of the service: the CO sees INVALID_ARGUMENT, and so does the histogram
+            StatusRuntimeException malformed = catchThrowableOfType(
+                    StatusRuntimeException.class,
+                    () -> ClientCalls.blockingUnaryCall(
+                            channel, RAW_PROBE, CallOptions.DEFAULT, new byte[] {(byte) 0xff, (byte) 0xff}));
+            assertThat(malformed.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+            IdentityGrpc.newBlockingStub(channel).probe(ProbeRequest.getDefaultInstance());
+            ControllerGrpc.newBlockingStub(channel)
+                    .createVolume(CreateVolumeRequest.newBuilder()
+                            .setName("pvc-1")
+                            .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(1 << 20))
+                            .addVolumeCapabilities(VolumeCapability.newBuilder()
+                                    .setBlock(VolumeCapability.BlockVolume.getDefaultInstance())
+                                    .setAccessMode(VolumeCapability.AccessMode.newBuilder()
+                                            .setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER)))
+                            .build());
+
+            String text = scrape(running.metrics().orElseThrow().port());
+
+            String series = "csi_plugin_operations_seconds_count{driver_name=\"blockpool.csi.dev\",grpc_status_code=";
+            assertThat(text)
+                    .contains(series + "\"InvalidArgument\",method_name=\"/csi.v1.Identity/Probe\"} 1")
+                    .contains(series + "\"OK\",method_name=\"/csi.v1.Identity/Probe\"} 1")
+                    .contains(series + "\"OK\",method_name=\"/csi.v1.Controller/CreateVolume\"} 1")
+                    .contains("blockpool_build_info{csi_spec_version=\"" + System.getProperty("csi.spec.version")
+                            + "\",driver_name=\"blockpool.csi.dev\",mode=\"controller\",version=\"1.2.3\"} 1")
+                    .contains("# TYPE blockpool_pool_volumes gauge");
+        } finally {
+            channel.shutdownNow();
+            loop.shutdownGracefully();
+            running.stop(Duration.ofSeconds(5));
+        }
+    }
+
+    private static String scrape(int port) throws Exception {
+        try (HttpClient client = HttpClient.newHttpClient()) {
+            HttpResponse<String> response = client.send(
+                    HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/metrics"))
+                            .build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(response.statusCode()).isEqualTo(200);
+            return response.body();
+        }
+    }
+}

@@ -1,0 +1,50 @@
+package dev.blockpool.metrics;
+
+import io.prometheus.metrics.exporter.httpserver.HTTPServer;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.io.IOException;
+import java.util.concurrent.Executors;
+
+/**
+ * Serves a registry's metrics at {@code /metrics} in the Prometheus text format, through the
+ * Prometheus client's exporter on the JDK's HTTP server. Each scrape runs on a virtual thread
+ * of its own: the server then keeps only its dispatcher thread between scrapes, where its
+ * default pool would keep platform threads and their stacks (docs/performance.md).
+ */
+public final class MetricsEndpoint implements AutoCloseable {
+
+    private final HTTPServer server;
+
+    private MetricsEndpoint(HTTPServer server) {
+        this.server = server;
+    }
+
+    public static MetricsEndpoint start(HttpAddress address, PrometheusRegistry registry) throws IOException {
+        // Without TCP_NODELAY the JDK's server sends a scrape's last segment only once the client's
+        // delayed ACK comes, some 40 ms later (docs/performance.md). Read once, when the server's
+        // classes initialise; a -D option still wins.
+        System.getProperties().putIfAbsent("sun.net.httpserver.nodelay", "true");
+        HTTPServer.Builder builder = HTTPServer.builder()
+                .port(address.port())
+                .registry(registry)
+                .executorService(Executors.newVirtualThreadPerTaskExecutor());
+        if (!address.host().isEmpty()) {
+            builder.hostname(address.host());
+        }
+        try {
+            return new MetricsEndpoint(builder.buildAndStart());
+        } catch (IOException e) {
+            throw new IOException("cannot serve metrics on " + address + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The port it listens on: the one asked for, or the one the system chose for port 0. */
+    public int port() {
+        return server.getPort();
+    }
+
+    @Override
+    public void close() {
+        server.close();
+    }
+}

@@ -1,0 +1,77 @@
+package dev.blockpool.metrics;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.pool.AccessType;
+import dev.blockpool.pool.Allocation;
+import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.PoolCensus;
+import dev.blockpool.pool.VolumeSpec;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The pool's gauges as a scrape shows them, from a real pool in a temporary directory. */
+class PoolGaugesTest {
+
+    private static final long MiB = 1L << 20;
+
+    @TempDir
+    Path root;
+
+    private final PrometheusRegistry registry = new PrometheusRegistry();
+
+    private static VolumeSpec spec(String name, long bytes) {
+        return new VolumeSpec(
+                name, bytes, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.empty());
+    }
+
+    @Test
+    void aVolumeCreatedMovesTheProvisionedBytesAndTheCountAtTheNextCensus() {
+        Pool pool = Pool.open(root, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ofMinutes(10));
+        LastCensus<PoolCensus.Figures> gauges = LastCensus.byHand("pool", pool::census);
+        PoolGauges.register(registry, gauges);
+        gauges.refresh();
+        String before = Scrape.of(registry);
+
+        pool.volumes().create(spec("pvc-1", 64 * MiB));
+        gauges.refresh();
+        String after = Scrape.of(registry);
+
+        String provisioned = "blockpool_pool_provisioned_bytes{kind=\"volume\"}";
+        assertThat(Scrape.values(before, provisioned)).containsExactly(0.0);
+        assertThat(Scrape.values(after, provisioned)).containsExactly((double) (64 * MiB));
+        assertThat(Scrape.values(after, "blockpool_pool_volumes")).containsExactly(1.0);
+        double size = Scrape.values(after, "blockpool_pool_size_bytes").getFirst();
+        assertThat(Scrape.values(after, "blockpool_pool_overcommit_ratio")).containsExactly(64 * MiB / size);
+    }
+
+    @Test
+    void beforeTheFirstCensusThereIsNoFigureRatherThanAZero() {
+        LastCensus<PoolCensus.Figures> census = LastCensus.byHand("pool", () -> {
+            throw new IllegalStateException("the pool does not answer");
+        });
+        PoolGauges.register(registry, census);
+        census.refresh();
+
+        assertThat(Scrape.lines(Scrape.of(registry), "blockpool_pool_volumes")).isEmpty();
+    }
+
+    @Test
+    void theBuildIsNamedOnce() {
+        BuildInfo.register(registry, "blockpool.csi.dev", "1.2.3", "v1.13.0", "all");
+
+        assertThat(Scrape.values(
+                        Scrape.of(registry),
+                        "blockpool_build_info{csi_spec_version=\"v1.13.0\",driver_name=\"blockpool.csi.dev\","
+                                + "mode=\"all\",version=\"1.2.3\"}"))
+                .containsExactly(1.0);
+    }
+}
