@@ -83,7 +83,7 @@ public final class BlockingCalls {
     public <T> T call(Duration deadline, String what, Supplier<T> work) {
         Outcome<T> outcome = attempt(deadline, what, work);
         if (!outcome.finished()) {
-            throw StorageException.internal(
+            throw StorageException.unavailable(
                     "%s did not finish within %s and is left waiting in the kernel", what, describe(deadline));
         }
         return outcome.value();
@@ -173,13 +173,13 @@ public final class BlockingCalls {
             throw StorageException.internal("interrupted while waiting to run %s", what);
         }
         if (stuck.get() >= threads) {
-            throw StorageException.internal(
+            throw StorageException.unavailable(
                     "%s is refused: all %d threads for system calls that can hang are stuck "
                             + "in calls the kernel never returned from (the latest: %s); a filesystem of this node, likely "
                             + "the pool's, does not answer",
                     what, threads, latestStuck);
         }
-        throw StorageException.internal(
+        throw StorageException.unavailable(
                 "%s could not start within %s: all %d threads for system calls that can " + "hang were busy",
                 what, describe(deadline), threads);
     }

@@ -14,6 +14,7 @@ import dev.blockpool.host.KubeletPaths;
 import dev.blockpool.host.NodeHost;
 import dev.blockpool.identity.HostReadiness;
 import dev.blockpool.identity.IdentityService;
+import dev.blockpool.identity.PoolLookWithin;
 import dev.blockpool.identity.Readiness;
 import dev.blockpool.node.NodeIdentity;
 import dev.blockpool.node.NodeService;
@@ -148,8 +149,9 @@ public final class Driver {
         // A controller standing by while another acts on the pool is alive and ready: its
         // livenessprobe asks Probe, and restarting it would change nothing. Its changes are
         // refused, naming the acting controller; Probe is where it takes over once the pool is free.
+        // What it looks at is in the pool, which may not answer: Probe waits for it only so long.
         Optional<NodeClaim> node = nodeClaim;
-        Readiness readiness = () -> {
+        Readiness lookingAtThePool = () -> {
             if (config.mode().servesController()) {
                 pool.controllerClaim().standingBy(); // logged once, when it starts standing by
             }
@@ -157,11 +159,14 @@ public final class Driver {
             node.flatMap(NodeClaim::problem).ifPresent(problems::add);
             return problems;
         };
+        Readiness readiness = new PoolLookWithin(lookingAtThePool, blocking, config.poolDir());
         services.add(new IdentityService(config.driverName(), version, capabilities, readiness).bindService());
 
         IdleMemoryRelease memory = IdleMemoryRelease.start();
         UnixSocketServer server = UnixSocketServer.start(
-                config.endpoint(), services, List.of(new StatusInterceptor(), new CallLoggingInterceptor(), memory));
+                config.endpoint(),
+                services,
+                List.of(new StatusInterceptor(), new CallDeadlines(), new CallLoggingInterceptor(), memory));
         // The reconcile starts once the driver serves, beside the calls, whose per-ID locks it
         // shares. A crash shortly before a restart leaves files too young for it; only the
         // controller repeats it: node plugins sharing the pool leave that to the one controller.
