@@ -39,7 +39,7 @@ public final class PoolLookWithin implements Readiness {
     @Override
     public List<String> problems() {
         if (!underWay.compareAndSet(false, true)) {
-            return silent("an earlier look has not returned yet");
+            return silent("an earlier look is still waiting");
         }
         try {
             return blocking.answerWithin(DEADLINE, "Probe's look at the pool " + pool, () -> {
@@ -49,7 +49,7 @@ public final class PoolLookWithin implements Readiness {
                             underWay.set(false);
                         }
                     })
-                    .orElseGet(() -> silent("it did not answer within " + BlockingCalls.describe(DEADLINE)));
+                    .orElseGet(() -> silent("no answer within " + BlockingCalls.describe(DEADLINE)));
         } catch (StorageException e) { // refused: every thread for calls that can hang is stuck
             underWay.set(false);
             return silent(e.getMessage());
@@ -58,8 +58,8 @@ public final class PoolLookWithin implements Readiness {
 
     private List<String> silent(String why) {
         log.warn(
-                "the pool at {} does not answer ({}): calls that need it are answered UNAVAILABLE until it does; "
-                        + "ready all the same, since a restart would not make it answer",
+                "Probe's look at the pool {} gets no answer ({}): calls that need the pool are answered UNAVAILABLE "
+                        + "until it answers; ready all the same, since a restart would not make it answer",
                 pool,
                 why);
         return List.of();
