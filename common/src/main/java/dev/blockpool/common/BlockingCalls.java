@@ -18,10 +18,9 @@ import org.slf4j.LoggerFactory;
 /**
  * System calls that can hang (statfs, mount, umount, the open of a path, loop ioctls on an image
  * in a pool whose NFS server went away), each made on a small pool of platform threads of their
- * own, with a deadline. A native call through the foreign function API pins the virtual thread
- * that makes it (the gRPC handlers run on virtual threads) to its carrier: a hung one would take
- * a carrier away for good and stall every other volume's call. Here it takes one of these
- * threads, and its caller gets an error at the deadline, as for a hung child process.
+ * own, with a deadline. A hung one holds the thread that makes it (and a virtual thread's
+ * carrier with it): here it takes one of these threads, and its caller gets an UNAVAILABLE error
+ * at the deadline, as for a hung child process.
  *
  * <p>A thread in a system call cannot be interrupted: a call past its deadline is left to the
  * kernel and its thread counts as stuck until the call returns. Only {@link #THREADS} calls run

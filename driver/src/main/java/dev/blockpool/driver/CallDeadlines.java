@@ -13,9 +13,10 @@ import io.grpc.ServerCallHandler;
 import io.grpc.ServerInterceptor;
 import io.grpc.Status;
 import java.time.Duration;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -50,10 +51,20 @@ final class CallDeadlines implements ServerInterceptor {
 
     private static final String PROBE = IdentityGrpc.getProbeMethod().getFullMethodName();
 
+    /**
+     * How often the calls under way are looked at. A timer per call would wake a thread for every
+     * call (each new deadline the nearest), which costs a node call more than the rest of this.
+     */
+    private static final Duration SWEEP = Duration.ofMillis(100);
+    /** How long the thread that looks at them stays once no call is under way. */
+    private static final Duration SWEEPER_KEEP_ALIVE = Duration.ofSeconds(10);
+
     private final int mostStuck;
     private final AtomicInteger stuck = new AtomicInteger();
-    /** One thread that answers the calls past their deadlines; it ends when no call is waiting. */
-    private final ScheduledThreadPoolExecutor timer;
+    /** The calls under way, each until it is answered. */
+    private final Set<Answered<?, ?>> underWay = ConcurrentHashMap.newKeySet();
+    /** Whether a thread looks at {@link #underWay}; one starts with the first call after a quiet time. */
+    private final AtomicBoolean sweeping = new AtomicBoolean();
 
     CallDeadlines() {
         this(MOST_STUCK);
@@ -61,11 +72,6 @@ final class CallDeadlines implements ServerInterceptor {
 
     CallDeadlines(int mostStuck) {
         this.mostStuck = mostStuck;
-        this.timer = new ScheduledThreadPoolExecutor(
-                1, Thread.ofPlatform().name("call-deadlines").daemon().factory());
-        timer.setRemoveOnCancelPolicy(true);
-        timer.setKeepAliveTime(10, TimeUnit.SECONDS);
-        timer.allowCoreThreadTimeOut(true);
     }
 
     /** Calls past their deadlines whose threads have not returned yet. */
@@ -95,7 +101,10 @@ final class CallDeadlines implements ServerInterceptor {
         long left = deadline == null ? WITHOUT_DEADLINE.toNanos() : deadline.timeRemaining(TimeUnit.NANOSECONDS);
         long answerIn = Math.max(0, left - Math.min(left / 4, AHEAD.toNanos()));
         Answered<Q, R> answered = new Answered<>(call, Duration.ofNanos(answerIn));
-        ScheduledFuture<?> expiry = timer.schedule(answered::expire, answerIn, TimeUnit.NANOSECONDS);
+        underWay.add(answered);
+        if (sweeping.compareAndSet(false, true)) {
+            Thread.ofPlatform().name("call-deadlines").daemon().start(this::sweep);
+        }
         return new ForwardingServerCallListener.SimpleForwardingServerCallListener<>(
                 next.startCall(answered, headers)) {
             @Override
@@ -112,21 +121,51 @@ final class CallDeadlines implements ServerInterceptor {
 
             @Override
             public void onComplete() {
-                expiry.cancel(false);
+                underWay.remove(answered);
                 super.onComplete();
             }
 
             @Override
             public void onCancel() {
-                expiry.cancel(false);
+                underWay.remove(answered);
                 super.onCancel();
             }
         };
     }
 
+    /** Answers the calls past their deadlines, every {@link #SWEEP}, until no call has come for a while. */
+    private void sweep() {
+        long quietSince = System.nanoTime();
+        while (true) {
+            try {
+                Thread.sleep(SWEEP);
+            } catch (InterruptedException e) {
+                sweeping.set(false);
+                return;
+            }
+            long now = System.nanoTime();
+            for (Answered<?, ?> call : underWay) {
+                if (now - call.answerBy >= 0) {
+                    underWay.remove(call);
+                    call.expire();
+                }
+            }
+            if (!underWay.isEmpty()) {
+                quietSince = now;
+            } else if (now - quietSince > SWEEPER_KEEP_ALIVE.toNanos()) {
+                sweeping.set(false);
+                // a call that came meanwhile finds it stopped and starts another, or this one goes on
+                if (underWay.isEmpty() || !sweeping.compareAndSet(false, true)) {
+                    return;
+                }
+            }
+        }
+    }
+
     /** A call that is answered once: by its service, or at its deadline, whichever comes first. */
     private final class Answered<Q, R> extends ForwardingServerCall.SimpleForwardingServerCall<Q, R> {
         private final Duration within;
+        private final long answerBy;
         private boolean closed;
         private boolean running;
         private boolean heldPastDeadline;
@@ -134,6 +173,7 @@ final class CallDeadlines implements ServerInterceptor {
         Answered(ServerCall<Q, R> call, Duration within) {
             super(call);
             this.within = within;
+            this.answerBy = System.nanoTime() + within.toNanos();
         }
 
         @Override
