@@ -54,20 +54,44 @@ def http_ok(url):
         return False
 
 
-def wait_for(what, check, timeout=120, interval=0.5):
-    """Polls check() until it returns something truthy; raises with the last answer otherwise."""
-    deadline = time.monotonic() + timeout
+# How long a wait may take at most: what its kind of step needs on a loaded 2-core machine, with
+# room to spare (a run prints its longest waits against these, to keep them honest). A step that
+# fails ends the run within about this long, named; the flows after it are not run.
+STARTED = 60      # a process up and answering: kube-apiserver ready, the node Ready, a sidecar leading
+RECONCILED = 60   # controllers acting on an object: a claim bound, an attachment, a snapshot ready, a deletion
+POD = 90          # a pod Running: its claim provisioned, attached, staged and published on the way
+ON_HOST = 30      # the driver's work seen on the host once the API shows it: a device released, a filesystem grown
+SCHEDULER = 90    # the scheduler's retry of a pod it could not place, which backs off
+KUBECTL = 30      # one request of kubectl to kube-apiserver (--request-timeout)
+
+# Every wait of the run: (seconds it took, its bound, what), for the summary.
+WAITS = []
+
+
+def wait_for(what, check, timeout, interval=0.5, alive=lambda: None):
+    """Polls check() until it returns something truthy, for at most `timeout` seconds; raises
+    with the last answer otherwise. alive() raises when a process the wait depends on has exited,
+    which ends the wait at once instead of at its timeout."""
+    start = time.monotonic()
     last = None
     while True:
         try:
             last = check()
             if last:
+                WAITS.append((time.monotonic() - start, timeout, what))
                 return last
         except subprocess.CalledProcessError as e:
             last = (e.stderr or e.stdout or str(e)).strip()
-        if time.monotonic() > deadline:
+        alive()
+        if time.monotonic() - start > timeout:
+            WAITS.append((time.monotonic() - start, timeout, what))
             raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
         time.sleep(interval)
+
+
+def longest_waits(n=5):
+    """The run's longest waits, each against its bound."""
+    return [f"{took:.0f} s of {bound} s for {what}" for took, bound, what in sorted(WAITS, reverse=True)[:n]]
 
 
 class KubectlError(subprocess.CalledProcessError):
@@ -125,8 +149,13 @@ class Cluster:
         self.procs.append(p)
         return p
 
+    def wait_for(self, what, check, timeout):
+        """wait_for, ended at once when a process of the cluster has exited."""
+        return wait_for(what, check, timeout, alive=self.check_alive)
+
     def kubectl(self, *args, input=None, check=True, kubeconfig=None):
-        r = subprocess.run([str(BIN / "kubectl"), "--kubeconfig", str(kubeconfig or self.admin), *map(str, args)],
+        r = subprocess.run([str(BIN / "kubectl"), "--kubeconfig", str(kubeconfig or self.admin),
+                            f"--request-timeout={KUBECTL}s", *map(str, args)],
                            input=input, capture_output=True, text=True, check=False)
         if check and r.returncode != 0:
             raise KubectlError(r.returncode, ["kubectl", *map(str, args)], r.stdout, r.stderr)
@@ -228,7 +257,7 @@ class Cluster:
             "--api-audiences", "https://kubernetes.default.svc",
             "--service-cluster-ip-range", "10.0.0.0/24",
             "--cert-dir", self.work / "apiserver-certs"])
-        wait_for("kube-apiserver ready", lambda: self.kubectl("get", "--raw", "/readyz").strip() == "ok", timeout=180)
+        self.wait_for("kube-apiserver ready", lambda: self.kubectl("get", "--raw", "/readyz").strip() == "ok", STARTED)
 
         kcm = self.cert_kubeconfig("kube-controller-manager", "system:kube-controller-manager")
         self.start("kube-controller-manager", [
@@ -256,12 +285,13 @@ class Cluster:
         self.install_crds("snapshot.storage.k8s.io", SNAPSHOT_CRDS)
         self.snapshot_controller = self.start("snapshot-controller", [
             BIN / "snapshot-controller", "--kubeconfig", self.admin, "--leader-election=false"])
-        wait_for("the default service account", lambda: self.get("serviceaccount", "default", "-n", "default"))
+        self.wait_for("the default service account", lambda: self.get("serviceaccount", "default", "-n", "default"),
+                      STARTED)
 
     def install_crds(self, group, plurals):
         self.kubectl("apply", *(a for p in plurals for a in ("-f", CRDS / f"{group}_{p}.yaml")))
         for p in plurals:
-            self.kubectl("wait", "--for=condition=Established", f"crd/{p}.{group}", "--timeout=60s")
+            self.kubectl("wait", "--for=condition=Established", f"crd/{p}.{group}", f"--timeout={RECONCILED}s")
 
     def has_group_snapshot_crds(self):
         return bool(self.get("crd", f"{GROUP_SNAPSHOT_CRDS[0]}.groupsnapshot.storage.k8s.io"))
@@ -363,10 +393,10 @@ class Cluster:
         def registered():
             csinode = self.get("csinode", NODE)
             return csinode and any(d["name"] == DRIVER_NAME for d in csinode["spec"].get("drivers") or [])
-        wait_for("node Ready", lambda: self.kubectl(
+        self.wait_for("node Ready", lambda: self.kubectl(
             "get", "node", NODE, "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}") == "True",
-            timeout=180)
-        wait_for("kubelet registered the driver (CSINode)", registered, timeout=120)
+            STARTED)
+        self.wait_for("kubelet registered the driver (CSINode)", registered, STARTED)
 
     def install_flexvolume(self, endpoint):
         """blockpool's FlexVolume driver in kubelet's plugin directory (here in the temp dir), as
@@ -392,7 +422,7 @@ class Cluster:
         def controller_pod():
             pods = self.items("pods", "-n", NAMESPACE, "-l", "app.kubernetes.io/name=blockpool-controller")
             return pods[0]["metadata"]["name"] if pods else None
-        pod_name = wait_for("the controller Deployment's pod", controller_pod)
+        pod_name = self.wait_for("the controller Deployment's pod", controller_pod, RECONCILED)
         docs = self.render("sidecars-deploy/base")
         dep = self.workload(docs, "Deployment", "blockpool-controller")
         socket_dir = self.work / "controller-csi"
@@ -432,8 +462,8 @@ class Cluster:
 
     def wait_leading(self, name):
         port = self.ports[name]
-        wait_for(f"{name} leading (/healthz/leader-election)",
-                 lambda: http_ok(f"http://127.0.0.1:{port}/healthz/leader-election"), timeout=120)
+        self.wait_for(f"{name} leading (/healthz/leader-election)",
+                      lambda: http_ok(f"http://127.0.0.1:{port}/healthz/leader-election"), STARTED)
 
     def stop(self, proc):
         """Stops one process for good: it is no longer expected alive (its log stays)."""

@@ -21,7 +21,7 @@ from pathlib import Path
 import cbt
 import cluster as cl
 import host
-from cluster import DRIVER_NAME, NAMESPACE, NODE, wait_for
+from cluster import DRIVER_NAME, NAMESPACE, NODE, ON_HOST, POD, RECONCILED, SCHEDULER
 
 GI = 1 << 30
 NS = "default"
@@ -83,13 +83,25 @@ class E2E:
             outcome, msg = "PASS", ""
         except Skip as e:
             outcome, msg = "SKIP", str(e)
-        except Exception as e:  # noqa: BLE001 - any error fails the flow, and the next flows run
+        except Exception as e:  # noqa: BLE001 - any error fails the flow, and the run ends there
             outcome, msg = "FAIL", f"{type(e).__name__}: {e}"
             traceback.print_exc(file=sys.stdout)
         took = time.monotonic() - start
         self.results.append((name, outcome, took, msg))
         print(f"  {outcome}  {name}  ({took:.1f} s){'  ' + msg if msg else ''}", flush=True)
-        return outcome == "PASS"
+        return outcome
+
+    def run(self, steps):
+        """Runs the steps in order until one fails: the flows build on each other, so the ones
+        after a failure would only wait out their bounds. They are reported not run, naming it."""
+        failed = None
+        for name, fn, *args in steps:
+            if failed is None:
+                if self.flow(name, fn, *args) == "FAIL":
+                    failed = name
+            else:
+                self.results.append((name, "FAIL", 0, f"not run: {failed!r} failed"))
+                print(f"  FAIL  {name}  (not run: {failed!r} failed)")
 
     # ---- what the objects and the host show --------------------------------------------
 
@@ -110,13 +122,13 @@ class E2E:
         def running():
             p = self.c.get("pod", name, "-n", NS)
             return p and p["status"].get("phase") == "Running" and p
-        p = wait_for(f"pod {name} Running", running)
+        p = self.c.wait_for(f"pod {name} Running", running, POD)
         self.pods[name] = p["metadata"]["uid"]
         return p
 
     def bound_claim(self, claim):
-        wait_for(f"claim {claim} Bound", lambda: (self.c.get("pvc", claim, "-n", NS) or {}).get(
-            "status", {}).get("phase") == "Bound")
+        self.c.wait_for(f"claim {claim} Bound", lambda: (self.c.get("pvc", claim, "-n", NS) or {}).get(
+            "status", {}).get("phase") == "Bound", RECONCILED)
         p = self.c.get("pvc", claim, "-n", NS)
         # WaitForFirstConsumer: provisioned for the node the scheduler chose
         selected = p["metadata"].get("annotations", {}).get("volume.kubernetes.io/selected-node")
@@ -124,8 +136,9 @@ class E2E:
         return self.claim_volume(claim)
 
     def attached(self, v):
-        va = wait_for(f"VolumeAttachment of {v['pv']} attached",
-                      lambda: (a := self.attachment(v["pv"])) and a.get("status", {}).get("attached") and a)
+        va = self.c.wait_for(f"VolumeAttachment of {v['pv']} attached",
+                             lambda: (a := self.attachment(v["pv"])) and a.get("status", {}).get("attached") and a,
+                             RECONCILED)
         return va
 
     def host_mounts_of(self, v):
@@ -147,7 +160,7 @@ class E2E:
             caps = self.c.items("csistoragecapacities", "-n", NAMESPACE)
             by_class = {cap["storageClassName"]: cap for cap in caps if cap.get("capacity")}
             return {"blockpool-ext4", "blockpool-xfs"} <= by_class.keys() and by_class
-        caps = wait_for("CSIStorageCapacity for both classes", published)
+        caps = self.c.wait_for("CSIStorageCapacity for both classes", published, RECONCILED)
         pool_fs = host.fs_size(self.c.pool)
         for sc, cap in caps.items():
             size = quantity(cap["capacity"])
@@ -223,8 +236,9 @@ class E2E:
                       "metadata": {"name": "snap-ext4", "namespace": NS},
                       "spec": {"volumeSnapshotClassName": "blockpool-snapshots",
                                "source": {"persistentVolumeClaimName": "data-ext4"}}})
-        snap = wait_for("VolumeSnapshot readyToUse", lambda: (s := self.c.get("volumesnapshot", "snap-ext4", "-n", NS))
-                        and s.get("status", {}).get("readyToUse") and s)
+        snap = self.c.wait_for("VolumeSnapshot readyToUse",
+                               lambda: (s := self.c.get("volumesnapshot", "snap-ext4", "-n", NS))
+                               and s.get("status", {}).get("readyToUse") and s, RECONCILED)
         content = self.c.get("volumesnapshotcontent", snap["status"]["boundVolumeSnapshotContentName"])
         handle = content["status"]["snapshotHandle"]
         assert (self.c.pool / "snapshots" / f"{handle}.img").is_file(), f"no pool snapshot {handle}"
@@ -271,20 +285,21 @@ class E2E:
             events = self.c.items("events", "-n", NS, "--field-selector",
                                 "involvedObject.name=app-too-big,reason=FailedScheduling")
             return [e["message"] for e in events if "did not have enough free storage" in e["message"]]
-        msgs = wait_for("FailedScheduling for lack of storage capacity", not_scheduled, timeout=90)
+        msgs = self.c.wait_for("FailedScheduling for lack of storage capacity", not_scheduled, SCHEDULER)
         p = self.c.get("pod", "app-too-big", "-n", NS)
         assert not p["spec"].get("nodeName"), "the oversized claim's pod was scheduled"
         assert self.c.get("pvc", "too-big", "-n", NS)["status"]["phase"] == "Pending"
         assert host.pool_records(self.c.pool) == before, "the pool changed for a claim that does not fit"
         print(f"        {too_big}: {msgs[0]}")
-        self.c.kubectl("delete", "pod/app-too-big", "pvc/too-big", "-n", NS, "--wait=true", "--timeout=120s")
+        self.c.kubectl("delete", "pod/app-too-big", "pvc/too-big", "-n", NS, "--wait=true", f"--timeout={RECONCILED}s")
 
     def expand_controller(self, claim):
         v = self.volumes[claim]
         self.c.kubectl("patch", "pvc", claim, "-n", NS, "--type=merge",
                        "-p", json.dumps({"spec": {"resources": {"requests": {"storage": "2Gi"}}}}))
         # csi-resizer -> ControllerExpandVolume: the PV and the pool image grow
-        wait_for("PV capacity 2Gi", lambda: self.c.get("pv", v["pv"])["spec"]["capacity"]["storage"] == "2Gi")
+        self.c.wait_for("PV capacity 2Gi", lambda: self.c.get("pv", v["pv"])["spec"]["capacity"]["storage"] == "2Gi",
+                        RECONCILED)
         assert v["image"].stat().st_size == 2 * GI, f"image is {v['image'].stat().st_size} bytes"
 
     def expand_node(self, claim, fstype):
@@ -293,9 +308,9 @@ class E2E:
             self.expand_at_next_stage(claim, v)
             return
         # kubelet calls NodeExpandVolume on the mounted volume: online, the pod keeps running
-        wait_for("claim capacity 2Gi", lambda: self.c.get("pvc", claim, "-n", NS)["status"].get(
-            "capacity", {}).get("storage") == "2Gi")
-        size = wait_for("file system grown", lambda: (s := host.fs_size(v["publish"])) > 1.5 * GI and s, timeout=30)
+        self.c.wait_for("claim capacity 2Gi", lambda: self.c.get("pvc", claim, "-n", NS)["status"].get(
+            "capacity", {}).get("storage") == "2Gi", RECONCILED)
+        size = self.c.wait_for("file system grown", lambda: (s := host.fs_size(v["publish"])) > 1.5 * GI and s, ON_HOST)
         assert self.c.get("pod", v["pod"], "-n", NS)["status"]["phase"] == "Running"
         print(f"        online: {claim}'s file system is now {size / GI:.2f} GiB with {v['pod']} running")
 
@@ -307,23 +322,23 @@ class E2E:
             return [line for line in (self.c.logs / "driver-node.log").read_text().splitlines()
                     if "NodeExpandVolume" in line and v["handle"] in line and "FAILED_PRECONDITION" in line
                     and "next NodeStageVolume" in line]
-        wait_for("NodeExpandVolume answered FAILED_PRECONDITION: grows at the next stage", refused)
+        self.c.wait_for("NodeExpandVolume answered FAILED_PRECONDITION: grows at the next stage", refused, RECONCILED)
         status = self.c.get("pvc", claim, "-n", NS)["status"]
         assert status["capacity"]["storage"] == "1Gi", f"claim capacity {status['capacity']} before the growth"
         conditions = [c["type"] for c in status.get("conditions", [])]
         assert "FileSystemResizePending" in conditions, f"claim conditions {conditions}"
         assert host.fs_size(v["publish"]) < 1.5 * GI, "the mounted ext4 grew without CAP_SYS_RESOURCE"
         # The pod goes, and the volume is unpublished and unstaged; a new pod stages it again.
-        self.c.kubectl("delete", "pod", v["pod"], "-n", NS, "--wait=true", "--timeout=120s")
-        wait_for(f"{claim} unstaged (loop device released)", lambda: not host.loop_of(v["image"]))
+        self.c.kubectl("delete", "pod", v["pod"], "-n", NS, "--wait=true", f"--timeout={RECONCILED}s")
+        self.c.wait_for(f"{claim} unstaged (loop device released)", lambda: not host.loop_of(v["image"]), ON_HOST)
         self.c.apply(pod(v["pod"], {"persistentVolumeClaim": {"claimName": claim}}, fs_group=1000))
         p = self.running_pod(v["pod"])
         publish = self.c.kubelet / "pods" / p["metadata"]["uid"] / "volumes/kubernetes.io~csi" / v["pv"] / "mount"
         loop, _ = self.host_mounts_of(v)
         v.update(loop=loop, publish=publish)
         # kubelet's NodeExpandVolume after the stage finds the file system grown and finishes the resize.
-        wait_for("claim capacity 2Gi", lambda: self.c.get("pvc", claim, "-n", NS)["status"].get(
-            "capacity", {}).get("storage") == "2Gi")
+        self.c.wait_for("claim capacity 2Gi", lambda: self.c.get("pvc", claim, "-n", NS)["status"].get(
+            "capacity", {}).get("storage") == "2Gi", RECONCILED)
         size = host.fs_size(publish)
         assert size > 1.5 * GI, f"{claim}'s file system is {size} bytes after its stage"
         assert (publish / DATA).read_text() == f"written through {v['pod']}\n", "the data went with the growth"
@@ -347,8 +362,9 @@ class E2E:
         # volume_context only when the CSIDriver asks for pod info; the driver records it.
         record = json.loads((self.c.pool / "volumes" / f"{vid}.json").read_text())
         assert "csi.storage.k8s.io/ephemeral" in json.dumps(record), f"no ephemeral marker in {record}"
-        self.c.kubectl("delete", "pod", "app-inline", "-n", NS, "--wait=true", "--timeout=120s")
-        wait_for("the inline volume deleted with its pod", lambda: not image.exists() and not host.loop_of(image))
+        self.c.kubectl("delete", "pod", "app-inline", "-n", NS, "--wait=true", f"--timeout={RECONCILED}s")
+        self.c.wait_for("the inline volume deleted with its pod",
+                        lambda: not image.exists() and not host.loop_of(image), ON_HOST)
         assert not any(m["path"] == str(publish) for m in host.mounts(self.c.kubelet)), "still mounted"
 
     def group_snapshot(self):
@@ -356,9 +372,9 @@ class E2E:
         one CreateVolumeGroupSnapshot, a member restored, the group deleted with its members."""
         self.c.kubectl("label", "pvc", "data-ext4", "data-xfs", "-n", NS, "blockpool.csi.dev/group=demo")
         self.c.kubectl("apply", "-n", NS, "-f", cl.REPO / "sidecars-deploy/examples/group-snapshot.yaml")
-        group = wait_for("VolumeGroupSnapshot readyToUse", lambda: (
+        group = self.c.wait_for("VolumeGroupSnapshot readyToUse", lambda: (
             g := self.c.get("volumegroupsnapshot", "blockpool-demo-group", "-n", NS))
-            and g.get("status", {}).get("readyToUse") and g)
+            and g.get("status", {}).get("readyToUse") and g, RECONCILED)
         content = self.c.get("volumegroupsnapshotcontent", group["status"]["boundVolumeGroupSnapshotContentName"])
         group_handle = content["status"]["volumeGroupSnapshotHandle"]
         infos = content["status"].get("volumeSnapshotInfoList") or []
@@ -375,8 +391,8 @@ class E2E:
             f"the pool's group records: {host.pool_records(self.c.pool)['groups']}, the group: {group_handle}"
         snaps = {vsc["status"]["snapshotHandle"]: vsc["spec"]["volumeSnapshotRef"]["name"] for vsc in contents.values()}
         for name in snaps.values():
-            wait_for(f"member VolumeSnapshot {name} readyToUse", lambda name=name: (self.c.get(
-                "volumesnapshot", name, "-n", NS) or {}).get("status", {}).get("readyToUse"))
+            self.c.wait_for(f"member VolumeSnapshot {name} readyToUse", lambda name=name: (self.c.get(
+                "volumesnapshot", name, "-n", NS) or {}).get("status", {}).get("readyToUse"), RECONCILED)
         print(f"        {group_handle}: {len(members)} members, "
               + ", ".join(f"{sources[v]} -> {snaps[h]}" for v, h in members.items()))
 
@@ -398,15 +414,15 @@ class E2E:
 
         # deletionPolicy Delete: the group, its members' objects and their pool snapshots go.
         self.c.kubectl("delete", "volumegroupsnapshot", "blockpool-demo-group", "-n", NS, "--wait=true",
-                       "--timeout=120s")
-        wait_for("the group's VolumeGroupSnapshotContent deleted",
-                 lambda: not self.c.items("volumegroupsnapshotcontents"))
-        wait_for("the members' VolumeSnapshots and contents deleted", lambda: not any(
+                       f"--timeout={RECONCILED}s")
+        self.c.wait_for("the group's VolumeGroupSnapshotContent deleted",
+                        lambda: not self.c.items("volumegroupsnapshotcontents"), RECONCILED)
+        self.c.wait_for("the members' VolumeSnapshots and contents deleted", lambda: not any(
             vsc.get("status", {}).get("volumeGroupSnapshotHandle") == group_handle
             for vsc in self.c.items("volumesnapshotcontents")) and not any(
-            self.c.get("volumesnapshot", n, "-n", NS) for n in snaps.values()))
-        wait_for("the members' snapshots gone from the pool", lambda: not any(
-            (self.c.pool / "snapshots" / f"{h}.img").exists() for h in members.values()))
+            self.c.get("volumesnapshot", n, "-n", NS) for n in snaps.values()), RECONCILED)
+        self.c.wait_for("the members' snapshots gone from the pool", lambda: not any(
+            (self.c.pool / "snapshots" / f"{h}.img").exists() for h in members.values()), ON_HOST)
         assert not host.pool_records(self.c.pool)["groups"], f"group records left: {host.pool_records(self.c.pool)}"
         assert self.c.get("volumesnapshot", "snap-ext4", "-n", NS), "the ordinary snapshot went with the group"
 
@@ -420,9 +436,9 @@ class E2E:
         self.c.kubectl("apply", "-f", cl.REPO / "sidecars-deploy/examples/volumeattributesclass.yaml")
         self.c.kubectl("patch", "pvc", "data-block", "-n", NS, "--type=merge",
                        "-p", json.dumps({"spec": {"volumeAttributesClassName": "blockpool-preallocated"}}))
-        wait_for("claim status.currentVolumeAttributesClassName blockpool-preallocated", lambda: (
+        self.c.wait_for("claim status.currentVolumeAttributesClassName blockpool-preallocated", lambda: (
             self.c.get("pvc", "data-block", "-n", NS)["status"].get("currentVolumeAttributesClassName")
-            == "blockpool-preallocated"))
+            == "blockpool-preallocated"), RECONCILED)
         status = self.c.get("pvc", "data-block", "-n", NS)["status"]
         assert not status.get("modifyVolumeStatus"), f"modification still pending: {status['modifyVolumeStatus']}"
         pv = self.c.get("pv", v["pv"])
@@ -447,17 +463,17 @@ class E2E:
                            "parameters": ext4.get("parameters", {}), "reclaimPolicy": "Delete",
                            "volumeBindingMode": "Immediate"},
                           pvc("flex-source", "blockpool-e2e-immediate", "1Gi")])
-            wait_for("claim flex-source Bound", lambda: (self.c.get("pvc", "flex-source", "-n", NS) or {}).get(
-                "status", {}).get("phase") == "Bound")
+            self.c.wait_for("claim flex-source Bound", lambda: (self.c.get("pvc", "flex-source", "-n", NS) or {}).get(
+                "status", {}).get("phase") == "Bound", RECONCILED)
             source = self.claim_volume("flex-source")
             vid, image = source["handle"], source["image"]
             self.flex_source_pv = source["pv"]
             # docs/deploy.md: Retain on the PV, then the claim goes and the volume stays.
             self.c.kubectl("patch", "pv", source["pv"], "--type=merge",
                            "-p", json.dumps({"spec": {"persistentVolumeReclaimPolicy": "Retain"}}))
-            self.c.kubectl("delete", "pvc", "flex-source", "-n", NS, "--wait=true", "--timeout=120s")
-            wait_for(f"{source['pv']} Released",
-                     lambda: self.c.get("pv", source["pv"])["status"]["phase"] == "Released")
+            self.c.kubectl("delete", "pvc", "flex-source", "-n", NS, "--wait=true", f"--timeout={RECONCILED}s")
+            self.c.wait_for(f"{source['pv']} Released",
+                            lambda: self.c.get("pv", source["pv"])["status"]["phase"] == "Released", RECONCILED)
             assert image.is_file() and not host.loop_of(image), f"{image}: not kept, or attached"
 
             self.c.apply([{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "flex-data"},
@@ -485,10 +501,10 @@ class E2E:
             os.close(fd)
 
             # The pod goes: kubelet's unmount unpublishes and unstages; the volume stays in the pool.
-            self.c.kubectl("delete", "pod", "app-flex", "-n", NS, "--wait=true", "--timeout=120s")
-            wait_for("the FlexVolume unmounted", lambda: not any(
-                m["path"] in (str(publish), str(staging)) for m in host.mounts(self.c.kubelet)))
-            wait_for(f"{vid}: loop device released", lambda: not host.loop_of(image))
+            self.c.kubectl("delete", "pod", "app-flex", "-n", NS, "--wait=true", f"--timeout={RECONCILED}s")
+            self.c.wait_for("the FlexVolume unmounted", lambda: not any(
+                m["path"] in (str(publish), str(staging)) for m in host.mounts(self.c.kubelet)), ON_HOST)
+            self.c.wait_for(f"{vid}: loop device released", lambda: not host.loop_of(image), ON_HOST)
             assert not staging.exists(), f"{staging} left"
             assert image.is_file(), f"{image} went with the FlexVolume pod"
             print(f"        {vid} mounted at {publish.relative_to(self.c.kubelet)} through {loop}; unmounted")
@@ -496,26 +512,27 @@ class E2E:
             # The claim, then the Retain PVs: the FlexVolume PV holds nothing of the pool; the CSI PV
             # set back to Delete takes its volume with it.
             self.c.kubectl("delete", "pod", "app-flex", "-n", NS, "--ignore-not-found", "--wait=true",
-                           "--timeout=120s", check=False)
+                           f"--timeout={RECONCILED}s", check=False)
             self.c.kubectl("delete", "pvc", "flex-data", "flex-source", "-n", NS, "--ignore-not-found",
-                           "--wait=true", "--timeout=120s", check=False)
-            self.c.kubectl("delete", "pv", "flex-data", "--ignore-not-found", "--wait=true", "--timeout=120s",
+                           "--wait=true", f"--timeout={RECONCILED}s", check=False)
+            self.c.kubectl("delete", "pv", "flex-data", "--ignore-not-found", "--wait=true", f"--timeout={RECONCILED}s",
                            check=False)
             if getattr(self, "flex_source_pv", None):
                 self.c.kubectl("patch", "pv", self.flex_source_pv, "--type=merge", "-p", json.dumps(
                     {"spec": {"persistentVolumeReclaimPolicy": "Delete"}}), check=False)
             self.c.kubectl("delete", "storageclass", "blockpool-e2e-immediate", "--ignore-not-found", check=False)
-        wait_for(f"{self.flex_source_pv} deleted with its volume", lambda: not self.c.get("pv", self.flex_source_pv)
-                 and not image.exists())
+        self.c.wait_for(f"{self.flex_source_pv} deleted with its volume",
+                        lambda: not self.c.get("pv", self.flex_source_pv) and not image.exists(), RECONCILED)
 
     def delete_pods(self):
         # Every pod, also those of a flow that failed half way, so the checks below and the
         # deletion of the claims after them see what a clean run leaves.
         self.c.kubectl("delete", "pod", "--all", "-n", NS, "--wait=false")
-        wait_for("every pod gone", lambda: not self.c.items("pods", "-n", NS))
+        self.c.wait_for("every pod gone", lambda: not self.c.items("pods", "-n", NS), POD)
         for claim, v in self.volumes.items():
-            wait_for(f"{v['pv']} detached (VolumeAttachment gone)", lambda v=v: not self.attachment(v["pv"]))
-            wait_for(f"{claim}: loop device released", lambda v=v: not host.loop_of(v["image"]))
+            self.c.wait_for(f"{v['pv']} detached (VolumeAttachment gone)", lambda v=v: not self.attachment(v["pv"]),
+                            RECONCILED)
+            self.c.wait_for(f"{claim}: loop device released", lambda v=v: not host.loop_of(v["image"]), ON_HOST)
             dev = host.loop_dev(v["loop"]) if (Path("/sys/block") / v["loop"]).exists() else None
             assert not any(m["path"] == str(v["publish"]) or (dev and m["dev"] == dev)
                            for m in host.mounts(self.c.kubelet)), f"{claim} still mounted"
@@ -525,17 +542,19 @@ class E2E:
     def delete_everything(self):
         groups = self.c.has_group_snapshot_crds()  # not when the flow that installs them failed first
         if groups:
-            self.c.kubectl("delete", "volumegroupsnapshot", "--all", "-n", NS, "--wait=true", "--timeout=120s")
-        self.c.kubectl("delete", "volumesnapshot", "--all", "-n", NS, "--wait=true", "--timeout=120s")
-        self.c.kubectl("delete", "pvc", "--all", "-n", NS, "--wait=true", "--timeout=120s")
+            self.c.kubectl("delete", "volumegroupsnapshot", "--all", "-n", NS, "--wait=true",
+                           f"--timeout={RECONCILED}s")
+        self.c.kubectl("delete", "volumesnapshot", "--all", "-n", NS, "--wait=true", f"--timeout={RECONCILED}s")
+        self.c.kubectl("delete", "pvc", "--all", "-n", NS, "--wait=true", f"--timeout={RECONCILED}s")
 
         def pvs_left():
             return [pv["metadata"]["name"] for pv in self.c.items("pv")]
-        wait_for("every PV deleted", lambda: not pvs_left())
-        wait_for("every VolumeSnapshotContent deleted", lambda: not self.c.items("volumesnapshotcontents"))
+        self.c.wait_for("every PV deleted", lambda: not pvs_left(), RECONCILED)
+        self.c.wait_for("every VolumeSnapshotContent deleted", lambda: not self.c.items("volumesnapshotcontents"),
+                        RECONCILED)
         if groups:
-            wait_for("every VolumeGroupSnapshotContent deleted",
-                     lambda: not self.c.items("volumegroupsnapshotcontents"))
+            self.c.wait_for("every VolumeGroupSnapshotContent deleted",
+                            lambda: not self.c.items("volumegroupsnapshotcontents"), RECONCILED)
         records = host.pool_records(self.c.pool)
         assert records == {"volumes": [], "snapshots": [], "groups": []}, f"left in the pool: {records}"
         assert not self.csi_mounts(), f"CSI mounts left: {self.csi_mounts()}"
@@ -627,15 +646,7 @@ def main():
                  ("pod deletion unpublishes, unstages, detaches", t.delete_pods),
                  ("everything deleted: empty pool, no mount, no loop device", t.delete_everything),
                  ("no RBAC denial in the sidecars' logs; every process alive", t.no_rbac_denials)]
-        ok = True
-        for name, fn, *args in setup:
-            ok = ok and t.flow(name, fn, *args)
-        for name, fn, *args in flows:
-            if ok:
-                t.flow(name, fn, *args)
-            else:
-                t.results.append((name, "FAIL", 0, "not run: the setup failed"))
-                print(f"  FAIL  {name}  (not run: the setup failed)")
+        t.run(setup + flows)
     except (KeyboardInterrupt, SystemExit):
         interrupted = True
         t.results.append(("interrupted", "FAIL", 0, "interrupted"))
@@ -654,7 +665,10 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
         else:
             print(f"e2e: {work} kept: something is still mounted or attached there")
-    print(f"e2e: took {time.monotonic() - began:.0f} s")
+    print(f"e2e: took {time.monotonic() - began:.0f} s; the longest waits: " + "; ".join(cl.longest_waits()))
+    first = next((r for r in t.results if r[1] == "FAIL"), None)
+    if first:
+        print(f"e2e: failed at: {first[0]}: {first[3]}")
     counts = {o: sum(1 for r in t.results if r[1] == o) for o in ("PASS", "FAIL", "SKIP")}
     print(f"e2e: {counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
     return 1 if counts["FAIL"] or interrupted else 0

@@ -6,12 +6,14 @@ set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo" || exit 1
 
+fail() { echo "e2e: $*" >&2; echo "e2e: 0 passed, 1 failed, 0 skipped"; exit 1; }
+# The e2e's own logic first (its waits' bounds, a run ending at its first failure): no root needed.
+python3 e2e/selftest.py || fail "its self-test failed"
 skip() { echo "e2e: skipped: $*"; echo "e2e: 0 passed, 0 failed, 1 skipped"; exit 0; }
 [[ $EUID -eq 0 ]] || skip "needs root (loop devices, mounts, a kubelet)"
 modprobe loop 2>/dev/null || true
 [[ -e /dev/loop-control ]] || skip "no loop devices on this machine (/dev/loop-control is missing)"
 
-fail() { echo "e2e: $*" >&2; echo "e2e: 0 passed, 1 failed, 0 skipped"; exit 1; }
 if [[ ! -f driver/target/blockpool-csi.jar ]]; then
   JAVA_HOME=$(scripts/java-home.sh) || fail "no Java 25 to build the driver"
   export JAVA_HOME

@@ -18,10 +18,9 @@ import org.slf4j.LoggerFactory;
 /**
  * System calls that can hang (statfs, mount, umount, the open of a path, loop ioctls on an image
  * in a pool whose NFS server went away), each made on a small pool of platform threads of their
- * own, with a deadline. A native call through the foreign function API pins the virtual thread
- * that makes it (the gRPC handlers run on virtual threads) to its carrier: a hung one would take
- * a carrier away for good and stall every other volume's call. Here it takes one of these
- * threads, and its caller gets an error at the deadline, as for a hung child process.
+ * own, with a deadline. A hung one holds the thread that makes it (and a virtual thread's
+ * carrier with it): here it takes one of these threads, and its caller gets an UNAVAILABLE error
+ * at the deadline, as for a hung child process.
  *
  * <p>A thread in a system call cannot be interrupted: a call past its deadline is left to the
  * kernel and its thread counts as stuck until the call returns. Only {@link #THREADS} calls run
@@ -83,7 +82,7 @@ public final class BlockingCalls {
     public <T> T call(Duration deadline, String what, Supplier<T> work) {
         Outcome<T> outcome = attempt(deadline, what, work);
         if (!outcome.finished()) {
-            throw StorageException.internal(
+            throw StorageException.unavailable(
                     "%s did not finish within %s and is left waiting in the kernel", what, describe(deadline));
         }
         return outcome.value();
@@ -173,13 +172,13 @@ public final class BlockingCalls {
             throw StorageException.internal("interrupted while waiting to run %s", what);
         }
         if (stuck.get() >= threads) {
-            throw StorageException.internal(
+            throw StorageException.unavailable(
                     "%s is refused: all %d threads for system calls that can hang are stuck "
                             + "in calls the kernel never returned from (the latest: %s); a filesystem of this node, likely "
                             + "the pool's, does not answer",
                     what, threads, latestStuck);
         }
-        throw StorageException.internal(
+        throw StorageException.unavailable(
                 "%s could not start within %s: all %d threads for system calls that can " + "hang were busy",
                 what, describe(deadline), threads);
     }

@@ -35,6 +35,11 @@ public final class StorageException extends RuntimeException {
         OUT_OF_RANGE,
         /** The pool's filesystem is full or over its quota, or a node's attach limit is reached. */
         EXHAUSTED,
+        /**
+         * What the call needs does not answer in time (a pool whose server is gone, a system call
+         * left waiting in the kernel); the work may still finish, and a retry later will do.
+         */
+        UNAVAILABLE,
         /** Anything else: a host tool or the filesystem failed unexpectedly. */
         INTERNAL
     }
@@ -82,6 +87,10 @@ public final class StorageException extends RuntimeException {
     /** A limit on how many of something there may be is reached (a node's attached volumes). */
     public static StorageException limitReached(String format, Object... args) {
         return new StorageException(Kind.EXHAUSTED, format.formatted(args), null);
+    }
+
+    public static StorageException unavailable(String format, Object... args) {
+        return new StorageException(Kind.UNAVAILABLE, format.formatted(args), null);
     }
 
     public static StorageException internal(String format, Object... args) {

@@ -42,9 +42,9 @@ class BlockingCallsTest {
         return "late";
     }
 
-    private static void assertInternal(Runnable call, String... messageParts) {
+    private static void assertUnavailable(Runnable call, String... messageParts) {
         assertThatThrownBy(call::run).isInstanceOfSatisfying(StorageException.class, e -> {
-            assertThat(e.kind()).isEqualTo(StorageException.Kind.INTERNAL);
+            assertThat(e.kind()).isEqualTo(StorageException.Kind.UNAVAILABLE);
             assertThat(e.getMessage()).contains(messageParts);
         });
     }
@@ -84,7 +84,7 @@ class BlockingCallsTest {
     @Test
     void aHungCallIsAnsweredAtItsDeadlineAndTheOthersGoOn() {
         BlockingCalls calls = new BlockingCalls("test", 2);
-        assertInternal(
+        assertUnavailable(
                 () -> calls.call(SHORT, "statfs(2) of /pool/dead", this::hang),
                 "statfs(2) of /pool/dead did not finish within " + BlockingCalls.describe(SHORT));
         assertThat(calls.stuck()).isEqualTo(1);
@@ -97,12 +97,12 @@ class BlockingCallsTest {
     @Test
     void onceEveryThreadIsStuckNewCallsFailAtOnceUntilOneReturns() throws InterruptedException {
         BlockingCalls calls = new BlockingCalls("test", 2);
-        assertInternal(() -> calls.call(SHORT, "statfs(2) of /pool/a", this::hang), "did not finish");
-        assertInternal(() -> calls.call(SHORT, "statfs(2) of /pool/b", this::hang), "did not finish");
+        assertUnavailable(() -> calls.call(SHORT, "statfs(2) of /pool/a", this::hang), "did not finish");
+        assertUnavailable(() -> calls.call(SHORT, "statfs(2) of /pool/b", this::hang), "did not finish");
         assertThat(calls.stuck()).isEqualTo(2);
 
         // A deadline of an hour: only an immediate refusal lets this test go on.
-        assertInternal(
+        assertUnavailable(
                 () -> calls.call(LONG, "mount(2) at /target", () -> "never run"),
                 "mount(2) at /target is refused",
                 "all 2 threads",

@@ -20,6 +20,16 @@ public final class StatusInterceptor implements ServerInterceptor {
 
     private static final Logger log = LoggerFactory.getLogger(StatusInterceptor.class);
 
+    /**
+     * The answer to a call that could not finish in time because what it needs does not answer
+     * (the pool's server gone, a system call left in the kernel): UNAVAILABLE. kubelet and every
+     * sidecar (their isFinalError) take it, like DEADLINE_EXCEEDED, as "not final, may still be
+     * in progress", keep the operation pending and retry it with backoff; of the two it is the one
+     * a server says of itself (DEADLINE_EXCEEDED is the client's word for its own deadline).
+     * Every such answer of the driver uses this code, from here and from the driver's CallDeadlines.
+     */
+    public static final Status.Code RETRY_LATER = Status.Code.UNAVAILABLE;
+
     @Override
     public <Q, R> ServerCall.Listener<Q> interceptCall(
             ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
@@ -69,6 +79,7 @@ public final class StatusInterceptor implements ServerInterceptor {
             case PRECONDITION -> Status.Code.FAILED_PRECONDITION;
             case OUT_OF_RANGE -> Status.Code.OUT_OF_RANGE;
             case EXHAUSTED -> Status.Code.RESOURCE_EXHAUSTED;
+            case UNAVAILABLE -> RETRY_LATER;
             case INTERNAL -> Status.Code.INTERNAL;
         };
     }

@@ -47,6 +47,7 @@ class StatusInterceptorTest {
             case PRECONDITION -> Status.Code.FAILED_PRECONDITION;
             case OUT_OF_RANGE -> Status.Code.OUT_OF_RANGE;
             case EXHAUSTED -> Status.Code.RESOURCE_EXHAUSTED;
+            case UNAVAILABLE -> Status.Code.UNAVAILABLE;
             case INTERNAL -> Status.Code.INTERNAL;
         };
         try (InProcessCsi served = failingWith(() -> new StorageException(kind, "volume vol-1: what happened", null))) {

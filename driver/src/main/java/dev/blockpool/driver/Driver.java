@@ -15,6 +15,7 @@ import dev.blockpool.host.KubeletPaths;
 import dev.blockpool.host.NodeHost;
 import dev.blockpool.identity.HostReadiness;
 import dev.blockpool.identity.IdentityService;
+import dev.blockpool.identity.PoolLookWithin;
 import dev.blockpool.identity.Readiness;
 import dev.blockpool.metrics.DriverMetrics;
 import dev.blockpool.node.NodeCensus;
@@ -159,8 +160,9 @@ public final class Driver {
         // A controller standing by while another acts on the pool is alive and ready: its
         // livenessprobe asks Probe, and restarting it would change nothing. Its changes are
         // refused, naming the acting controller; Probe is where it takes over once the pool is free.
+        // What it looks at is in the pool, which may not answer: Probe waits for it only so long.
         Optional<NodeClaim> node = nodeClaim;
-        Readiness readiness = () -> {
+        Readiness lookingAtThePool = () -> {
             if (config.mode().servesController()) {
                 pool.controllerClaim().standingBy(); // logged once, when it starts standing by
             }
@@ -168,6 +170,7 @@ public final class Driver {
             node.flatMap(NodeClaim::problem).ifPresent(problems::add);
             return problems;
         };
+        Readiness readiness = new PoolLookWithin(lookingAtThePool, blocking, config.poolDir());
         services.add(new IdentityService(config.driverName(), version, capabilities, readiness).bindService());
 
         Optional<DriverMetrics> metrics = Optional.empty();
@@ -189,7 +192,7 @@ public final class Driver {
         UnixSocketServer server = UnixSocketServer.start(
                 config.endpoint(),
                 services,
-                List.of(new StatusInterceptor(), new CallLoggingInterceptor(), memory),
+                List.of(new StatusInterceptor(), new CallDeadlines(), new CallLoggingInterceptor(), memory),
                 metrics.map(m -> List.of(m.calls())).orElse(List.of()));
         // The reconcile starts once the driver serves, beside the calls, whose per-ID locks it
         // shares. A crash shortly before a restart leaves files too young for it; only the

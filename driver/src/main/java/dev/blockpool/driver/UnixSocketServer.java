@@ -28,7 +28,8 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -94,9 +95,17 @@ public final class UnixSocketServer {
 
         EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
         EventLoopGroup workers = new MultiThreadIoEventLoopGroup(2, EpollIoHandler.newFactory());
-        // Calls block on host commands (mkfs, cp); virtual threads keep that cheap. A call is
-        // looked up on the transport thread, and then placed (CallPlacement).
-        ExecutorService calls = Executors.newVirtualThreadPerTaskExecutor();
+        // A call is looked up on the transport thread, and then placed (CallPlacement): most on a
+        // platform thread of their own, made as calls come and ended after 10 s without one. A call
+        // left in a system call on a pool that does not answer holds that thread alone; on a virtual
+        // thread it would hold a carrier, and with it other calls. CallDeadlines answers it in time.
+        ExecutorService calls = new ThreadPoolExecutor(
+                0,
+                Integer.MAX_VALUE,
+                10,
+                TimeUnit.SECONDS,
+                new SynchronousQueue<>(),
+                Thread.ofPlatform().name("call-", 0).daemon().factory());
         NettyServerBuilder builder = NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()))
                 .channelType(EpollServerDomainSocketChannel.class)
                 .bossEventLoopGroup(boss)

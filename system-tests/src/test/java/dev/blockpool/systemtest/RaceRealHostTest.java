@@ -286,6 +286,11 @@ class RaceRealHostTest {
                 // the client of a driver that was just killed and restarted: closed under this call
                 status = Status.UNAVAILABLE.withDescription("no client: " + e);
             }
+            if (status.getCode() == Status.Code.UNAVAILABLE
+                    && String.valueOf(status.getDescription()).contains("its deadline")) {
+                // the driver's own answer to a call that has not finished by its deadline
+                violation("hang:" + what, what + " did not finish within " + CALL_DEADLINE);
+            }
             switch (status.getCode()) {
                 case UNKNOWN -> violation("unknown:" + what, what + " answered UNKNOWN: " + status.getDescription());
                 case DEADLINE_EXCEEDED -> violation("hang:" + what, what + " got no answer within " + CALL_DEADLINE);

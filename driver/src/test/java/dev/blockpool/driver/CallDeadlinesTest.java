@@ -1,0 +1,173 @@
+package dev.blockpool.driver;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import csi.v1.Csi.NodeStageVolumeRequest;
+import csi.v1.Csi.NodeStageVolumeResponse;
+import csi.v1.Csi.NodeUnstageVolumeRequest;
+import csi.v1.Csi.NodeUnstageVolumeResponse;
+import csi.v1.Csi.ProbeRequest;
+import csi.v1.Csi.ProbeResponse;
+import csi.v1.IdentityGrpc;
+import csi.v1.NodeGrpc;
+import dev.blockpool.common.Endpoint;
+import dev.blockpool.csi.StatusInterceptor;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
+import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import io.grpc.stub.StreamObserver;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A call whose thread waits on what does not answer (a pool whose server is gone) is answered
+ * UNAVAILABLE before the client's deadline, other calls go on, the late answer is dropped, and once
+ * too many calls run past their deadlines new ones are refused at once, Probe excepted.
+ */
+class CallDeadlinesTest {
+
+    private static final long CLIENT_DEADLINE_MS = 4000;
+
+    @TempDir
+    Path dir;
+
+    /** NodeStageVolume waits until the "pool" answers; NodeUnstageVolume answers at once. */
+    private static final class WaitingNode extends NodeGrpc.NodeImplBase {
+        final CountDownLatch poolAnswers = new CountDownLatch(1);
+
+        @Override
+        public void nodeStageVolume(NodeStageVolumeRequest request, StreamObserver<NodeStageVolumeResponse> response) {
+            try {
+                poolAnswers.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            response.onNext(NodeStageVolumeResponse.getDefaultInstance());
+            response.onCompleted();
+        }
+
+        @Override
+        public void nodeUnstageVolume(
+                NodeUnstageVolumeRequest request, StreamObserver<NodeUnstageVolumeResponse> response) {
+            response.onNext(NodeUnstageVolumeResponse.getDefaultInstance());
+            response.onCompleted();
+        }
+    }
+
+    private static final class ReadyIdentity extends IdentityGrpc.IdentityImplBase {
+        @Override
+        public void probe(ProbeRequest request, StreamObserver<ProbeResponse> response) {
+            response.onNext(ProbeResponse.getDefaultInstance());
+            response.onCompleted();
+        }
+    }
+
+    private final WaitingNode node = new WaitingNode();
+    private final EventLoopGroup clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+    private UnixSocketServer server;
+    private ManagedChannel channel;
+
+    private CallDeadlines serve(int mostStuck) throws Exception {
+        CallDeadlines deadlines = new CallDeadlines(mostStuck);
+        Path socket = dir.resolve("csi.sock");
+        server = UnixSocketServer.start(
+                Endpoint.parse(socket.toString()),
+                List.of(node.bindService(), new ReadyIdentity().bindService()),
+                List.of(new StatusInterceptor(), deadlines, new CallLoggingInterceptor()));
+        channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(clientLoop)
+                .usePlaintext()
+                .build();
+        probe(); // connected before the calls with deadlines, which a first connection would eat into
+        return deadlines;
+    }
+
+    @AfterEach
+    void stop() {
+        if (channel != null) {
+            channel.shutdownNow();
+        }
+        if (server != null) {
+            server.stop(Duration.ofSeconds(1));
+        }
+        node.poolAnswers.countDown();
+        clientLoop.shutdownGracefully();
+    }
+
+    private NodeGrpc.NodeBlockingStub node() {
+        return NodeGrpc.newBlockingStub(channel).withDeadlineAfter(CLIENT_DEADLINE_MS, TimeUnit.MILLISECONDS);
+    }
+
+    private void stage() {
+        node().nodeStageVolume(NodeStageVolumeRequest.getDefaultInstance());
+    }
+
+    private void unstage() {
+        node().nodeUnstageVolume(NodeUnstageVolumeRequest.getDefaultInstance());
+    }
+
+    private void probe() {
+        IdentityGrpc.newBlockingStub(channel)
+                .withDeadlineAfter(CLIENT_DEADLINE_MS, TimeUnit.MILLISECONDS)
+                .probe(ProbeRequest.getDefaultInstance());
+    }
+
+    private static void assertRetryLater(Runnable call, String messagePart) {
+        assertThatThrownBy(call::run).isInstanceOfSatisfying(StatusRuntimeException.class, e -> {
+            assertThat(e.getStatus().getCode())
+                    .as("answered by the server before the client's deadline, with a code sidecars retry")
+                    .isEqualTo(Status.Code.UNAVAILABLE);
+            assertThat(e.getStatus().getDescription()).contains(messagePart);
+        });
+    }
+
+    /** Waits for what the server does after an answer, which the client does not see. */
+    private static void awaitTrue(String what, BooleanSupplier condition) throws InterruptedException {
+        for (int i = 0; i < 1000 && !condition.getAsBoolean(); i++) {
+            Thread.sleep(10);
+        }
+        assertThat(condition.getAsBoolean()).as(what).isTrue();
+    }
+
+    @Test
+    void aCallThatWaitsOnWhatDoesNotAnswerIsAnsweredBeforeItsDeadlineAndTheOthersGoOn() throws Exception {
+        CallDeadlines deadlines = serve(CallDeadlines.MOST_STUCK);
+
+        assertRetryLater(this::stage, "csi.v1.Node/NodeStageVolume did not finish within");
+        assertThat(deadlines.stuck()).isEqualTo(1);
+        unstage();
+
+        node.poolAnswers.countDown(); // its late answer goes nowhere
+        awaitTrue("the call's thread returned", () -> deadlines.stuck() == 0);
+        stage();
+        unstage();
+    }
+
+    @Test
+    void onceTooManyCallsRunPastTheirDeadlinesOthersAreRefusedAtOnceButProbe() throws Exception {
+        CallDeadlines deadlines = serve(1);
+        assertRetryLater(this::stage, "did not finish within");
+
+        assertRetryLater(this::unstage, "refused: 1 calls are still running past their deadlines");
+        probe();
+
+        node.poolAnswers.countDown();
+        awaitTrue("the call's thread returned", () -> deadlines.stuck() == 0);
+        unstage();
+    }
+}
