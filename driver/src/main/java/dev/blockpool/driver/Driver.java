@@ -8,6 +8,7 @@ import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.controller.ControllerService;
 import dev.blockpool.controller.GroupControllerService;
+import dev.blockpool.csi.PoolScope;
 import dev.blockpool.csi.StatusInterceptor;
 import dev.blockpool.host.HostFilesystems;
 import dev.blockpool.host.KubeletPaths;
@@ -113,13 +114,17 @@ public final class Driver {
         List<String> tools = new ArrayList<>();
         Optional<NodeClaim> nodeClaim = Optional.empty();
         if (config.mode().servesController()) {
-            services.add(new ControllerService(pool, locks).bindService());
+            services.add(new ControllerService(pool, locks, config.scope()).bindService());
             services.add(new GroupControllerService(pool, locks).bindService());
             capabilities.add(IdentityService.service(PluginCapability.Service.Type.CONTROLLER_SERVICE));
             capabilities.add(IdentityService.service(PluginCapability.Service.Type.GROUP_CONTROLLER_SERVICE));
             capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.ONLINE));
             capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.OFFLINE));
             tools.addAll(ImageFiles.TOOLS);
+        }
+        if (config.scope() instanceof PoolScope.NodeLocal) {
+            // Each volume is reachable only on the node whose pool holds it (its accessible_topology).
+            capabilities.add(IdentityService.service(PluginCapability.Service.Type.VOLUME_ACCESSIBILITY_CONSTRAINTS));
         }
         if (config.mode().servesNode()) {
             NodeIdentity node = NodeIdentity.of(config.nodeId(), config.maxVolumesPerNode());
@@ -135,7 +140,8 @@ public final class Driver {
             NodeHost host = NodeHost.onThisHost(commands, blocking);
             KubeletPaths paths =
                     new KubeletPaths(config.poolDir(), config.endpoint().socketPath());
-            services.add(new NodeService(node, new PoolVolumeCatalog(pool), host, paths, locks).bindService());
+            services.add(new NodeService(node, new PoolVolumeCatalog(pool, config.scope()), host, paths, locks)
+                    .bindService());
             tools.addAll(HostFilesystems.TOOLS); // mounts and loop devices are system calls
         }
 
@@ -176,12 +182,13 @@ public final class Driver {
             work.add(NodeHost.prepareInBackground());
         }
         log.info(
-                "{} {} serving {} on {} (node {}, pool {})",
+                "{} {} serving {} on {} (node {}, {} pool {})",
                 config.driverName(),
                 version,
                 config.mode().name().toLowerCase(),
                 config.endpoint(),
                 config.nodeId(),
+                config.poolScope().name().toLowerCase(),
                 config.poolDir());
         return new Running(server, work, memory, pool, nodeClaim);
     }

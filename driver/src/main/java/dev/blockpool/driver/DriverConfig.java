@@ -1,8 +1,27 @@
 package dev.blockpool.driver;
 
 import dev.blockpool.common.Endpoint;
+import dev.blockpool.csi.PoolScope;
 import java.nio.file.Path;
 
 /** The driver's settings, as given on the command line. */
 public record DriverConfig(
-        Endpoint endpoint, String nodeId, String driverName, Path poolDir, Mode mode, int maxVolumesPerNode) {}
+        Endpoint endpoint,
+        String nodeId,
+        String driverName,
+        Path poolDir,
+        Mode mode,
+        int maxVolumesPerNode,
+        PoolScope.Kind poolScope) {
+
+    /** The settings of a driver on a shared pool, as before pool scopes were a choice. */
+    public DriverConfig(
+            Endpoint endpoint, String nodeId, String driverName, Path poolDir, Mode mode, int maxVolumesPerNode) {
+        this(endpoint, nodeId, driverName, poolDir, mode, maxVolumesPerNode, PoolScope.Kind.SHARED);
+    }
+
+    /** The scope of this driver's pool: node-local pools are this node's. */
+    public PoolScope scope() {
+        return poolScope == PoolScope.Kind.NODE ? PoolScope.nodeLocal(nodeId) : PoolScope.shared();
+    }
+}

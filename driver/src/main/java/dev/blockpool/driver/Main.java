@@ -128,7 +128,8 @@ public final class Main {
                 arguments.driverName(),
                 pool,
                 arguments.mode(),
-                maxVolumesPerNode);
+                maxVolumesPerNode,
+                arguments.poolScope());
     }
 
     /** The kernel's host name: what a node is called, without a DNS lookup that may fail. */
