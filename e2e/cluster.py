@@ -25,6 +25,8 @@ SNAPSHOT_CRDS = ("volumesnapshots", "volumesnapshotcontents", "volumesnapshotcla
 GROUP_SNAPSHOT_CRDS = ("volumegroupsnapshots", "volumegroupsnapshotcontents", "volumegroupsnapshotclasses")
 GROUP_SNAPSHOT_GATE = "--feature-gates=CSIVolumeGroupSnapshot=true"
 DRIVER = REPO / "bin" / "blockpool-csi"
+# The layout the flows run: a pool every node shares (here, the one node's directory).
+SHARED_LAYOUT = "sidecars-deploy/overlays/shared-pool"
 FLEXVOLUME = REPO / "bin" / "blockpool-flexvolume"
 NAMESPACE = "blockpool-system"
 DRIVER_NAME = "blockpool.csi.dev"
@@ -322,13 +324,17 @@ class Cluster:
         return args, env, to_host
 
     def apply_manifests(self):
-        """kubectl apply -k of the base, and server-side dry runs of the overlays and examples (but
-        for the group snapshot example, whose kinds this cluster does not know yet)."""
-        self.kubectl("apply", "-k", REPO / "sidecars-deploy/base")
-        for overlay in ("sidecars-deploy/overlays/dev", "sidecars-deploy/overlays/nfs-pool",
-                        "sidecars-deploy/overlays/glusterfs-pool", "sidecars-deploy/overlays/flexvolume",
+        """kubectl apply -k of the shared pool's layout, and server-side dry runs of the other
+        variants and the examples (but for the group snapshot example, whose kinds this cluster
+        does not know yet). The CSIDriver of the node-local layout is left out of its dry runs: its
+        attachRequired differs, and the field cannot change on an existing CSIDriver."""
+        self.kubectl("apply", "-k", REPO / SHARED_LAYOUT)
+        for overlay in ("sidecars-deploy/overlays/nfs-pool", "sidecars-deploy/overlays/glusterfs-pool",
                         "sidecars-deploy/overlays/group-snapshots"):
             self.kubectl("apply", "--dry-run=server", "-k", REPO / overlay)
+        for variant in ("sidecars-deploy/base", "sidecars-deploy/overlays/dev", "sidecars-deploy/overlays/flexvolume"):
+            docs = [d for d in self.render(variant) if d["kind"] != "CSIDriver"]
+            self.kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(docs))
         examples = [d for d in self.render("sidecars-deploy/examples")
                     if not d["apiVersion"].startswith("groupsnapshot.storage.k8s.io/")]
         self.kubectl("apply", "--dry-run=server", "-n", "default", "-f", "-", input=yaml.safe_dump_all(examples))
@@ -336,7 +342,7 @@ class Cluster:
     # ---- the node: hollow kubelet, driver in node mode, registrar ----------------------
 
     def start_node(self):
-        docs = self.render("sidecars-deploy/base")
+        docs = self.render(SHARED_LAYOUT)
         ds = self.workload(docs, "DaemonSet", "blockpool-node")
         host_paths = {MANIFEST_KUBELET: self.kubelet, MANIFEST_POOL: self.pool}
         ports = {}
@@ -393,7 +399,7 @@ class Cluster:
             pods = self.items("pods", "-n", NAMESPACE, "-l", "app.kubernetes.io/name=blockpool-controller")
             return pods[0]["metadata"]["name"] if pods else None
         pod_name = wait_for("the controller Deployment's pod", controller_pod)
-        docs = self.render("sidecars-deploy/base")
+        docs = self.render(SHARED_LAYOUT)
         dep = self.workload(docs, "Deployment", "blockpool-controller")
         socket_dir = self.work / "controller-csi"
         socket_dir.mkdir(exist_ok=True)
