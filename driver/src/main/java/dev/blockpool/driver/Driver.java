@@ -8,8 +8,10 @@ import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.controller.ControllerService;
 import dev.blockpool.controller.GroupControllerService;
+import dev.blockpool.controller.MemberFreeze;
 import dev.blockpool.csi.PoolScope;
 import dev.blockpool.csi.StatusInterceptor;
+import dev.blockpool.host.FilesystemFreezes;
 import dev.blockpool.host.HostFilesystems;
 import dev.blockpool.host.KubeletPaths;
 import dev.blockpool.host.NodeHost;
@@ -113,9 +115,21 @@ public final class Driver {
         List<PluginCapability> capabilities = new ArrayList<>();
         List<String> tools = new ArrayList<>();
         Optional<NodeClaim> nodeClaim = Optional.empty();
+        NodeHost nodeHost = null;
+        MemberFreeze freeze = MemberFreeze.NONE;
+        if (config.mode().servesNode()) {
+            nodeHost = NodeHost.onThisHost(commands, blocking);
+            if (config.mode().servesController() && config.scope() instanceof PoolScope.NodeLocal) {
+                // Here one process holds both the pool and the members' mounts: groups of one instant.
+                GroupMemberFreeze members =
+                        new GroupMemberFreeze(pool, FilesystemFreezes.onThisHost(nodeHost.loops(), blocking));
+                members.thawLeftovers();
+                freeze = members;
+            }
+        }
         if (config.mode().servesController()) {
             services.add(new ControllerService(pool, locks, config.scope()).bindService());
-            services.add(new GroupControllerService(pool, locks).bindService());
+            services.add(new GroupControllerService(pool, locks, freeze).bindService());
             capabilities.add(IdentityService.service(PluginCapability.Service.Type.CONTROLLER_SERVICE));
             capabilities.add(IdentityService.service(PluginCapability.Service.Type.GROUP_CONTROLLER_SERVICE));
             capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.ONLINE));
@@ -137,10 +151,9 @@ public final class Driver {
                 // ControllerPublish checks the node and its attach limit against this record.
                 pool.nodes().register(new NodeRecord(node.nodeId(), node.maxVolumesPerNode(), node.topology()));
             }
-            NodeHost host = NodeHost.onThisHost(commands, blocking);
             KubeletPaths paths =
                     new KubeletPaths(config.poolDir(), config.endpoint().socketPath());
-            services.add(new NodeService(node, new PoolVolumeCatalog(pool, config.scope()), host, paths, locks)
+            services.add(new NodeService(node, new PoolVolumeCatalog(pool, config.scope()), nodeHost, paths, locks)
                     .bindService());
             tools.addAll(HostFilesystems.TOOLS); // mounts and loop devices are system calls
         }
