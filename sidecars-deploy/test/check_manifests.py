@@ -550,21 +550,7 @@ def check_deployment(variant, objs):
                     check_rbac_covers(variant, f"{where} {s} leader election", local_rules, LEADER_ELECTION_RULES,
                                       f"namespace {wns}")
                 if s == "csi-provisioner":
-                    check(variant, cflags.get("extra-create-metadata") == "true",
-                          f"{where}: csi-provisioner needs --extra-create-metadata")
-                    check(variant, cflags.get("enable-capacity") == "true",
-                          f"{where}: csi-provisioner needs --enable-capacity (the driver serves GetCapacity)")
-                    check(variant, cflags.get("capacity-ownerref-level") == OWNER_LEVEL[kind],
-                          f"{where}: csi-provisioner --capacity-ownerref-level must be {OWNER_LEVEL[kind]} "
-                          f"for a {kind}")
-                    check(variant, env_field_ref(c, "NAMESPACE") == "metadata.namespace"
-                          and env_field_ref(c, "POD_NAME") == "metadata.name",
-                          f"{where}: csi-provisioner needs env NAMESPACE and POD_NAME from the downward API "
-                          "for capacity tracking")
-                    check_rbac_covers(variant, f"{where} csi-provisioner capacity", local_rules, CAPACITY_RULES,
-                                      f"namespace {wns}")
-                    check_rbac_covers(variant, f"{where} csi-provisioner owner walk", local_rules + cluster_rules,
-                                      OWNER_WALK_RULES[kind], f"namespace {wns}")
+                    check_provisioner(variant, where, kind, wns, c, cflags, local_rules, local_rules + cluster_rules)
                 if s == "csi-snapshotter":
                     check_group_snapshots(variant, where, cflags, cluster_rules)
 
@@ -586,6 +572,25 @@ def check_deployment(variant, objs):
         check(variant, not cluster_rules and not local_rules,
               f"ServiceAccount {sa} of the node plugin is bound to roles it does not need")
     return driver_name, {name(sc) for sc in all_classes}, {name(v) for v in vscs}
+
+
+def check_provisioner(variant, where, kind, wns, c, cflags, capacity_rules, owner_rules):
+    """csi-provisioner's flags, environment and RBAC for CreateVolume's metadata and storage capacity tracking,
+    its CSIStorageCapacity objects owned by the workload of `kind`."""
+    check(variant, cflags.get("extra-create-metadata") == "true",
+          f"{where}: csi-provisioner needs --extra-create-metadata")
+    check(variant, cflags.get("enable-capacity") == "true",
+          f"{where}: csi-provisioner needs --enable-capacity (the driver serves GetCapacity)")
+    check(variant, cflags.get("capacity-ownerref-level") == OWNER_LEVEL[kind],
+          f"{where}: csi-provisioner --capacity-ownerref-level must be {OWNER_LEVEL[kind]} for a {kind}")
+    check(variant, env_field_ref(c, "NAMESPACE") == "metadata.namespace"
+          and env_field_ref(c, "POD_NAME") == "metadata.name",
+          f"{where}: csi-provisioner needs env NAMESPACE and POD_NAME from the downward API "
+          "for capacity tracking")
+    check_rbac_covers(variant, f"{where} csi-provisioner capacity", capacity_rules, CAPACITY_RULES,
+                      f"namespace {wns}")
+    check_rbac_covers(variant, f"{where} csi-provisioner owner walk", owner_rules, OWNER_WALK_RULES[kind],
+                      f"namespace {wns}")
 
 
 def check_node_layout(variant, objs, w, pod, by_repo, drv, node_local):
@@ -628,23 +633,9 @@ def check_node_layout(variant, objs, w, pod, by_repo, drv, node_local):
             check(variant, cflags.get("leader-election", "false") == "false",
                   f"{where} container {s}: runs on every node for its node alone, without leader election")
         if s == "csi-provisioner":
-            check(variant, cflags.get("extra-create-metadata") == "true",
-                  f"{where}: csi-provisioner needs --extra-create-metadata")
-            check(variant, cflags.get("enable-capacity") == "true",
-                  f"{where}: csi-provisioner needs --enable-capacity (the scheduler's per-node free space)")
-            check(variant, cflags.get("capacity-ownerref-level") == OWNER_LEVEL["DaemonSet"],
-                  f"{where}: csi-provisioner --capacity-ownerref-level must be {OWNER_LEVEL['DaemonSet']} "
-                  "(the DaemonSet owns every node's CSIStorageCapacity)")
-            check(variant, env_field_ref(c, "NAMESPACE") == "metadata.namespace"
-                  and env_field_ref(c, "POD_NAME") == "metadata.name",
-                  f"{where}: csi-provisioner needs env NAMESPACE and POD_NAME from the downward API "
-                  "for capacity tracking")
+            check_provisioner(variant, where, "DaemonSet", namespace(w), c, cflags, local_rules, local_rules)
             check(variant, cflags.get("strict-topology") == "true",
                   f"{where}: csi-provisioner needs --strict-topology (CreateVolume asks for the selected node alone)")
-            check_rbac_covers(variant, f"{where} csi-provisioner capacity", local_rules, CAPACITY_RULES,
-                              f"namespace {namespace(w)}")
-            check_rbac_covers(variant, f"{where} csi-provisioner owner walk", local_rules,
-                              OWNER_WALK_RULES["DaemonSet"], f"namespace {namespace(w)}")
             for table in (CAPACITY_RULES, OWNER_WALK_RULES["DaemonSet"]):
                 for key, verbs in table.items():
                     wanted_local.setdefault(key, set()).update(verbs)

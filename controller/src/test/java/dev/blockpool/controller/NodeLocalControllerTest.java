@@ -15,6 +15,7 @@ import csi.v1.Csi.ControllerPublishVolumeRequest;
 import csi.v1.Csi.ControllerServiceCapability.RPC.Type;
 import csi.v1.Csi.ControllerUnpublishVolumeRequest;
 import csi.v1.Csi.CreateSnapshotRequest;
+import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.GetCapacityRequest;
 import csi.v1.Csi.ListVolumesRequest;
 import csi.v1.Csi.Topology;
@@ -67,6 +68,15 @@ class NodeLocalControllerTest {
                 .build();
     }
 
+    private long capacity(GetCapacityRequest.Builder request) {
+        return controller.stub().getCapacity(request.build()).getAvailableCapacity();
+    }
+
+    /** CreateVolume of {@code request} fails with {@code code}. */
+    private io.grpc.StatusRuntimeException refused(CreateVolumeRequest.Builder request, Status.Code code) {
+        return failure(() -> controller.stub().createVolume(request.build()), code);
+    }
+
     private long poolImages() throws IOException {
         try (Stream<Path> files = Files.list(poolDir.resolve("volumes"))) {
             return files.count();
@@ -94,12 +104,8 @@ class NodeLocalControllerTest {
 
     @Test
     void aVolumeRequiredElsewhereIsResourceExhaustedAndNothingIsMade() throws IOException {
-        var e = failure(
-                () -> controller
-                        .stub()
-                        .createVolume(createRequest("pvc-there", MIB)
-                                .setAccessibilityRequirements(requisite(ELSEWHERE))
-                                .build()),
+        var e = refused(
+                createRequest("pvc-there", MIB).setAccessibilityRequirements(requisite(ELSEWHERE)),
                 Status.Code.RESOURCE_EXHAUSTED);
 
         assertThat(e.getStatus().getDescription()).contains("node-a", "node-b");
@@ -110,12 +116,8 @@ class NodeLocalControllerTest {
     void preferredTopologiesAloneAlsoPlaceTheVolume() {
         TopologyRequirement preferredElsewhere =
                 TopologyRequirement.newBuilder().addPreferred(ELSEWHERE).build();
-        failure(
-                () -> controller
-                        .stub()
-                        .createVolume(createRequest("pvc-pref", MIB)
-                                .setAccessibilityRequirements(preferredElsewhere)
-                                .build()),
+        refused(
+                createRequest("pvc-pref", MIB).setAccessibilityRequirements(preferredElsewhere),
                 Status.Code.RESOURCE_EXHAUSTED);
 
         Volume anywhere = controller
@@ -130,33 +132,16 @@ class NodeLocalControllerTest {
         Topology zoned = HERE.toBuilder()
                 .putSegments("topology.kubernetes.io/zone", "z1")
                 .build();
-        failure(
-                () -> controller
-                        .stub()
-                        .createVolume(createRequest("pvc-zoned", MIB)
-                                .setAccessibilityRequirements(requisite(zoned))
-                                .build()),
+        refused(
+                createRequest("pvc-zoned", MIB).setAccessibilityRequirements(requisite(zoned)),
                 Status.Code.RESOURCE_EXHAUSTED);
     }
 
     @Test
     void capacityIsThePoolsForThisNodeAndNoneForAnother() {
-        long here = controller
-                .stub()
-                .getCapacity(GetCapacityRequest.newBuilder()
-                        .setAccessibleTopology(HERE)
-                        .build())
-                .getAvailableCapacity();
-        long unasked = controller
-                .stub()
-                .getCapacity(GetCapacityRequest.getDefaultInstance())
-                .getAvailableCapacity();
-        long there = controller
-                .stub()
-                .getCapacity(GetCapacityRequest.newBuilder()
-                        .setAccessibleTopology(ELSEWHERE)
-                        .build())
-                .getAvailableCapacity();
+        long here = capacity(GetCapacityRequest.newBuilder().setAccessibleTopology(HERE));
+        long unasked = capacity(GetCapacityRequest.newBuilder());
+        long there = capacity(GetCapacityRequest.newBuilder().setAccessibleTopology(ELSEWHERE));
 
         assertThat(here).isPositive();
         assertThat(unasked).isPositive();
@@ -168,30 +153,20 @@ class NodeLocalControllerTest {
         String missingSnapshot = Ids.snapshotIdFor("on-another-node");
         String missingVolume = Ids.volumeIdFor("on-another-node");
 
-        var restore = failure(
-                () -> controller
-                        .stub()
-                        .createVolume(createRequest("pvc-restore", MIB)
-                                .setVolumeContentSource(fromSnapshot(missingSnapshot))
-                                .setAccessibilityRequirements(requisite(HERE))
-                                .build()),
+        var restore = refused(
+                createRequest("pvc-restore", MIB)
+                        .setVolumeContentSource(fromSnapshot(missingSnapshot))
+                        .setAccessibilityRequirements(requisite(HERE)),
                 Status.Code.RESOURCE_EXHAUSTED);
         assertThat(restore.getStatus().getDescription()).contains("node-a", "topology.blockpool.csi.dev/node");
-        failure(
-                () -> controller
-                        .stub()
-                        .createVolume(createRequest("pvc-clone", MIB)
-                                .setVolumeContentSource(fromVolume(missingVolume))
-                                .setAccessibilityRequirements(requisite(HERE))
-                                .build()),
+        refused(
+                createRequest("pvc-clone", MIB)
+                        .setVolumeContentSource(fromVolume(missingVolume))
+                        .setAccessibilityRequirements(requisite(HERE)),
                 Status.Code.RESOURCE_EXHAUSTED);
         // Asked without a placement, a source that is not here is simply not found.
-        failure(
-                () -> controller
-                        .stub()
-                        .createVolume(createRequest("pvc-restore", MIB)
-                                .setVolumeContentSource(fromSnapshot(missingSnapshot))
-                                .build()),
+        refused(
+                createRequest("pvc-restore", MIB).setVolumeContentSource(fromSnapshot(missingSnapshot)),
                 Status.Code.NOT_FOUND);
         assertThat(poolImages()).isZero();
     }
