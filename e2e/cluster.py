@@ -31,6 +31,7 @@ FLEXVOLUME = REPO / "bin" / "blockpool-flexvolume"
 NAMESPACE = "blockpool-system"
 DRIVER_NAME = "blockpool.csi.dev"
 NODE = "e2e-node"
+DISTRIBUTED_SNAPSHOTS = "--enable-distributed-snapshotting"
 
 # The controller pod's sidecars the test runs, each built as a binary of the container's name.
 # The livenessprobe container is not run (not published as a Go module); the test waits on what
@@ -40,6 +41,16 @@ SIDECARS = ["csi-provisioner", "csi-attacher", "csi-snapshotter", "csi-resizer"]
 # Where the manifests put things on a node, and where they are in this test instead.
 MANIFEST_POOL = "/var/lib/blockpool"
 MANIFEST_KUBELET = "/var/lib/kubelet"
+
+
+def quantity(q):
+    """Bytes of a Kubernetes quantity as the API writes them (e.g. "2Gi", "78000Mi", "1234")."""
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50,
+             "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
+    for suffix, factor in units.items():
+        if q.endswith(suffix):
+            return int(float(q[:-len(suffix)]) * factor)
+    return int(q)
 
 
 def free_port():
@@ -256,8 +267,11 @@ class Cluster:
         # Only those, as many distributions ship them: the base must snapshot there. The group
         # snapshot CRDs come later, with enable_group_snapshots().
         self.install_crds("snapshot.storage.k8s.io", SNAPSHOT_CRDS)
+        # Distributed snapshotting labels the contents of node-local volumes with their node (for
+        # the csi-snapshotter on that node) and leaves a shared pool's, which have no node, alone.
         self.snapshot_controller = self.start("snapshot-controller", [
-            BIN / "snapshot-controller", "--kubeconfig", self.admin, "--leader-election=false"])
+            BIN / "snapshot-controller", "--kubeconfig", self.admin, "--leader-election=false",
+            DISTRIBUTED_SNAPSHOTS])
         wait_for("the default service account", lambda: self.get("serviceaccount", "default", "-n", "default"))
 
     def install_crds(self, group, plurals):
@@ -276,7 +290,7 @@ class Cluster:
     def workload(self, docs, kind, name):
         return next(d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name)
 
-    def container_command(self, workload, container, pod_name, host_paths, ports):
+    def container_command(self, workload, container, pod_name, host_paths, ports, node=NODE):
         """The container's args with its $(VAR)s expanded as kubelet does, and every path it names
         inside the container translated to this test's host: through the pod's volume mounts to
         the volume's host path, then from the manifest's host directories into the temp dir.
@@ -290,7 +304,7 @@ class Cluster:
             else:
                 field = e["valueFrom"]["fieldRef"]["fieldPath"]
                 env[e["name"]] = {"metadata.namespace": NAMESPACE, "metadata.name": pod_name,
-                                  "spec.nodeName": NODE}[field]
+                                  "spec.nodeName": node}[field]
         volumes = {v["name"]: v for v in spec.get("volumes", [])}
 
         def to_host(value):
@@ -456,7 +470,7 @@ class Cluster:
         self.stop(self.snapshot_controller)
         self.snapshot_controller = self.start("snapshot-controller.group-snapshots", [
             BIN / "snapshot-controller", "--kubeconfig", self.admin, "--leader-election=false",
-            GROUP_SNAPSHOT_GATE])
+            DISTRIBUTED_SNAPSHOTS, GROUP_SNAPSHOT_GATE])
         self.kubectl("apply", "-k", REPO / "sidecars-deploy/overlays/group-snapshots")
         dep = self.workload(self.render("sidecars-deploy/overlays/group-snapshots"), "Deployment",
                             "blockpool-controller")
