@@ -17,7 +17,7 @@ import subprocess
 import yaml
 
 import cluster as cl
-from cluster import NAMESPACE, wait_for
+from cluster import NAMESPACE, ON_HOST, RECONCILED, STARTED, wait_for
 
 OVERLAY = "sidecars-deploy/overlays/snapshot-metadata"
 SIDECAR = "csi-snapshot-metadata"
@@ -67,7 +67,7 @@ def enable(c: cl.Cluster):
              "metadata": {"name": cl.DRIVER_NAME},
              "spec": {"address": f"127.0.0.1:{port}", "audience": AUDIENCE,
                       "caCert": base64.b64encode(ca.read_bytes()).decode()}})
-    wait_for(f"{SIDECAR} serving on port {port}", lambda: listening(port) and c.sidecars[SIDECAR].alive(), timeout=60)
+    wait_for(f"{SIDECAR} serving on port {port}", lambda: listening(port) and c.sidecars[SIDECAR].alive(), STARTED)
 
     # The backup tool: a ServiceAccount with the module's client ClusterRole, and a kubeconfig
     # with its token (the lister asks for a token of the sidecar's audience with it).
@@ -148,7 +148,7 @@ def snapshot(c, name, claim):
              "spec": {"volumeSnapshotClassName": "blockpool-snapshots",
                       "source": {"persistentVolumeClaimName": claim}}})
     snap = wait_for(f"VolumeSnapshot {name} readyToUse", lambda: (s := c.get("volumesnapshot", name, "-n", NS))
-                    and s.get("status", {}).get("readyToUse") and s)
+                    and s.get("status", {}).get("readyToUse") and s, RECONCILED)
     handle = c.get("volumesnapshotcontent", snap["status"]["boundVolumeSnapshotContentName"])["status"][
         "snapshotHandle"]
     return c.pool / "snapshots" / f"{handle}.img"
@@ -197,7 +197,7 @@ def block_pod(t, name, claims):
     for claim in claims:
         v = t.claim_volume(claim)
         device = (c.kubelet / "plugins/kubernetes.io/csi/volumeDevices/publish" / v["pv"] / p["metadata"]["uid"])
-        wait_for(f"{claim}'s device at {device}", lambda device=device: device.is_block_device())
+        wait_for(f"{claim}'s device at {device}", lambda device=device: device.is_block_device(), ON_HOST)
         loop, _ = t.host_mounts_of(v)
         v.update(pod=name, loop=loop, publish=device)
         t.volumes[claim] = v

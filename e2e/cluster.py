@@ -25,10 +25,13 @@ SNAPSHOT_CRDS = ("volumesnapshots", "volumesnapshotcontents", "volumesnapshotcla
 GROUP_SNAPSHOT_CRDS = ("volumegroupsnapshots", "volumegroupsnapshotcontents", "volumegroupsnapshotclasses")
 GROUP_SNAPSHOT_GATE = "--feature-gates=CSIVolumeGroupSnapshot=true"
 DRIVER = REPO / "bin" / "blockpool-csi"
+# The layout the flows run: a pool every node shares (here, the one node's directory).
+SHARED_LAYOUT = "sidecars-deploy/overlays/shared-pool"
 FLEXVOLUME = REPO / "bin" / "blockpool-flexvolume"
 NAMESPACE = "blockpool-system"
 DRIVER_NAME = "blockpool.csi.dev"
 NODE = "e2e-node"
+DISTRIBUTED_SNAPSHOTS = "--enable-distributed-snapshotting"
 
 # The controller pod's sidecars the test runs, each built as a binary of the container's name.
 # The livenessprobe container is not run (not published as a Go module); the test waits on what
@@ -38,6 +41,16 @@ SIDECARS = ["csi-provisioner", "csi-attacher", "csi-snapshotter", "csi-resizer"]
 # Where the manifests put things on a node, and where they are in this test instead.
 MANIFEST_POOL = "/var/lib/blockpool"
 MANIFEST_KUBELET = "/var/lib/kubelet"
+
+
+def quantity(q):
+    """Bytes of a Kubernetes quantity as the API writes them (e.g. "2Gi", "78000Mi", "1234")."""
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50,
+             "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
+    for suffix, factor in units.items():
+        if q.endswith(suffix):
+            return int(float(q[:-len(suffix)]) * factor)
+    return int(q)
 
 
 def free_port():
@@ -283,8 +296,11 @@ class Cluster:
         # Only those, as many distributions ship them: the base must snapshot there. The group
         # snapshot CRDs come later, with enable_group_snapshots().
         self.install_crds("snapshot.storage.k8s.io", SNAPSHOT_CRDS)
+        # Distributed snapshotting labels the contents of node-local volumes with their node (for
+        # the csi-snapshotter on that node) and leaves a shared pool's, which have no node, alone.
         self.snapshot_controller = self.start("snapshot-controller", [
-            BIN / "snapshot-controller", "--kubeconfig", self.admin, "--leader-election=false"])
+            BIN / "snapshot-controller", "--kubeconfig", self.admin, "--leader-election=false",
+            DISTRIBUTED_SNAPSHOTS])
         self.wait_for("the default service account", lambda: self.get("serviceaccount", "default", "-n", "default"),
                       STARTED)
 
@@ -304,7 +320,7 @@ class Cluster:
     def workload(self, docs, kind, name):
         return next(d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name)
 
-    def container_command(self, workload, container, pod_name, host_paths, ports):
+    def container_command(self, workload, container, pod_name, host_paths, ports, node=NODE):
         """The container's args with its $(VAR)s expanded as kubelet does, and every path it names
         inside the container translated to this test's host: through the pod's volume mounts to
         the volume's host path, then from the manifest's host directories into the temp dir.
@@ -318,7 +334,7 @@ class Cluster:
             else:
                 field = e["valueFrom"]["fieldRef"]["fieldPath"]
                 env[e["name"]] = {"metadata.namespace": NAMESPACE, "metadata.name": pod_name,
-                                  "spec.nodeName": NODE}[field]
+                                  "spec.nodeName": node}[field]
         volumes = {v["name"]: v for v in spec.get("volumes", [])}
 
         def to_host(value):
@@ -352,13 +368,17 @@ class Cluster:
         return args, env, to_host
 
     def apply_manifests(self):
-        """kubectl apply -k of the base, and server-side dry runs of the overlays and examples (but
-        for the group snapshot example, whose kinds this cluster does not know yet)."""
-        self.kubectl("apply", "-k", REPO / "sidecars-deploy/base")
-        for overlay in ("sidecars-deploy/overlays/dev", "sidecars-deploy/overlays/nfs-pool",
-                        "sidecars-deploy/overlays/glusterfs-pool", "sidecars-deploy/overlays/flexvolume",
+        """kubectl apply -k of the shared pool's layout, and server-side dry runs of the other
+        variants and the examples (but for the group snapshot example, whose kinds this cluster
+        does not know yet). The CSIDriver of the node-local layout is left out of its dry runs: its
+        attachRequired differs, and the field cannot change on an existing CSIDriver."""
+        self.kubectl("apply", "-k", REPO / SHARED_LAYOUT)
+        for overlay in ("sidecars-deploy/overlays/nfs-pool", "sidecars-deploy/overlays/glusterfs-pool",
                         "sidecars-deploy/overlays/group-snapshots"):
             self.kubectl("apply", "--dry-run=server", "-k", REPO / overlay)
+        for variant in ("sidecars-deploy/base", "sidecars-deploy/overlays/dev", "sidecars-deploy/overlays/flexvolume"):
+            docs = [d for d in self.render(variant) if d["kind"] != "CSIDriver"]
+            self.kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(docs))
         examples = [d for d in self.render("sidecars-deploy/examples")
                     if not d["apiVersion"].startswith("groupsnapshot.storage.k8s.io/")]
         self.kubectl("apply", "--dry-run=server", "-n", "default", "-f", "-", input=yaml.safe_dump_all(examples))
@@ -366,7 +386,7 @@ class Cluster:
     # ---- the node: hollow kubelet, driver in node mode, registrar ----------------------
 
     def start_node(self):
-        docs = self.render("sidecars-deploy/base")
+        docs = self.render(SHARED_LAYOUT)
         ds = self.workload(docs, "DaemonSet", "blockpool-node")
         host_paths = {MANIFEST_KUBELET: self.kubelet, MANIFEST_POOL: self.pool}
         ports = {}
@@ -423,7 +443,7 @@ class Cluster:
             pods = self.items("pods", "-n", NAMESPACE, "-l", "app.kubernetes.io/name=blockpool-controller")
             return pods[0]["metadata"]["name"] if pods else None
         pod_name = self.wait_for("the controller Deployment's pod", controller_pod, RECONCILED)
-        docs = self.render("sidecars-deploy/base")
+        docs = self.render(SHARED_LAYOUT)
         dep = self.workload(docs, "Deployment", "blockpool-controller")
         socket_dir = self.work / "controller-csi"
         socket_dir.mkdir(exist_ok=True)
@@ -480,7 +500,7 @@ class Cluster:
         self.stop(self.snapshot_controller)
         self.snapshot_controller = self.start("snapshot-controller.group-snapshots", [
             BIN / "snapshot-controller", "--kubeconfig", self.admin, "--leader-election=false",
-            GROUP_SNAPSHOT_GATE])
+            DISTRIBUTED_SNAPSHOTS, GROUP_SNAPSHOT_GATE])
         self.kubectl("apply", "-k", REPO / "sidecars-deploy/overlays/group-snapshots")
         dep = self.workload(self.render("sidecars-deploy/overlays/group-snapshots"), "Deployment",
                             "blockpool-controller")

@@ -21,7 +21,8 @@ from pathlib import Path
 import cbt
 import cluster as cl
 import host
-from cluster import DRIVER_NAME, NAMESPACE, NODE, ON_HOST, POD, RECONCILED, SCHEDULER
+from cluster import DRIVER_NAME, NAMESPACE, NODE, ON_HOST, POD, RECONCILED, SCHEDULER, quantity
+from node_local import NodeLocal
 
 GI = 1 << 30
 NS = "default"
@@ -30,16 +31,6 @@ DATA = "e2e-data"  # a file the test writes into a volume, to find again in its 
 
 class Skip(Exception):
     pass
-
-
-def quantity(q):
-    """Bytes of a Kubernetes quantity as the API writes them (e.g. "2Gi", "78000Mi", "1234")."""
-    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50,
-             "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
-    for suffix, factor in units.items():
-        if q.endswith(suffix):
-            return int(float(q[:-len(suffix)]) * factor)
-    return int(q)
 
 
 def pvc(name, storage_class, size, block=False, source=None):
@@ -600,6 +591,45 @@ class E2E:
         self.c.check_alive()
 
 
+def node_local_phase(t):
+    """The base's layout on a cluster of its own: two nodes, a pool on each. Returns whether it
+    was interrupted."""
+    work = Path(tempfile.mkdtemp(prefix="blockpool-e2e-local."))
+    c = cl.Cluster(work)
+    nl = NodeLocal(c)
+    print(f"e2e: node-local pools on two nodes, in {work}", flush=True)
+    interrupted = False
+    try:
+        setup = [("two nodes: control plane, apply -k base, hollow kubelets, each node's plugin and sidecars",
+                  lambda: (c.start_control_plane(), nl.deploy()))]
+        flows = [("node-local: CSIStorageCapacity of each node, owned by the DaemonSet", nl.capacity),
+                 ("node-local: a WaitForFirstConsumer claim lands in its pod's node's pool only",
+                  nl.lands_on_its_pods_node),
+                 ("node-local: a claim that fits only node b's pool is scheduled to node b", nl.fits_only_node_b),
+                 ("node-local: snapshot, restore and clone on the source's node, data read back",
+                  nl.snapshot_restore_clone),
+                 ("node-local: raw block claim", nl.raw_block),
+                 ("node-local: expansion grows the image and device on its node (NodeExpandVolume)", nl.expansion),
+                 ("node-local: everything deleted: empty pools, no mount, no loop device", nl.cleanup),
+                 ("node-local: no RBAC denial in the per-node sidecars' logs; every process alive",
+                  nl.no_rbac_denials)]
+        t.run(setup + flows)
+    except (KeyboardInterrupt, SystemExit):
+        interrupted = True
+        t.results.append(("interrupted", "FAIL", 0, "interrupted"))
+    finally:
+        left = c.teardown()
+        if left:
+            t.results.append(("node-local teardown", "FAIL", 0, "left behind: " + "; ".join(left)))
+        if any(r[1] == "FAIL" for r in t.results):
+            keep = cl.REPO / ".cache" / "e2e" / "logs" / ("local-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S"))
+            shutil.copytree(c.logs, keep)
+            print(f"e2e: the node-local logs are in {keep}")
+        if not left:
+            shutil.rmtree(work, ignore_errors=True)
+    return interrupted
+
+
 def main():
     # SIGTERM (a CI timeout) tears down like a failure does.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -612,7 +642,8 @@ def main():
     try:
         setup = [("control plane: etcd, kube-apiserver, controller-manager, scheduler, snapshot-controller",
                   c.start_control_plane),
-                 ("manifests: apply -k base; server-side dry run of the overlays and examples", c.apply_manifests),
+                 ("manifests: apply -k overlays/shared-pool; server-side dry run of the other variants and examples",
+                  c.apply_manifests),
                  ("node: hollow kubelet, driver (node mode), registrar; CSINode registered", c.start_node),
                  ("controller: driver and sidecars under the ServiceAccount's token, each leading",
                   c.start_controller)]
@@ -665,6 +696,9 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
         else:
             print(f"e2e: {work} kept: something is still mounted or attached there")
+    # The second cluster only when the first passed: a run ends at its first failure.
+    if not interrupted and not any(r[1] == "FAIL" for r in t.results):
+        interrupted = node_local_phase(t)
     print(f"e2e: took {time.monotonic() - began:.0f} s; the longest waits: " + "; ".join(cl.longest_waits()))
     first = next((r for r in t.results if r[1] == "FAIL"), None)
     if first:

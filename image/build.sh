@@ -198,8 +198,8 @@ in_image() {
   fi
 }
 
-# serve_check: starts the driver from the image (chrooted, --mode=all, pool and
-# socket on a private tmpfs) and drives one volume through its life with grpcurl
+# serve_check: starts the driver from the image (chrooted, --mode=all on a shared
+# pool, which serves ControllerPublish; pool and socket on a private tmpfs) and drives one volume through its life with grpcurl
 # over the Unix socket: Probe, CreateVolume, ControllerPublish, NodeStage (a real
 # loop device, mkfs.ext4 and mount from the image), NodeUnstage,
 # ControllerUnpublish, DeleteVolume. Each step is one check.
@@ -229,7 +229,7 @@ mkdir -p /mnt/pool /mnt/staging
 sock=/mnt/csi.sock
 chroot "$root" /usr/bin/env -i PATH=/opt/blockpool/bin:/opt/java/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   JAVA_HOME=/opt/java LANG=C.UTF-8 \
-  /opt/blockpool/bin/blockpool-csi --mode=all --endpoint unix:///tmp/csi.sock \
+  /opt/blockpool/bin/blockpool-csi --mode=all --pool-scope=shared --endpoint unix:///tmp/csi.sock \
   --pool-dir /tmp/pool --node-id image-check --log-level warn >/mnt/driver.log 2>&1 &
 driver=$!
 cleanup() {

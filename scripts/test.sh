@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one command that builds blockpool and runs all of its tests, in six stages: the style gate,
-# the Maven build with its unit, integration and system tests, csi-sanity (mount and block), the
+# the Maven build with its unit, integration and system tests, csi-sanity (node and shared pools, mount and block), the
 # checks of the Kubernetes manifests, the end-to-end test and the container image
 # (BLOCKPOOL_SKIP_IMAGE=1 leaves it out). Run it as root; what needs root is skipped with the
 # reason otherwise. It ends with one line: "tests: N passed, N failed, N skipped".
@@ -38,7 +38,7 @@ if [[ $status -eq 0 ]]; then
   sanity_out=$(mktemp)
   sanity-tests/run-sanity.sh mount block | tee "$sanity_out" || status=1
   while read -r p f s; do add_counts "$p" "$f" "$s"; done < <(
-    sed -nE 's/^csi-sanity [a-z]+: ([0-9]+) passed, ([0-9?]+) failed, ([0-9]+) skipped$/\1 \2 \3/p' "$sanity_out" | tr '?' '1')
+    sed -nE 's/^csi-sanity [a-z]+ [a-z]+: ([0-9]+) passed, ([0-9?]+) failed, ([0-9]+) skipped$/\1 \2 \3/p' "$sanity_out" | tr '?' '1')
   rm -f "$sanity_out"
 else
   echo "skipped: the build or its tests failed"

@@ -57,7 +57,8 @@ func launch(k kind, tag, pool string) *proc {
 	_ = os.Remove(p.sock)
 	switch k {
 	case blockpool:
-		p.cmd = exec.Command(cfg.driver, "--endpoint", "unix://"+p.sock, "--pool-dir", pool,
+		// A shared pool: the benchmark's flows publish through the controller.
+		p.cmd = exec.Command(cfg.driver, "--endpoint", "unix://"+p.sock, "--pool-dir", pool, "--pool-scope", "shared",
 			"--node-id", "bench-node", "--max-volumes-per-node", strconv.Itoa(attachLimit), "--log-level", "warn")
 		p.cmd.Args = append(p.cmd.Args, launchArgs...)
 		if launchJar != "" {

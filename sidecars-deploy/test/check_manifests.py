@@ -6,10 +6,12 @@ Renders the base, every overlay and the examples under DEPLOY_DIR with
 name everywhere, every sidecar on the driver's socket, a privileged node plugin
 with Bidirectional propagation on the kubelet directory, liveness probes wired to
 the livenessprobe sidecar, resources on every container, RBAC that covers
-what each sidecar needs (and nothing broad), csi-snapshotter's group snapshot
-gate with its RBAC only where group snapshots are opted in to, and the
-external-snapshot-metadata sidecar with its RBAC, TLS Secret and Service only
-where changed block tracking is.
+what each sidecar needs (and nothing broad), the two layouts (a pool on every
+node, with the node-deployed sidecars and their RBAC exactly; a shared pool, with
+one controller Deployment and a node plugin that talks to no API),
+csi-snapshotter's group snapshot gate with its RBAC only where group snapshots are
+opted in to, and the external-snapshot-metadata sidecar with its RBAC, TLS Secret
+and Service only where changed block tracking is.
 
 Usage: check_manifests.py DEPLOY_DIR KUBECTL [-v]
 Prints one line per failed check (with -v, per passed check too) and ends with
@@ -87,6 +89,20 @@ CLUSTER_RULES = {
         ("storage.k8s.io", "volumeattributesclasses"): {"get", "list", "watch"},
     },
 }
+# A pool on every node (--pool-scope=node): the sidecars that run beside each node plugin.
+NODE_SIDECARS = ("csi-provisioner", "csi-snapshotter", "csi-resizer")
+# What only a cluster-wide provisioner needs: the nodes' topology, and VolumeAttachments of a
+# driver with PUBLISH_UNPUBLISH_VOLUME. A node-deployed one builds its Node and CSINode from
+# NodeGetInfo, and the driver publishes nothing on a node-local pool.
+CLUSTER_WIDE_PROVISIONER_RULES = {
+    ("storage.k8s.io", "csinodes"), ("", "nodes"), ("storage.k8s.io", "volumeattachments")}
+NODE_RULES = {
+    "csi-provisioner": {k: v for k, v in CLUSTER_RULES["csi-provisioner"].items()
+                        if k not in CLUSTER_WIDE_PROVISIONER_RULES},
+    "csi-snapshotter": CLUSTER_RULES["csi-snapshotter"],
+    "csi-resizer": CLUSTER_RULES["csi-resizer"],
+}
+SERVICE_ACCOUNT_TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 # Volume group snapshots: csi-snapshotter's CSIVolumeGroupSnapshot gate and the rules only it
 # needs. The gate makes the sidecar wait for the groupsnapshot.storage.k8s.io CRDs, snapshotting
 # nothing meanwhile, so it is on only in the variants that opt in (components/group-snapshots).
@@ -427,8 +443,16 @@ def check_deployment(variant, objs):
     csidriver = drivers[0]
     driver_name = name(csidriver)
     spec = csidriver.get("spec", {})
-    check(variant, spec.get("attachRequired") is True,
-          "CSIDriver: attachRequired must be true (the driver publishes volumes)")
+    shared = any(w["kind"] == "Deployment" and DRIVER_IMAGE in {image_repo(c.get("image", "")) for c in p["containers"]}
+                 for w, p in workloads(objs))
+    if shared:
+        check(variant, spec.get("attachRequired") is True,
+              "CSIDriver: attachRequired must be true on a shared pool (ControllerPublishVolume guards single-node "
+              "access)")
+    else:
+        check(variant, spec.get("attachRequired") is False,
+              "CSIDriver: attachRequired must be false on node-local pools (the driver publishes nothing there and "
+              "no attacher runs)")
     check(variant, spec.get("podInfoOnMount") is True,
           "CSIDriver: podInfoOnMount must be true (inline ephemeral volumes)")
     check(variant, spec.get("fsGroupPolicy") == "File", "CSIDriver: fsGroupPolicy must be File")
@@ -493,6 +517,16 @@ def check_deployment(variant, objs):
         dflags = parse_flags(drv)
         mode = dflags.get("mode", "all")
         modes_seen[mode] = (w, pod)
+        scope = dflags.get("pool-scope", "node")
+        if kind == "DaemonSet":
+            check(variant, (scope, mode) in (("node", "all"), ("shared", "node")),
+                  f"{where}: the node plugin runs --pool-scope={scope} --mode={mode}; expected node/all (the "
+                  "controller service for the per-node sidecars) or shared/node")
+        else:
+            check(variant, scope == "shared",
+                  f"{where}: a controller Deployment serves the pool of every node: --pool-scope=shared, not {scope}")
+        if kind == "DaemonSet":
+            check_node_layout(variant, objs, w, pod, by_repo, drv, scope == "node")
 
         check(variant, wns in ns_names, f"{where}: namespace '{wns}' is not part of the deployment")
         if wns in ns_names and (pod.get("containers") and any(
@@ -600,7 +634,7 @@ def check_deployment(variant, objs):
                       (rvol or {}).get("hostPath", {}).get("path", "").rstrip("/") == f"{KUBELET_DIR}/plugins_registry",
                       f"{where}: the registrar needs {KUBELET_DIR}/plugins_registry mounted at /registration")
             check(variant, pod.get("automountServiceAccountToken") is False,
-                  f"{where}: the node pod talks to no API and should not mount a service account token")
+                  f"{where}: the node pod mounts the service account token only into the sidecars that need it")
 
         if mode in ("controller", "all") and kind != "DaemonSet":
             present = [s for s in CONTROLLER_SIDECARS if s in by_repo]
@@ -619,21 +653,7 @@ def check_deployment(variant, objs):
                     check_rbac_covers(variant, f"{where} {s} leader election", local_rules, LEADER_ELECTION_RULES,
                                       f"namespace {wns}")
                 if s == "csi-provisioner":
-                    check(variant, cflags.get("extra-create-metadata") == "true",
-                          f"{where}: csi-provisioner needs --extra-create-metadata")
-                    check(variant, cflags.get("enable-capacity") == "true",
-                          f"{where}: csi-provisioner needs --enable-capacity (the driver serves GetCapacity)")
-                    check(variant, cflags.get("capacity-ownerref-level") == OWNER_LEVEL[kind],
-                          f"{where}: csi-provisioner --capacity-ownerref-level must be {OWNER_LEVEL[kind]} "
-                          f"for a {kind}")
-                    check(variant, env_field_ref(c, "NAMESPACE") == "metadata.namespace"
-                          and env_field_ref(c, "POD_NAME") == "metadata.name",
-                          f"{where}: csi-provisioner needs env NAMESPACE and POD_NAME from the downward API "
-                          "for capacity tracking")
-                    check_rbac_covers(variant, f"{where} csi-provisioner capacity", local_rules, CAPACITY_RULES,
-                                      f"namespace {wns}")
-                    check_rbac_covers(variant, f"{where} csi-provisioner owner walk", local_rules + cluster_rules,
-                                      OWNER_WALK_RULES[kind], f"namespace {wns}")
+                    check_provisioner(variant, where, kind, wns, c, cflags, local_rules, local_rules + cluster_rules)
                 if s == "csi-snapshotter":
                     check_group_snapshots(variant, where, cflags, cluster_rules)
             check_snapshot_metadata(variant, objs, w, pod, by_repo, cluster_rules)
@@ -651,7 +671,7 @@ def check_deployment(variant, objs):
     check(variant, "node" in modes_seen or "all" in modes_seen, "no driver workload runs --mode=node")
     check_pod_monitors(variant, objs)
 
-    # the node service account has no roles
+    # the node service account of a shared pool has no roles
     if "node" in modes_seen:
         w, pod = modes_seen["node"]
         sa = pod.get("serviceAccountName", "default")
@@ -659,6 +679,93 @@ def check_deployment(variant, objs):
         check(variant, not cluster_rules and not local_rules,
               f"ServiceAccount {sa} of the node plugin is bound to roles it does not need")
     return driver_name, {name(sc) for sc in all_classes}, {name(v) for v in vscs}
+
+
+def check_provisioner(variant, where, kind, wns, c, cflags, capacity_rules, owner_rules):
+    """csi-provisioner's flags, environment and RBAC for CreateVolume's metadata and storage capacity tracking,
+    its CSIStorageCapacity objects owned by the workload of `kind`."""
+    check(variant, cflags.get("extra-create-metadata") == "true",
+          f"{where}: csi-provisioner needs --extra-create-metadata")
+    check(variant, cflags.get("enable-capacity") == "true",
+          f"{where}: csi-provisioner needs --enable-capacity (the driver serves GetCapacity)")
+    check(variant, cflags.get("capacity-ownerref-level") == OWNER_LEVEL[kind],
+          f"{where}: csi-provisioner --capacity-ownerref-level must be {OWNER_LEVEL[kind]} for a {kind}")
+    check(variant, env_field_ref(c, "NAMESPACE") == "metadata.namespace"
+          and env_field_ref(c, "POD_NAME") == "metadata.name",
+          f"{where}: csi-provisioner needs env NAMESPACE and POD_NAME from the downward API "
+          "for capacity tracking")
+    check_rbac_covers(variant, f"{where} csi-provisioner capacity", capacity_rules, CAPACITY_RULES,
+                      f"namespace {wns}")
+    check_rbac_covers(variant, f"{where} csi-provisioner owner walk", owner_rules, OWNER_WALK_RULES[kind],
+                      f"namespace {wns}")
+
+
+def check_node_layout(variant, objs, w, pod, by_repo, drv, node_local):
+    """The node DaemonSet: with node-local pools, the node-deployed sidecars with their flags, a token for
+    them alone and exactly the RBAC they need; with a shared pool, none of them and no token."""
+    where = f"{w['kind']}/{name(w)}"
+    present = [s for s in NODE_SIDECARS if s in by_repo]
+    token_volumes = {v["name"] for v in pod.get("volumes", [])
+                     if any("serviceAccountToken" in src for src in (v.get("projected") or {}).get("sources", []))}
+
+    def has_token(c):
+        return any(m["mountPath"].rstrip("/") == SERVICE_ACCOUNT_TOKEN_DIR and m["name"] in token_volumes
+                   for m in c.get("volumeMounts", []))
+
+    check(variant, not has_token(drv), f"{where}: the privileged driver container must not get an API token")
+    if not node_local:
+        check(variant, not present, f"{where}: a shared pool's node plugin runs no API sidecar, found {present}")
+        check(variant, not token_volumes, f"{where}: a shared pool's node plugin mounts no service account token")
+        return
+    check(variant, present == list(NODE_SIDECARS),
+          f"{where}: node-local pools need {list(NODE_SIDECARS)} beside each node plugin, found {present}")
+    sa = pod.get("serviceAccountName", "default")
+    cluster_rules, local_rules = rules_for(objs, sa, namespace(w))
+    wanted_cluster, wanted_local = {}, {}
+    for c in all_containers(pod):
+        repo = image_repo(c.get("image", ""))
+        if repo not in NODE_SIDECARS:
+            check(variant, not has_token(c), f"{where} container {c['name']}: talks to no API, needs no token")
+    for s in present:
+        c = by_repo[s][0]
+        cflags = parse_flags(c)
+        check(variant, has_token(c), f"{where} container {s}: needs the service account token mounted at "
+              f"{SERVICE_ACCOUNT_TOKEN_DIR}")
+        check_rbac_covers(variant, f"{where} {s} (ServiceAccount {sa})", cluster_rules, NODE_RULES[s], "cluster")
+        for key, verbs in NODE_RULES[s].items():
+            wanted_cluster.setdefault(key, set()).update(verbs)
+        if s in ("csi-provisioner", "csi-snapshotter"):
+            check(variant, cflags.get("node-deployment") == "true" and env_field_ref(c, "NODE_NAME") == "spec.nodeName",
+                  f"{where} container {s}: needs --node-deployment and env NODE_NAME from spec.nodeName")
+            check(variant, cflags.get("leader-election", "false") == "false",
+                  f"{where} container {s}: runs on every node for its node alone, without leader election")
+        if s == "csi-provisioner":
+            check_provisioner(variant, where, "DaemonSet", namespace(w), c, cflags, local_rules, local_rules)
+            check(variant, cflags.get("strict-topology") == "true",
+                  f"{where}: csi-provisioner needs --strict-topology (CreateVolume asks for the selected node alone)")
+            for table in (CAPACITY_RULES, OWNER_WALK_RULES["DaemonSet"]):
+                for key, verbs in table.items():
+                    wanted_local.setdefault(key, set()).update(verbs)
+        if s == "csi-snapshotter":
+            check_group_snapshots(variant, where, cflags, cluster_rules)
+        if s == "csi-resizer":
+            check(variant, cflags.get("leader-election") == "true",
+                  f"{where} container {s}: one resizer acts for the cluster: --leader-election=true")
+            check_rbac_covers(variant, f"{where} {s} leader election", local_rules, LEADER_ELECTION_RULES,
+                              f"namespace {namespace(w)}")
+            for key, verbs in LEADER_ELECTION_RULES.items():
+                wanted_local.setdefault(key, set()).update(verbs)
+    check_rbac_nothing_more(variant, f"{where} (ServiceAccount {sa})", cluster_rules, wanted_cluster, "cluster")
+    check_rbac_nothing_more(variant, f"{where} (ServiceAccount {sa})", local_rules, wanted_local,
+                            f"namespace {namespace(w)}")
+
+
+def check_rbac_nothing_more(variant, who, rules, wanted, scope):
+    """Every verb on every resource granted is one a sidecar of this pod needs."""
+    extra = sorted({f"{verb} {resource} ({group or 'core'})"
+                    for r in rules for group in r.get("apiGroups", []) for resource in r.get("resources", [])
+                    for verb in r.get("verbs", []) if verb not in wanted.get((group, resource), set())})
+    check(variant, not extra, f"{who}: RBAC ({scope}) grants more than its sidecars need: {extra}")
 
 
 # ---------------------------------------------------------------- examples

@@ -44,7 +44,9 @@ import dev.blockpool.csi.Capability;
 import dev.blockpool.csi.CsiException;
 import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.HealthMessages;
+import dev.blockpool.csi.PoolScope;
 import dev.blockpool.csi.RequestFields;
+import dev.blockpool.csi.Sizes;
 import dev.blockpool.csi.UnaryReply;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;
@@ -59,9 +61,11 @@ import dev.blockpool.pool.Volume;
 import dev.blockpool.pool.VolumeSpec;
 import io.grpc.stub.StreamObserver;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.stream.Collectors;
 
 /**
  * CSI Controller: the Provision and Attach phases, on the pool. Each RPC validates its request,
@@ -70,6 +74,7 @@ import java.util.Set;
  */
 public final class ControllerService extends ControllerGrpc.ControllerImplBase {
 
+    /** What a controller on a shared pool offers. */
     static final Set<Type> CAPABILITIES = Set.of(
             Type.CREATE_DELETE_VOLUME,
             Type.PUBLISH_UNPUBLISH_VOLUME,
@@ -88,12 +93,48 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
             Type.LIST_VOLUME_HEALTH,
             Type.MODIFY_VOLUME);
 
+    /**
+     * What a controller on its node's own pool leaves out: the calls one cluster-wide sidecar
+     * makes, for a volume on any node, of whichever node's driver it runs beside. Nothing is
+     * attached (the volume is only on its node; CSIDriver attachRequired: false), its image
+     * grows in NodeExpandVolume, and a VolumeAttributesClass is not applied.
+     */
+    static final Set<Type> CLUSTER_WIDE = Set.of(
+            Type.PUBLISH_UNPUBLISH_VOLUME,
+            Type.PUBLISH_READONLY,
+            Type.LIST_VOLUMES_PUBLISHED_NODES,
+            Type.EXPAND_VOLUME,
+            Type.MODIFY_VOLUME);
+
     private final Pool pool;
     private final PoolChanges changes;
+    private final PoolScope scope;
 
     public ControllerService(Pool pool, OperationLocks locks) {
+        this(pool, locks, PoolScope.shared());
+    }
+
+    public ControllerService(Pool pool, OperationLocks locks, PoolScope scope) {
         this.pool = pool;
         this.changes = new PoolChanges(pool, locks);
+        this.scope = scope;
+    }
+
+    /** UNIMPLEMENTED for a call this scope does not offer. */
+    private void requireServed(Type capability) {
+        if (!capabilities(scope).contains(capability)) {
+            throw CsiException.unimplemented(
+                    "%s is not offered on a node-local pool (--pool-scope node): see docs/deploy.md", capability);
+        }
+    }
+
+    /** The capabilities a controller of this scope advertises. */
+    static Set<Type> capabilities(PoolScope scope) {
+        return scope instanceof PoolScope.NodeLocal
+                ? CAPABILITIES.stream()
+                        .filter(type -> !CLUSTER_WIDE.contains(type))
+                        .collect(Collectors.toSet())
+                : CAPABILITIES;
     }
 
     @Override
@@ -103,6 +144,8 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         VolumeParameters parameters = VolumeParameters.parse(
                 request.getParametersMap(), request.getMutableParamsMap(), Capabilities.fsType(capabilities));
         Optional<ContentSource> source = ProtoMapper.contentSource(request);
+        scope.requireReachable(request.getAccessibilityRequirements());
+        source.ifPresent(s -> requireLocalSource(s, request));
         Set<AccessType> accessTypes = Capabilities.accessTypes(capabilities);
         // A filesystem volume is at least what mkfs accepts; a block volume is never formatted.
         long minimum =
@@ -125,8 +168,29 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         UnaryReply.send(
                 response,
                 CreateVolumeResponse.newBuilder()
-                        .setVolume(ProtoMapper.volume(volume))
+                        .setVolume(ProtoMapper.volume(volume, scope))
                         .build());
+    }
+
+    /**
+     * A restore or clone is made in the pool of its source. On a node-local pool, a source this
+     * pool lacks, asked for a node the CO chose, may be in another node's pool: RESOURCE_EXHAUSTED
+     * has external-provisioner give the node up and the scheduler choose again (see
+     * {@link PoolScope#requireReachable}), where NOT_FOUND would retry on this node for ever.
+     * Asked with no placement, it is NOT_FOUND, as on a shared pool.
+     */
+    private void requireLocalSource(ContentSource source, CreateVolumeRequest request) {
+        if (scope instanceof PoolScope.NodeLocal local
+                && PoolScope.placed(request.getAccessibilityRequirements())
+                && !pool.volumes().holds(source)) {
+            throw CsiException.resourceExhausted(
+                    "source %s %s is not in the pool of node %s: a restore or clone is made on the node that "
+                            + "holds its source; schedule the pod there (node selector %s)",
+                    source.kind().name().toLowerCase(Locale.ROOT),
+                    Quoting.quote(source.id()),
+                    local.nodeId(),
+                    CsiKeys.TOPOLOGY_NODE);
+        }
     }
 
     @Override
@@ -139,6 +203,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void controllerPublishVolume(
             ControllerPublishVolumeRequest request, StreamObserver<ControllerPublishVolumeResponse> response) {
+        requireServed(Type.PUBLISH_UNPUBLISH_VOLUME);
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         String nodeId = RequestFields.id("node_id", request.getNodeId());
         Capability capability = Capability.required(request.hasVolumeCapability(), request.getVolumeCapability())
@@ -157,6 +222,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void controllerUnpublishVolume(
             ControllerUnpublishVolumeRequest request, StreamObserver<ControllerUnpublishVolumeResponse> response) {
+        requireServed(Type.PUBLISH_UNPUBLISH_VOLUME);
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Optional<String> nodeId = optional(request.getNodeId());
         changes.make(() -> pool.attachments().detach(volumeId, nodeId), volumeId);
@@ -171,7 +237,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
             throw CsiException.invalidArgument("volume_capabilities are required");
         }
         Volume volume = pool.volumes().get(volumeId);
-        Map<String, String> context = ProtoMapper.volume(volume).getVolumeContextMap();
+        Map<String, String> context = ProtoMapper.volume(volume, scope).getVolumeContextMap();
         Optional<String> unsupported = request.getVolumeCapabilitiesList().stream()
                 .map(capability -> Capabilities.unsupported(capability, volume))
                 .flatMap(Optional::stream)
@@ -203,7 +269,9 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         Page<Volume> page = pool.volumes().page(Pages.from(request.getStartingToken()), maxEntries);
         var result = ListVolumesResponse.newBuilder().setNextToken(Pages.nextToken(page));
         for (Volume volume : page.entries()) {
-            result.addEntriesBuilder().setVolume(ProtoMapper.volume(volume)).setStatus(ProtoMapper.listStatus(volume));
+            result.addEntriesBuilder()
+                    .setVolume(ProtoMapper.volume(volume, scope))
+                    .setStatus(ProtoMapper.listStatus(volume));
         }
         UnaryReply.send(response, result.build());
     }
@@ -215,7 +283,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         UnaryReply.send(
                 response,
                 ControllerGetVolumeResponse.newBuilder()
-                        .setVolume(ProtoMapper.volume(volume))
+                        .setVolume(ProtoMapper.volume(volume, scope))
                         .setStatus(ProtoMapper.getStatus(volume))
                         .build());
     }
@@ -246,7 +314,9 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void getCapacity(GetCapacityRequest request, StreamObserver<GetCapacityResponse> response) {
         request.getVolumeCapabilitiesList().forEach(Capability::parseServed);
-        long available = pool.space().availableBytes();
+        long available = scope.capacityFor(
+                request.hasAccessibleTopology() ? Optional.of(request.getAccessibleTopology()) : Optional.empty(),
+                pool.space().availableBytes());
         UnaryReply.send(
                 response,
                 GetCapacityResponse.newBuilder()
@@ -258,6 +328,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void controllerExpandVolume(
             ControllerExpandVolumeRequest request, StreamObserver<ControllerExpandVolumeResponse> response) {
+        requireServed(Type.EXPAND_VOLUME);
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         if (request.getCapacityRange().getRequiredBytes() <= 0) {
             throw CsiException.invalidArgument("capacity_range.required_bytes is required: the size to grow to");
@@ -284,6 +355,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void controllerModifyVolume(
             ControllerModifyVolumeRequest request, StreamObserver<ControllerModifyVolumeResponse> response) {
+        requireServed(Type.MODIFY_VOLUME);
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Optional<Allocation> allocation = VolumeParameters.mutable(request.getMutableParamsMap());
         changes.make(
@@ -299,7 +371,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     public void controllerGetCapabilities(
             ControllerGetCapabilitiesRequest request, StreamObserver<ControllerGetCapabilitiesResponse> response) {
         var result = ControllerGetCapabilitiesResponse.newBuilder();
-        CAPABILITIES.stream()
+        capabilities(scope).stream()
                 .sorted()
                 .forEach(type -> result.addCapabilities(ControllerServiceCapability.newBuilder()
                         .setRpc(ControllerServiceCapability.RPC.newBuilder().setType(type))));

@@ -23,6 +23,8 @@ import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * CSI GroupController: group snapshots, several volumes snapshotted by one call (see
@@ -32,12 +34,20 @@ import java.util.Set;
  */
 public final class GroupControllerService extends GroupControllerGrpc.GroupControllerImplBase {
 
+    private static final Logger log = LoggerFactory.getLogger(GroupControllerService.class);
+
     private final Pool pool;
     private final PoolChanges changes;
+    private final MemberFreeze freeze;
 
     public GroupControllerService(Pool pool, OperationLocks locks) {
+        this(pool, locks, MemberFreeze.NONE);
+    }
+
+    public GroupControllerService(Pool pool, OperationLocks locks, MemberFreeze freeze) {
         this.pool = pool;
         this.changes = new PoolChanges(pool, locks);
+        this.freeze = freeze;
     }
 
     @Override
@@ -74,12 +84,23 @@ public final class GroupControllerService extends GroupControllerGrpc.GroupContr
         List<String> ids = new ArrayList<>(List.of(Ids.groupSnapshotIdFor(name)));
         ids.addAll(volumeIds);
         volumeIds.forEach(volumeId -> ids.add(GroupSnapshots.memberIdFor(name, volumeId)));
-        GroupSnapshot group = changes.make(() -> pool.groups().create(name, volumeIds), ids.toArray(String[]::new));
+        GroupSnapshot group = changes.make(() -> take(name, volumeIds), ids.toArray(String[]::new));
         UnaryReply.send(
                 response,
                 CreateVolumeGroupSnapshotResponse.newBuilder()
                         .setGroupSnapshot(message(group))
                         .build());
+    }
+
+    /** The group, its members taken while their file systems are frozen; a retry finds the group made. */
+    private GroupSnapshot take(String name, List<String> volumeIds) {
+        if (pool.groups().find(Ids.groupSnapshotIdFor(name)).isPresent()) {
+            return pool.groups().create(name, volumeIds);
+        }
+        try (MemberFreeze.Frozen frozen = freeze.freeze(volumeIds)) {
+            log.debug("group snapshot {}: file systems of {} frozen", name, frozen.volumeIds());
+            return pool.groups().create(name, volumeIds);
+        }
     }
 
     @Override

@@ -8,6 +8,7 @@ import csi.v1.Csi.ListVolumesResponse;
 import csi.v1.Csi.VolumeContentSource;
 import dev.blockpool.csi.CsiException;
 import dev.blockpool.csi.CsiKeys;
+import dev.blockpool.csi.PoolScope;
 import dev.blockpool.csi.RequestFields;
 import dev.blockpool.pool.Attachments;
 import dev.blockpool.pool.ContentSource;
@@ -39,14 +40,15 @@ final class ProtoMapper {
     }
 
     /**
-     * The CSI volume. It carries no accessible_topology: the pool is one directory shared by every
-     * node (or a single node's own), so a volume is reachable wherever the driver runs.
+     * The CSI volume. Its accessible_topology is the pool's: none on a shared pool (a volume is
+     * reachable wherever the driver runs), the node on a node-local one.
      */
-    static Csi.Volume volume(Volume volume) {
+    static Csi.Volume volume(Volume volume, PoolScope scope) {
         var result = Csi.Volume.newBuilder()
                 .setVolumeId(volume.id())
                 .setCapacityBytes(volume.capacityBytes())
                 .putVolumeContext(CsiKeys.FS_TYPE, volume.fsType());
+        scope.volumeTopology().ifPresent(result::addAccessibleTopology);
         volume.source().ifPresent(source -> result.setContentSource(contentSource(source)));
         return result.build();
     }

@@ -12,6 +12,7 @@ import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.csi.CsiRequests;
 import dev.blockpool.csi.InProcessCsi;
+import dev.blockpool.csi.PoolScope;
 import dev.blockpool.pool.Pool;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -29,6 +30,7 @@ final class ControllerHarness implements AutoCloseable {
 
     private final Path poolDir;
     private final CommandRunner commands;
+    private final PoolScope scope;
     private Pool pool;
     private InProcessCsi served;
     private ControllerGrpc.ControllerBlockingStub stub;
@@ -39,8 +41,17 @@ final class ControllerHarness implements AutoCloseable {
     }
 
     ControllerHarness(Path poolDir, CommandRunner commands) {
+        this(poolDir, commands, PoolScope.shared());
+    }
+
+    ControllerHarness(Path poolDir, PoolScope scope) {
+        this(poolDir, new ProcessCommandRunner(), scope);
+    }
+
+    private ControllerHarness(Path poolDir, CommandRunner commands, PoolScope scope) {
         this.poolDir = poolDir;
         this.commands = commands;
+        this.scope = scope;
         start();
     }
 
@@ -48,7 +59,7 @@ final class ControllerHarness implements AutoCloseable {
         // settle time zero: at start-up everything unfinished is treated as left by a crash
         pool = Pool.open(poolDir, commands, Clock.systemUTC(), Duration.ZERO);
         OperationLocks locks = new OperationLocks();
-        served = InProcessCsi.serve(new ControllerService(pool, locks), new GroupControllerService(pool, locks));
+        served = InProcessCsi.serve(new ControllerService(pool, locks, scope), new GroupControllerService(pool, locks));
         pool.reconcile(locks); // as the driver does once it serves
         stub = ControllerGrpc.newBlockingStub(served.channel());
         groupStub = GroupControllerGrpc.newBlockingStub(served.channel());

@@ -45,6 +45,7 @@ import csi.v1.Csi.VolumeHealth;
 import csi.v1.Csi.VolumeHealthErrorType;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.csi.Sizes;
 import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.NodeRecord;

@@ -205,7 +205,10 @@ public final class AotTraining {
                         "--log-level",
                         "info",
                         "--max-volumes-per-node",
-                        "8"));
+                        "8",
+                        // Shared: the one scope that serves every call the training makes (ControllerPublish too).
+                        "--pool-scope",
+                        "shared"));
     }
 
     private static Path socket(Path work) {

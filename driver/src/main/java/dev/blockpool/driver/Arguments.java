@@ -1,6 +1,7 @@
 package dev.blockpool.driver;
 
 import dev.blockpool.common.Endpoint;
+import dev.blockpool.csi.PoolScope;
 import dev.blockpool.driver.LogConfigurator.LogFormat;
 import dev.blockpool.driver.LogConfigurator.LogLevel;
 import dev.blockpool.metrics.HttpAddress;
@@ -41,7 +42,8 @@ record Arguments(
         LogFormat logFormat,
         int shutdownGraceSeconds,
         Optional<HttpAddress> httpEndpoint,
-        Action action) {
+        Action action,
+        PoolScope.Kind poolScope) {
 
     /** What the command line asks for: the driver, or only its help or version (help first, when both are asked). */
     enum Action {
@@ -72,6 +74,11 @@ record Arguments(
             valued("pool-dir", "DIR", "Directory of the storage pool (default: /var/lib/blockpool).");
     private static final Option MODE =
             valued("mode", "MODE", "Services to serve besides Identity: controller, node or all (default: all).");
+    private static final Option POOL_SCOPE = valued(
+            "pool-scope",
+            "SCOPE",
+            "node: the pool is this node's own, its volumes pinned here by topology; shared: one pool every node "
+                    + "mounts (NFS, GlusterFS) (default: node).");
     private static final Option MAX_VOLUMES =
             valued("max-volumes-per-node", "N", "Volumes this node can have attached at once (default: 64).");
     private static final Option LOG_LEVEL = valued("log-level", "LEVEL", "error, warn, info or debug (default: info).");
@@ -101,6 +108,7 @@ record Arguments(
             NODE_ID,
             DRIVER_NAME,
             POOL_DIR,
+            POOL_SCOPE,
             MODE,
             MAX_VOLUMES,
             LOG_LEVEL,
@@ -163,7 +171,8 @@ record Arguments(
                 httpEndpoint.isEmpty()
                         ? Optional.empty()
                         : Optional.of(convert(HTTP_ENDPOINT, httpEndpoint, HttpAddress::parse)),
-                line.hasOption(HELP) ? Action.HELP : line.hasOption(VERSION) ? Action.VERSION : Action.SERVE);
+                line.hasOption(HELP) ? Action.HELP : line.hasOption(VERSION) ? Action.VERSION : Action.SERVE,
+                oneOf(POOL_SCOPE, line.getOptionValue(POOL_SCOPE, "node"), PoolScope.Kind.class));
     }
 
     /** The help, on standard output: usage, options in the order above, and the FlexVolume entry. */

@@ -8,8 +8,11 @@ import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.controller.ControllerService;
 import dev.blockpool.controller.GroupControllerService;
+import dev.blockpool.controller.MemberFreeze;
 import dev.blockpool.controller.SnapshotMetadataService;
+import dev.blockpool.csi.PoolScope;
 import dev.blockpool.csi.StatusInterceptor;
+import dev.blockpool.host.FilesystemFreezes;
 import dev.blockpool.host.HostFilesystems;
 import dev.blockpool.host.KubeletPaths;
 import dev.blockpool.host.NodeHost;
@@ -17,6 +20,7 @@ import dev.blockpool.identity.HostReadiness;
 import dev.blockpool.identity.IdentityService;
 import dev.blockpool.identity.PoolLookWithin;
 import dev.blockpool.identity.Readiness;
+import dev.blockpool.metrics.BuildInfo;
 import dev.blockpool.metrics.DriverMetrics;
 import dev.blockpool.node.NodeCensus;
 import dev.blockpool.node.NodeIdentity;
@@ -120,9 +124,21 @@ public final class Driver {
         List<String> tools = new ArrayList<>();
         Optional<NodeClaim> nodeClaim = Optional.empty();
         Optional<NodeCensus> nodeCensus = Optional.empty();
+        NodeHost nodeHost = null;
+        MemberFreeze freeze = MemberFreeze.NONE;
+        if (config.mode().servesNode()) {
+            nodeHost = NodeHost.onThisHost(commands, blocking);
+            if (config.mode().servesController() && config.scope() instanceof PoolScope.NodeLocal) {
+                // Here one process holds both the pool and the members' mounts: groups of one instant.
+                GroupMemberFreeze members =
+                        new GroupMemberFreeze(pool, FilesystemFreezes.onThisHost(nodeHost.loops(), blocking));
+                members.thawLeftovers();
+                freeze = members;
+            }
+        }
         if (config.mode().servesController()) {
-            services.add(new ControllerService(pool, locks).bindService());
-            services.add(new GroupControllerService(pool, locks).bindService());
+            services.add(new ControllerService(pool, locks, config.scope()).bindService());
+            services.add(new GroupControllerService(pool, locks, freeze).bindService());
             services.add(new SnapshotMetadataService(pool).bindService());
             capabilities.add(IdentityService.service(PluginCapability.Service.Type.CONTROLLER_SERVICE));
             capabilities.add(IdentityService.service(PluginCapability.Service.Type.GROUP_CONTROLLER_SERVICE));
@@ -130,6 +146,10 @@ public final class Driver {
             capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.ONLINE));
             capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.OFFLINE));
             tools.addAll(ImageFiles.TOOLS);
+        }
+        if (config.scope() instanceof PoolScope.NodeLocal) {
+            // Each volume is reachable only on the node whose pool holds it (its accessible_topology).
+            capabilities.add(IdentityService.service(PluginCapability.Service.Type.VOLUME_ACCESSIBILITY_CONSTRAINTS));
         }
         if (config.mode().servesNode()) {
             NodeIdentity node = NodeIdentity.of(config.nodeId(), config.maxVolumesPerNode());
@@ -142,12 +162,11 @@ public final class Driver {
                 // ControllerPublish checks the node and its attach limit against this record.
                 pool.nodes().register(new NodeRecord(node.nodeId(), node.maxVolumesPerNode(), node.topology()));
             }
-            NodeHost host = NodeHost.onThisHost(commands, blocking);
             KubeletPaths paths =
                     new KubeletPaths(config.poolDir(), config.endpoint().socketPath());
-            PoolVolumeCatalog catalog = new PoolVolumeCatalog(pool);
-            services.add(new NodeService(node, catalog, host, paths, locks).bindService());
-            nodeCensus = Optional.of(new NodeCensus(host, catalog));
+            PoolVolumeCatalog catalog = new PoolVolumeCatalog(pool, config.scope());
+            services.add(new NodeService(node, catalog, nodeHost, paths, locks).bindService());
+            nodeCensus = Optional.of(new NodeCensus(nodeHost, catalog));
             tools.addAll(HostFilesystems.TOOLS); // mounts and loop devices are system calls
         }
 
@@ -177,10 +196,12 @@ public final class Driver {
         if (config.httpEndpoint().isPresent()) {
             metrics = Optional.of(DriverMetrics.serve(
                     config.httpEndpoint().get(),
-                    config.driverName(),
-                    version,
-                    Main.buildProperty("csiSpecVersion"),
-                    config.mode().name().toLowerCase(Locale.ROOT)));
+                    new BuildInfo.Build(
+                            config.driverName(),
+                            version,
+                            Main.buildProperty("csiSpecVersion"),
+                            config.mode().name().toLowerCase(Locale.ROOT),
+                            config.poolScope().name().toLowerCase(Locale.ROOT))));
             if (config.mode().servesController()) {
                 metrics.get().countPool(pool::census);
             }
@@ -208,12 +229,13 @@ public final class Driver {
             work.add(NodeHost.prepareInBackground());
         }
         log.info(
-                "{} {} serving {} on {} (node {}, pool {})",
+                "{} {} serving {} on {} (node {}, {} pool {})",
                 config.driverName(),
                 version,
                 config.mode().name().toLowerCase(),
                 config.endpoint(),
                 config.nodeId(),
+                config.poolScope().name().toLowerCase(),
                 config.poolDir());
         metrics.ifPresent(
                 m -> log.info("serving metrics on {}", config.httpEndpoint().get()));

@@ -1,6 +1,7 @@
 package dev.blockpool.driver;
 
 import dev.blockpool.common.Endpoint;
+import dev.blockpool.csi.PoolScope;
 import dev.blockpool.metrics.HttpAddress;
 import java.nio.file.Path;
 import java.util.Optional;
@@ -13,11 +14,17 @@ public record DriverConfig(
         Path poolDir,
         Mode mode,
         int maxVolumesPerNode,
+        PoolScope.Kind poolScope,
         Optional<HttpAddress> httpEndpoint) {
 
-    /** A driver that serves no metrics. */
+    /** A driver on a shared pool that serves no metrics. */
     public DriverConfig(
             Endpoint endpoint, String nodeId, String driverName, Path poolDir, Mode mode, int maxVolumesPerNode) {
-        this(endpoint, nodeId, driverName, poolDir, mode, maxVolumesPerNode, Optional.empty());
+        this(endpoint, nodeId, driverName, poolDir, mode, maxVolumesPerNode, PoolScope.Kind.SHARED, Optional.empty());
+    }
+
+    /** The scope of this driver's pool: node-local pools are this node's. */
+    public PoolScope scope() {
+        return poolScope == PoolScope.Kind.NODE ? PoolScope.nodeLocal(nodeId) : PoolScope.shared();
     }
 }

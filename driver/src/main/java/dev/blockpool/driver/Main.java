@@ -129,6 +129,7 @@ public final class Main {
                 pool,
                 arguments.mode(),
                 maxVolumesPerNode,
+                arguments.poolScope(),
                 arguments.httpEndpoint());
     }
 

@@ -3,6 +3,7 @@ package dev.blockpool.driver;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.blockpool.csi.PoolScope;
 import dev.blockpool.driver.LogConfigurator.LogFormat;
 import dev.blockpool.driver.LogConfigurator.LogLevel;
 import dev.blockpool.metrics.HttpAddress;
@@ -30,6 +31,14 @@ class ArgumentsTest {
         assertThat(arguments.logFormat()).isEqualTo(LogFormat.TEXT);
         assertThat(arguments.shutdownGraceSeconds()).isEqualTo(25);
         assertThat(arguments.httpEndpoint()).isEmpty();
+        assertThat(arguments.poolScope()).isEqualTo(PoolScope.Kind.NODE);
+    }
+
+    @Test
+    void thePoolScopeIsNodeOrShared() throws Exception {
+        assertThat(parse(Map.of(), "--pool-scope", "shared").poolScope()).isEqualTo(PoolScope.Kind.SHARED);
+        assertThatThrownBy(() -> parse(Map.of(), "--pool-scope", "cluster"))
+                .hasMessage("Invalid value for option '--pool-scope': 'cluster': expected one of node, shared");
     }
 
     @Test

@@ -10,6 +10,7 @@ import csi.v1.Csi.ProbeRequest;
 import csi.v1.Csi.VolumeCapability;
 import csi.v1.IdentityGrpc;
 import dev.blockpool.common.Endpoint;
+import dev.blockpool.csi.PoolScope;
 import dev.blockpool.csi.RawRequests;
 import dev.blockpool.metrics.HttpAddress;
 import io.grpc.CallOptions;
@@ -54,6 +55,7 @@ class DriverMetricsTest {
                                 dir.resolve("pool"),
                                 Mode.CONTROLLER,
                                 8,
+                                PoolScope.Kind.SHARED,
                                 Optional.of(new HttpAddress("127.0.0.1", 0))),
                         "1.2.3")
                 .start();
@@ -88,8 +90,9 @@ class DriverMetricsTest {
                     .contains(series + "\"InvalidArgument\",method_name=\"/csi.v1.Identity/Probe\"} 1")
                     .contains(series + "\"OK\",method_name=\"/csi.v1.Identity/Probe\"} 1")
                     .contains(series + "\"OK\",method_name=\"/csi.v1.Controller/CreateVolume\"} 1")
-                    .contains("blockpool_build_info{csi_spec_version=\"" + System.getProperty("csi.spec.version")
-                            + "\",driver_name=\"blockpool.csi.dev\",mode=\"controller\",version=\"1.2.3\"} 1")
+                    .contains(
+                            "blockpool_build_info{csi_spec_version=\"" + System.getProperty("csi.spec.version")
+                                    + "\",driver_name=\"blockpool.csi.dev\",mode=\"controller\",pool_scope=\"shared\",version=\"1.2.3\"} 1")
                     .contains("# TYPE blockpool_pool_volumes gauge");
         } finally {
             channel.shutdownNow();

@@ -12,14 +12,17 @@ public final class BuildInfo {
      * @param version this build's version
      * @param csiSpecVersion the CSI spec it serves
      * @param mode the services it serves: controller, node or all
+     * @param poolScope whose pool it serves: node (this node's own) or shared
      */
-    public static void register(
-            PrometheusRegistry registry, String driverName, String version, String csiSpecVersion, String mode) {
+    public record Build(String driverName, String version, String csiSpecVersion, String mode, String poolScope) {}
+
+    public static void register(PrometheusRegistry registry, Build build) {
         Info.builder()
                 .name("blockpool_build_info")
-                .help("The driver that serves: its name, version, the CSI spec version and its mode")
-                .labelNames("driver_name", "version", "csi_spec_version", "mode")
+                .help("The driver that serves: its name, version, the CSI spec version, its mode and pool scope")
+                .labelNames("driver_name", "version", "csi_spec_version", "mode", "pool_scope")
                 .register(registry)
-                .setLabelValues(driverName, version, csiSpecVersion, mode);
+                .setLabelValues(
+                        build.driverName(), build.version(), build.csiSpecVersion(), build.mode(), build.poolScope());
     }
 }

@@ -24,18 +24,15 @@ public final class DriverMetrics implements AutoCloseable {
 
     private final MetricsEndpoint endpoint;
 
-    private DriverMetrics(HttpAddress address, String driverName, String version, String csiSpecVersion, String mode)
-            throws IOException {
-        BuildInfo.register(registry, driverName, version, csiSpecVersion, mode);
-        this.calls = new CallHistogram(registry, driverName);
+    private DriverMetrics(HttpAddress address, BuildInfo.Build build) throws IOException {
+        BuildInfo.register(registry, build);
+        this.calls = new CallHistogram(registry, build.driverName());
         this.endpoint = MetricsEndpoint.start(address, registry);
     }
 
     /** Serves the build info and the call histogram on {@code address} from now on. */
-    public static DriverMetrics serve(
-            HttpAddress address, String driverName, String version, String csiSpecVersion, String mode)
-            throws IOException {
-        return new DriverMetrics(address, driverName, version, csiSpecVersion, mode);
+    public static DriverMetrics serve(HttpAddress address, BuildInfo.Build build) throws IOException {
+        return new DriverMetrics(address, build);
     }
 
     /** The interceptor that counts the calls: to go around every other, to see what the client sees. */

@@ -66,12 +66,12 @@ class PoolGaugesTest {
 
     @Test
     void theBuildIsNamedOnce() {
-        BuildInfo.register(registry, "blockpool.csi.dev", "1.2.3", "v1.13.0", "all");
+        BuildInfo.register(registry, new BuildInfo.Build("blockpool.csi.dev", "1.2.3", "v1.13.0", "all", "node"));
 
         assertThat(Scrape.values(
                         Scrape.of(registry),
                         "blockpool_build_info{csi_spec_version=\"v1.13.0\",driver_name=\"blockpool.csi.dev\","
-                                + "mode=\"all\",version=\"1.2.3\"}"))
+                                + "mode=\"all\",pool_scope=\"node\",version=\"1.2.3\"}"))
                 .containsExactly(1.0);
     }
 }

@@ -33,6 +33,7 @@ import dev.blockpool.csi.HealthMessages;
 import dev.blockpool.csi.InPlaceCalls;
 import dev.blockpool.csi.Quantity;
 import dev.blockpool.csi.RequestFields;
+import dev.blockpool.csi.Sizes;
 import dev.blockpool.csi.UnaryReply;
 import dev.blockpool.host.KubeletPaths;
 import dev.blockpool.host.MountTable;
@@ -317,6 +318,9 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             Path path = given.isAbsolute() ? MountTable.asListed(given) : given;
             if (!path.isAbsolute() || PathState.of(path) instanceof PathState.Missing) {
                 throw CsiException.notFound("volume path %s does not exist", volumePath);
+            }
+            if (required > 0) {
+                volumes.growImage(volume, Sizes.choose(request.getCapacityRange()));
             }
             long capacity = host.resizer().expand(volume.image(), path, block);
             if (capacity < required) {

@@ -2,6 +2,7 @@ package dev.blockpool.node;
 
 import dev.blockpool.common.HealthProblem;
 import dev.blockpool.csi.CsiKeys;
+import dev.blockpool.csi.PoolScope;
 import dev.blockpool.csi.RequestFields;
 import dev.blockpool.node.NodeVolume.Lifetime;
 import dev.blockpool.pool.AccessType;
@@ -27,9 +28,15 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
     static final String EPHEMERAL_NAME_PREFIX = "ephemeral:";
 
     private final Pool pool;
+    private final PoolScope scope;
 
     public PoolVolumeCatalog(Pool pool) {
+        this(pool, PoolScope.shared());
+    }
+
+    public PoolVolumeCatalog(Pool pool, PoolScope scope) {
         this.pool = pool;
+        this.scope = scope;
     }
 
     /**
@@ -88,6 +95,13 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
                         Map.of(CsiKeys.EPHEMERAL, "true"),
                         Optional.empty()));
         return toNodeVolume(volume, Lifetime.EPHEMERAL);
+    }
+
+    @Override
+    public void growImage(NodeVolume volume, long bytes) {
+        if (scope instanceof PoolScope.NodeLocal) {
+            pool.volumes().expand(volume.id(), bytes); // a size it has already leaves it as it is
+        }
     }
 
     @Override

@@ -46,6 +46,13 @@ public interface VolumeCatalog {
     /** Creates (idempotently) the ephemeral inline volume for kubelet's handle. */
     NodeVolume createEphemeral(String handle, long capacityBytes, String fsType);
 
+    /**
+     * Grows the volume's image to at least {@code bytes} where the node does it: on a node-local
+     * pool no controller reaches the image, so NodeExpandVolume grows it; on a shared pool
+     * ControllerExpandVolume has, and this leaves it alone.
+     */
+    void growImage(NodeVolume volume, long bytes);
+
     /** Deletes a volume; a volume already gone is fine. */
     void delete(NodeVolume volume);
 }

@@ -66,6 +66,11 @@ class NodeCensusTest {
             }
 
             @Override
+            public void growImage(NodeVolume volume, long bytes) {
+                throw new UnsupportedOperationException();
+            }
+
+            @Override
             public void delete(NodeVolume volume) {
                 throw new UnsupportedOperationException();
             }

@@ -98,6 +98,9 @@ class NodeServiceTest {
             }
 
             @Override
+            public void growImage(NodeVolume volume, long bytes) {}
+
+            @Override
             public void delete(NodeVolume volume) {
                 catalog.values().remove(volume);
             }

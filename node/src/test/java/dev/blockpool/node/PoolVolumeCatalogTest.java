@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.csi.CsiKeys;
+import dev.blockpool.csi.PoolScope;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Pool;
@@ -80,5 +81,26 @@ class PoolVolumeCatalogTest {
                         Map.of(),
                         Optional.empty()));
         assertThat(catalog.find("csi-feed")).isEmpty();
+    }
+
+    @Test
+    void onANodeLocalPoolTheNodeGrowsTheImageOnASharedOneTheControllerDoes() {
+        Volume volume = pool.volumes()
+                .create(new VolumeSpec(
+                        "pvc-grow",
+                        1 << 20,
+                        "ext4",
+                        Allocation.SPARSE,
+                        Set.of(AccessType.MOUNT),
+                        Map.of(),
+                        Optional.empty()));
+        NodeVolume onNode = catalog.find(volume.id()).orElseThrow();
+
+        catalog.growImage(onNode, 4 << 20);
+        assertThat(pool.volumes().get(volume.id()).capacityBytes()).isEqualTo(1 << 20);
+
+        new PoolVolumeCatalog(pool, PoolScope.nodeLocal("node-a")).growImage(onNode, 4 << 20);
+        assertThat(pool.volumes().get(volume.id()).capacityBytes()).isEqualTo(4 << 20);
+        assertThat(pool.volumes().imagePath(volume.id())).hasSize(4 << 20);
     }
 }

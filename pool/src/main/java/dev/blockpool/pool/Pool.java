@@ -17,6 +17,7 @@ import java.time.Duration;
  *   snapshots/&lt;id&gt;.img, snapshots/&lt;id&gt;.json  snapshot images and their metadata
  *   groups/&lt;id&gt;.json                           group snapshots: the commit point of their member snapshots
  *   nodes/&lt;node-id&gt;.json                        registered nodes
+ *   frozen/&lt;volume-id&gt;                          a volume whose file system a group snapshot is freezing
  *   nodes/&lt;node-id&gt;.lock                        held by the one node plugin of that ID
  *   controller.lock, records.lock                 locks every process sharing the pool takes
  * </pre>
@@ -67,7 +68,7 @@ public final class Pool {
     public static Pool open(
             Path root, CommandRunner commands, Clock clock, Duration settleTime, BlockingCalls blocking) {
         try {
-            for (String dir : new String[] {"volumes", "snapshots", "groups", "nodes"}) {
+            for (String dir : new String[] {"volumes", "snapshots", "groups", "nodes", "frozen"}) {
                 Files.createDirectories(root.resolve(dir));
             }
             // made now, so that no later call that only looks leaves the pool changed
@@ -111,6 +112,11 @@ public final class Pool {
 
     public GroupSnapshots groups() {
         return groups;
+    }
+
+    /** The volumes whose file systems a group snapshot of this host is freezing. */
+    public FreezeMarks freezeMarks() {
+        return new FreezeMarks(root.resolve("frozen"));
     }
 
     public Nodes nodes() {

@@ -174,6 +174,13 @@ public final class Volumes {
         return changed;
     }
 
+    /** Whether the snapshot or volume to copy from is in this pool. */
+    public boolean holds(ContentSource source) {
+        return source.kind() == ContentSource.Kind.SNAPSHOT
+                ? snapshots.find(source.id()).isPresent()
+                : find(source.id()).isPresent();
+    }
+
     /** The size of a snapshot or volume to copy from; NOT_FOUND when it does not exist. */
     public long sourceSize(ContentSource source) {
         return resolve(source).size();

@@ -115,6 +115,9 @@ final class DriverProcess implements AutoCloseable {
                 nodeId,
                 "--mode",
                 mode,
+                // What these tests attack is a pool every process shares: one controller, many nodes.
+                "--pool-scope",
+                "shared",
                 "--log-level",
                 logLevel));
         command.addAll(extraArgs);

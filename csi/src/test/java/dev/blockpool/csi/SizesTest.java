@@ -1,13 +1,12 @@
-package dev.blockpool.controller;
+package dev.blockpool.csi;
 
-import static dev.blockpool.controller.Sizes.GIB;
-import static dev.blockpool.controller.Sizes.MIB;
+import static dev.blockpool.csi.Sizes.GIB;
+import static dev.blockpool.csi.Sizes.MIB;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import csi.v1.Csi.CapacityRange;
-import dev.blockpool.csi.CsiException;
 import io.grpc.Status;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -1,25 +1,24 @@
-package dev.blockpool.controller;
+package dev.blockpool.csi;
 
 import csi.v1.Csi.CapacityRange;
-import dev.blockpool.csi.CsiException;
 
 /** Turns a CSI capacity range into an image size. */
-final class Sizes {
+public final class Sizes {
 
-    static final long MIB = 1024 * 1024;
-    static final long GIB = 1024 * MIB;
-    static final long DEFAULT_BYTES = GIB;
+    public static final long MIB = 1024 * 1024;
+    public static final long GIB = 1024 * MIB;
+    public static final long DEFAULT_BYTES = GIB;
     /** Loop devices work in 512-byte sectors and filesystems in 4 KiB blocks: sizes are whole MiB when possible. */
     private static final long ALIGNMENT = MIB;
 
     private static final long MIN_ALIGNMENT = 4096;
     /** The largest size of whole 4 KiB blocks a file offset can express; rounding past it would overflow. */
-    static final long LARGEST = Long.MAX_VALUE / MIN_ALIGNMENT * MIN_ALIGNMENT;
+    public static final long LARGEST = Long.MAX_VALUE / MIN_ALIGNMENT * MIN_ALIGNMENT;
 
     private Sizes() {}
 
     /** The size to provision: the required bytes (or the default) rounded up to a MiB, within the limit. */
-    static long choose(CapacityRange range) {
+    public static long choose(CapacityRange range) {
         return choose(range, 0);
     }
 
@@ -28,7 +27,7 @@ final class Sizes {
      * filesystem can be made on): a request may be given more than it asks, never more than its
      * limit.
      */
-    static long choose(CapacityRange range, long minimum) {
+    public static long choose(CapacityRange range, long minimum) {
         long limit = range.getLimitBytes();
         if (limit > 0 && minimum > limit) {
             throw CsiException.outOfRange(

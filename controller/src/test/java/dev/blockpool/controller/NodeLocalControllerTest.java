@@ -1,0 +1,257 @@
+package dev.blockpool.controller;
+
+import static dev.blockpool.controller.ControllerHarness.MIB;
+import static dev.blockpool.controller.ControllerHarness.createRequest;
+import static dev.blockpool.controller.ControllerHarness.fromSnapshot;
+import static dev.blockpool.controller.ControllerHarness.fromVolume;
+import static dev.blockpool.controller.ControllerHarness.singleWriter;
+import static dev.blockpool.csi.StatusAssertions.failure;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import csi.v1.Csi.ControllerExpandVolumeRequest;
+import csi.v1.Csi.ControllerGetCapabilitiesRequest;
+import csi.v1.Csi.ControllerModifyVolumeRequest;
+import csi.v1.Csi.ControllerPublishVolumeRequest;
+import csi.v1.Csi.ControllerServiceCapability.RPC.Type;
+import csi.v1.Csi.ControllerUnpublishVolumeRequest;
+import csi.v1.Csi.CreateSnapshotRequest;
+import csi.v1.Csi.CreateVolumeRequest;
+import csi.v1.Csi.GetCapacityRequest;
+import csi.v1.Csi.ListVolumesRequest;
+import csi.v1.Csi.Topology;
+import csi.v1.Csi.TopologyRequirement;
+import csi.v1.Csi.Volume;
+import dev.blockpool.csi.PoolScope;
+import dev.blockpool.pool.Ids;
+import io.grpc.Status;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A controller on its node's own pool (--pool-scope node): what the CO's topology can and cannot ask of it. */
+class NodeLocalControllerTest {
+
+    private static final String NODE = "node-a";
+    private static final Topology HERE = topology(NODE);
+    private static final Topology ELSEWHERE = topology("node-b");
+
+    @TempDir
+    Path poolDir;
+
+    private ControllerHarness controller;
+
+    @BeforeEach
+    void start() {
+        controller = new ControllerHarness(poolDir, PoolScope.nodeLocal(NODE));
+    }
+
+    @AfterEach
+    void stop() {
+        controller.close();
+    }
+
+    private static Topology topology(String node) {
+        return Topology.newBuilder()
+                .putSegments("topology.blockpool.csi.dev/node", node)
+                .build();
+    }
+
+    private static TopologyRequirement requisite(Topology... topologies) {
+        return TopologyRequirement.newBuilder()
+                .addAllRequisite(java.util.List.of(topologies))
+                .addAllPreferred(java.util.List.of(topologies))
+                .build();
+    }
+
+    private long capacity(GetCapacityRequest.Builder request) {
+        return controller.stub().getCapacity(request.build()).getAvailableCapacity();
+    }
+
+    /** CreateVolume of {@code request} fails with {@code code}. */
+    private io.grpc.StatusRuntimeException refused(CreateVolumeRequest.Builder request, Status.Code code) {
+        return failure(() -> controller.stub().createVolume(request.build()), code);
+    }
+
+    private long poolImages() throws IOException {
+        try (Stream<Path> files = Files.list(poolDir.resolve("volumes"))) {
+            return files.count();
+        }
+    }
+
+    @Test
+    void aVolumeForThisNodeIsMadeHereAndPinnedHere() {
+        Volume volume = controller
+                .stub()
+                .createVolume(createRequest("pvc-here", MIB)
+                        .setAccessibilityRequirements(requisite(ELSEWHERE, HERE))
+                        .build())
+                .getVolume();
+
+        assertThat(volume.getAccessibleTopologyList()).containsExactly(HERE);
+        assertThat(controller
+                        .stub()
+                        .listVolumes(ListVolumesRequest.getDefaultInstance())
+                        .getEntries(0)
+                        .getVolume()
+                        .getAccessibleTopologyList())
+                .containsExactly(HERE);
+    }
+
+    @Test
+    void aVolumeRequiredElsewhereIsResourceExhaustedAndNothingIsMade() throws IOException {
+        var e = refused(
+                createRequest("pvc-there", MIB).setAccessibilityRequirements(requisite(ELSEWHERE)),
+                Status.Code.RESOURCE_EXHAUSTED);
+
+        assertThat(e.getStatus().getDescription()).contains("node-a", "node-b");
+        assertThat(poolImages()).isZero();
+    }
+
+    @Test
+    void preferredTopologiesAloneAlsoPlaceTheVolume() {
+        TopologyRequirement preferredElsewhere =
+                TopologyRequirement.newBuilder().addPreferred(ELSEWHERE).build();
+        refused(
+                createRequest("pvc-pref", MIB).setAccessibilityRequirements(preferredElsewhere),
+                Status.Code.RESOURCE_EXHAUSTED);
+
+        Volume anywhere = controller
+                .stub()
+                .createVolume(createRequest("pvc-any", MIB).build())
+                .getVolume();
+        assertThat(anywhere.getAccessibleTopologyList()).containsExactly(HERE);
+    }
+
+    @Test
+    void aTopologyWithSegmentsThisNodeDoesNotHaveIsNotThisNode() {
+        Topology zoned = HERE.toBuilder()
+                .putSegments("topology.kubernetes.io/zone", "z1")
+                .build();
+        refused(
+                createRequest("pvc-zoned", MIB).setAccessibilityRequirements(requisite(zoned)),
+                Status.Code.RESOURCE_EXHAUSTED);
+    }
+
+    @Test
+    void capacityIsThePoolsForThisNodeAndNoneForAnother() {
+        long here = capacity(GetCapacityRequest.newBuilder().setAccessibleTopology(HERE));
+        long unasked = capacity(GetCapacityRequest.newBuilder());
+        long there = capacity(GetCapacityRequest.newBuilder().setAccessibleTopology(ELSEWHERE));
+
+        assertThat(here).isPositive();
+        assertThat(unasked).isPositive();
+        assertThat(there).isZero();
+    }
+
+    @Test
+    void aRestoreOrCloneWhoseSourceIsNotHereIsRescheduledWhenTheNodeWasChosen() throws IOException {
+        String missingSnapshot = Ids.snapshotIdFor("on-another-node");
+        String missingVolume = Ids.volumeIdFor("on-another-node");
+
+        var restore = refused(
+                createRequest("pvc-restore", MIB)
+                        .setVolumeContentSource(fromSnapshot(missingSnapshot))
+                        .setAccessibilityRequirements(requisite(HERE)),
+                Status.Code.RESOURCE_EXHAUSTED);
+        assertThat(restore.getStatus().getDescription()).contains("node-a", "topology.blockpool.csi.dev/node");
+        refused(
+                createRequest("pvc-clone", MIB)
+                        .setVolumeContentSource(fromVolume(missingVolume))
+                        .setAccessibilityRequirements(requisite(HERE)),
+                Status.Code.RESOURCE_EXHAUSTED);
+        // Asked without a placement, a source that is not here is simply not found.
+        refused(
+                createRequest("pvc-restore", MIB).setVolumeContentSource(fromSnapshot(missingSnapshot)),
+                Status.Code.NOT_FOUND);
+        assertThat(poolImages()).isZero();
+    }
+
+    @Test
+    void aRestoreOfASnapshotHereIsMadeHere() {
+        String source = controller
+                .stub()
+                .createVolume(createRequest("pvc-source", MIB).build())
+                .getVolume()
+                .getVolumeId();
+        String snapshot = controller
+                .stub()
+                .createSnapshot(CreateSnapshotRequest.newBuilder()
+                        .setName("snap")
+                        .setSourceVolumeId(source)
+                        .build())
+                .getSnapshot()
+                .getSnapshotId();
+
+        Volume restored = controller
+                .stub()
+                .createVolume(createRequest("pvc-restored", MIB)
+                        .setVolumeContentSource(fromSnapshot(snapshot))
+                        .setAccessibilityRequirements(requisite(HERE))
+                        .build())
+                .getVolume();
+        assertThat(restored.getAccessibleTopologyList()).containsExactly(HERE);
+    }
+
+    @Test
+    void whatOneClusterWideSidecarWouldCallIsNeitherAdvertisedNorServed() {
+        assertThat(controller
+                        .stub()
+                        .controllerGetCapabilities(ControllerGetCapabilitiesRequest.getDefaultInstance())
+                        .getCapabilitiesList())
+                .extracting(c -> c.getRpc().getType())
+                .contains(Type.CREATE_DELETE_VOLUME, Type.GET_CAPACITY, Type.CREATE_DELETE_SNAPSHOT, Type.CLONE_VOLUME)
+                .doesNotContain(
+                        Type.PUBLISH_UNPUBLISH_VOLUME,
+                        Type.PUBLISH_READONLY,
+                        Type.LIST_VOLUMES_PUBLISHED_NODES,
+                        Type.EXPAND_VOLUME,
+                        Type.MODIFY_VOLUME);
+        String id = controller
+                .stub()
+                .createVolume(createRequest("pvc-x", MIB).build())
+                .getVolume()
+                .getVolumeId();
+
+        failure(
+                () -> controller
+                        .stub()
+                        .controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder()
+                                .setVolumeId(id)
+                                .setNodeId(NODE)
+                                .setVolumeCapability(singleWriter())
+                                .build()),
+                Status.Code.UNIMPLEMENTED);
+        failure(
+                () -> controller
+                        .stub()
+                        .controllerUnpublishVolume(ControllerUnpublishVolumeRequest.newBuilder()
+                                .setVolumeId(id)
+                                .build()),
+                Status.Code.UNIMPLEMENTED);
+        failure(
+                () -> controller
+                        .stub()
+                        .controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder()
+                                .setVolumeId(id)
+                                .build()),
+                Status.Code.UNIMPLEMENTED);
+        failure(
+                () -> controller
+                        .stub()
+                        .controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                                .setVolumeId(id)
+                                .build()),
+                Status.Code.UNIMPLEMENTED);
+    }
+
+    @Test
+    void aSharedPoolOffersEveryCall() {
+        assertThat(ControllerService.capabilities(PoolScope.shared())).isEqualTo(ControllerService.CAPABILITIES);
+        assertThat(ControllerService.CAPABILITIES).containsAll(ControllerService.CLUSTER_WIDE);
+    }
+}

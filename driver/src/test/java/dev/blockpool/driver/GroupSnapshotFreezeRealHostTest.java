@@ -1,0 +1,289 @@
+package dev.blockpool.driver;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import csi.v1.ControllerGrpc;
+import csi.v1.Csi;
+import csi.v1.Csi.VolumeCapability;
+import csi.v1.GroupControllerGrpc;
+import csi.v1.NodeGrpc;
+import dev.blockpool.common.BlockingCalls;
+import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.Endpoint;
+import dev.blockpool.common.HostRequirements;
+import dev.blockpool.common.NeedsRoot;
+import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.csi.PoolScope;
+import dev.blockpool.host.FilesystemFreezes;
+import dev.blockpool.host.NodeHost;
+import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.ReconcileSteps;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
+import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A group snapshot on a node-local pool is of one instant: a writer that writes a counter to
+ * one volume and then the same counter to another, each write flushed, never finds the pair
+ * restored from a group out of order (the second ahead of the first), and a file system a dead
+ * driver left frozen is thawed by the next one to start.
+ */
+@NeedsRoot
+class GroupSnapshotFreezeRealHostTest {
+
+    private static final long MIB = 1L << 20;
+    private static final String NODE = "freeze-node";
+    private static final CommandRunner RUNNER = new ProcessCommandRunner();
+    private static final VolumeCapability EXT4 = VolumeCapability.newBuilder()
+            .setMount(VolumeCapability.MountVolume.newBuilder().setFsType("ext4"))
+            .setAccessMode(VolumeCapability.AccessMode.newBuilder()
+                    .setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
+            .build();
+
+    private Path dir;
+    private Driver.Running driver;
+    private EventLoopGroup clientLoop;
+    private ManagedChannel channel;
+    private ControllerGrpc.ControllerBlockingStub controller;
+    private NodeGrpc.NodeBlockingStub node;
+
+    @BeforeEach
+    void start() throws Exception {
+        HostRequirements.assumeRootWithLoopDevices();
+        HostRequirements.assumeCommand("mkfs.ext4");
+        dir = Files.createTempDirectory("blockpool-freeze-");
+        Endpoint socket = Endpoint.parse(dir.resolve("csi.sock").toString());
+        driver = new Driver(
+                        new DriverConfig(
+                                socket,
+                                NODE,
+                                "blockpool.csi.dev",
+                                dir.resolve("pool"),
+                                Mode.ALL,
+                                8,
+                                PoolScope.Kind.NODE,
+                                Optional.empty()),
+                        "test",
+                        new Driver.Background(Duration.ofDays(1), ReconcileSteps.ALL))
+                .start();
+        clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+        channel = NettyChannelBuilder.forAddress(
+                        new DomainSocketAddress(socket.socketPath().toString()))
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(clientLoop)
+                .usePlaintext()
+                .build();
+        controller = ControllerGrpc.newBlockingStub(channel);
+        node = NodeGrpc.newBlockingStub(channel);
+    }
+
+    @AfterEach
+    void stop() throws IOException {
+        if (dir == null) {
+            return;
+        }
+        if (channel != null) {
+            channel.shutdownNow();
+            clientLoop.shutdownGracefully();
+        }
+        if (driver != null) {
+            driver.stop(Duration.ofSeconds(10));
+        }
+        cleanUp(dir);
+    }
+
+    @Test
+    void theMembersOfAGroupAreOfOneInstant() throws Exception {
+        String first = createVolume("pvc-data");
+        String second = createVolume("pvc-log");
+        Path firstMount = stage(first, "data");
+        Path secondMount = stage(second, "log");
+        AtomicLong written = new AtomicLong();
+        AtomicBoolean stopped = new AtomicBoolean();
+        AtomicReference<Throwable> writerFailure = new AtomicReference<>();
+        // The order the test relies on: each counter reaches the first volume before the second.
+        Thread writer = Thread.ofPlatform().start(() -> {
+            try (FileChannel a = open(firstMount.resolve("counter"));
+                    FileChannel b = open(secondMount.resolve("counter"))) {
+                for (long i = 1; !stopped.get(); i++) {
+                    write(a, i);
+                    write(b, i);
+                    written.set(i);
+                }
+            } catch (Throwable e) {
+                writerFailure.set(e);
+            }
+        });
+        List<Csi.VolumeGroupSnapshot> groups = new ArrayList<>();
+        try {
+            for (int g = 0; g < 4; g++) {
+                long before = written.get();
+                while (written.get() < before + 2 && writerFailure.get() == null) {
+                    Thread.onSpinWait(); // the writer is under way before each group
+                }
+                groups.add(GroupControllerGrpc.newBlockingStub(channel)
+                        .createVolumeGroupSnapshot(Csi.CreateVolumeGroupSnapshotRequest.newBuilder()
+                                .setName("group-" + g)
+                                .addSourceVolumeIds(first)
+                                .addSourceVolumeIds(second)
+                                .build())
+                        .getGroupSnapshot());
+            }
+        } finally {
+            stopped.set(true);
+            writer.join();
+        }
+        assertThat(writerFailure.get()).isNull();
+        assertThat(dir.resolve("pool/frozen")).isEmptyDirectory();
+
+        for (Csi.VolumeGroupSnapshot group : groups) {
+            long firstValue = restoredCounter(group, first);
+            long secondValue = restoredCounter(group, second);
+            assertThat(secondValue)
+                    .as(
+                            "group %s: the second volume is never ahead of the first, nor behind by more than "
+                                    + "the write in flight",
+                            group.getGroupSnapshotId())
+                    .isBetween(firstValue - 1, firstValue);
+        }
+    }
+
+    @Test
+    void aFileSystemADeadDriverLeftFrozenIsThawedByTheNextDriver() throws Exception {
+        String volume = createVolume("pvc-frozen");
+        stage(volume, "frozen");
+        Pool pool = Pool.open(dir.resolve("pool"), RUNNER, Clock.systemUTC(), Duration.ofHours(1));
+        FilesystemFreezes freezes = FilesystemFreezes.onThisHost(
+                NodeHost.onThisHost(RUNNER, new BlockingCalls()).loops(), new BlockingCalls());
+        Path image = pool.volumes().imagePath(volume);
+        // What a driver killed between its freeze and its thaw leaves: the mark, and the file system frozen.
+        pool.freezeMarks().mark(volume);
+        assertThat(freezes.freeze(image)).hasSize(1);
+
+        new GroupMemberFreeze(pool, freezes).thawLeftovers();
+
+        assertThat(pool.freezeMarks().marked()).isEmpty();
+        // A frozen file system refuses a second freeze: this one succeeds, so it was thawed.
+        assertThat(freezes.freeze(image)).hasSize(1);
+        freezes.thaw(image);
+    }
+
+    private String createVolume(String name) {
+        return controller
+                .createVolume(Csi.CreateVolumeRequest.newBuilder()
+                        .setName(name)
+                        .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(64 * MIB))
+                        .addVolumeCapabilities(EXT4)
+                        .build())
+                .getVolume()
+                .getVolumeId();
+    }
+
+    private Path stage(String volumeId, String name) throws IOException {
+        Path staging = Files.createDirectories(dir.resolve("kubelet/staging/" + name));
+        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId(volumeId)
+                .setStagingTargetPath(staging.toString())
+                .setVolumeCapability(EXT4)
+                .build());
+        return staging;
+    }
+
+    /** The counter in the member of {@code source} in {@code group}, read from a volume restored from it. */
+    private long restoredCounter(Csi.VolumeGroupSnapshot group, String source) throws IOException {
+        Csi.Snapshot member = group.getSnapshotsList().stream()
+                .filter(s -> s.getSourceVolumeId().equals(source))
+                .findFirst()
+                .orElseThrow();
+        String restored = controller
+                .createVolume(Csi.CreateVolumeRequest.newBuilder()
+                        .setName("restored-" + member.getSnapshotId())
+                        .addVolumeCapabilities(EXT4)
+                        .setVolumeContentSource(Csi.VolumeContentSource.newBuilder()
+                                .setSnapshot(Csi.VolumeContentSource.SnapshotSource.newBuilder()
+                                        .setSnapshotId(member.getSnapshotId())))
+                        .build())
+                .getVolume()
+                .getVolumeId();
+        Path mount = stage(restored, restored);
+        try {
+            return Long.parseLong(Files.readString(mount.resolve("counter")).strip());
+        } finally {
+            node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
+                    .setVolumeId(restored)
+                    .setStagingTargetPath(mount.toString())
+                    .build());
+        }
+    }
+
+    private static FileChannel open(Path file) throws IOException {
+        return FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+    }
+
+    /** The counter as the file's whole content, on the volume's device before this returns. */
+    private static void write(FileChannel file, long value) throws IOException {
+        byte[] text = String.format("%020d%n", value).getBytes(StandardCharsets.US_ASCII);
+        file.write(ByteBuffer.wrap(text), 0);
+        file.force(true);
+    }
+
+    /** Whatever a failed test left: thawed, unmounted and detached, then removed. */
+    private static void cleanUp(Path dir) throws IOException {
+        List<String> mounts = mountPointsUnder(dir);
+        for (String mountPoint : mounts) {
+            RUNNER.run("fsfreeze", "--unfreeze", mountPoint);
+        }
+        for (String mountPoint : mounts) {
+            if (!RUNNER.run("umount", mountPoint).ok()) {
+                RUNNER.run("umount", "--lazy", mountPoint);
+            }
+        }
+        String loops = RUNNER.run("losetup", "--noheadings", "--output", "NAME,BACK-FILE")
+                .stdout();
+        for (String line : loops.lines().toList()) {
+            String[] fields = line.trim().split("\\s+", 2);
+            if (fields.length == 2 && fields[1].startsWith(dir.toString() + "/")) {
+                RUNNER.run("losetup", "--detach", fields[0]);
+            }
+        }
+        assertThat(mountPointsUnder(dir)).as("mounts left").isEmpty();
+        try (Stream<Path> walk = Files.walk(dir)) {
+            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        }
+    }
+
+    private static List<String> mountPointsUnder(Path dir) throws IOException {
+        String prefix = dir.toRealPath() + "/";
+        return Files.readAllLines(Path.of("/proc/self/mountinfo")).stream()
+                .map(line -> line.split(" ")[4])
+                .filter(mountPoint -> mountPoint.startsWith(prefix))
+                .sorted(Comparator.reverseOrder())
+                .toList();
+    }
+}

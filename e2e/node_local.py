@@ -1,0 +1,265 @@
+"""The node-local phase of the end-to-end test: a cluster of two hollow nodes, each with its own
+pool (a tmpfs of its own size) and its own node-plugin processes run with the arguments
+`kubectl kustomize sidecars-deploy/base` gives the DaemonSet's containers: the driver
+(--mode=all --pool-scope=node), node-driver-registrar, and csi-provisioner, csi-snapshotter and
+csi-resizer under the node plugin's ServiceAccount token."""
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import cluster as cl
+import host
+from cluster import (
+    BIN,
+    DRIVER,
+    DRIVER_NAME,
+    MANIFEST_KUBELET,
+    MANIFEST_POOL,
+    NAMESPACE,
+    ON_HOST,
+    POD,
+    RECONCILED,
+    STARTED,
+    quantity,
+    wait_for,
+)
+
+BASE = "sidecars-deploy/base"
+NODE_SIDECARS = ["csi-provisioner", "csi-snapshotter", "csi-resizer"]
+TOPOLOGY = "topology.blockpool.csi.dev/node"
+GI = 1 << 30
+NS = "default"
+# Node a's pool holds 2 GiB, node b's 6 GiB: a 3 GiB claim fits only node b's.
+NODES = {"e2e-node-a": 2, "e2e-node-b": 6}
+
+
+class Node:
+    def __init__(self, c: cl.Cluster, name, pool_gib):
+        self.c, self.name = c, name
+        self.root = c.work / name
+        self.kubelet = self.root / "kubelet"
+        self.pool = self.root / "pool"
+        for d in (self.kubelet / "plugins" / DRIVER_NAME, self.kubelet / "plugins_registry", self.pool):
+            d.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={pool_gib}g", f"pool-{name}", str(self.pool)],
+                       check=True)
+
+    def start_kubelet(self):
+        kc = self.c.cert_kubeconfig(f"node-{self.name}", f"system:node:{self.name}", "system:nodes")
+        self.c.start(f"kubelet-{self.name}", [BIN / "hollow-node", "--kubeconfig", kc, "--node-name", self.name,
+                                             "--root-dir", self.kubelet, "--port", cl.free_port(), "--v=2"])
+
+    def start_plugin(self, ds, token_kubeconfig):
+        """The DaemonSet's containers on this node, as host processes, under its pod's name."""
+        def daemon_pod():
+            pods = self.c.items("pods", "-n", NAMESPACE, "-l", "app.kubernetes.io/name=blockpool-node",
+                                "--field-selector", f"spec.nodeName={self.name}")
+            return pods[0]["metadata"]["name"] if pods else None
+        pod_name = wait_for(f"the DaemonSet's pod on {self.name}", daemon_pod, RECONCILED)
+        host_paths = {MANIFEST_KUBELET: self.kubelet, MANIFEST_POOL: self.pool}
+        ports = {}
+
+        def command(container):
+            return self.c.container_command(ds, container, pod_name, host_paths, ports, node=self.name)
+        args, _, _ = command("blockpool")
+        assert "--pool-scope=node" in args and "--mode=all" in args, f"the DaemonSet's driver runs {args}"
+        (self.root / "driver").mkdir(exist_ok=True)
+        self.c.start(f"driver-{self.name}", [DRIVER, *args], cwd=self.root / "driver")
+        reg_args, _, reg_to_host = command("node-driver-registrar")
+        reg_args.append("--plugin-registration-path=" + reg_to_host("/registration"))
+        self.c.start(f"registrar-{self.name}", [BIN / "registrar", *reg_args])
+        for sidecar in NODE_SIDECARS:
+            sargs, env, _ = command(sidecar)
+            self.c.start(f"{sidecar}-{self.name}", [BIN / sidecar, *sargs, f"--kubeconfig={token_kubeconfig}"],
+                         env={**env, "POD_NAMESPACE": NAMESPACE})
+
+        def registered():
+            csinode = self.c.get("csinode", self.name)
+            return csinode and any(d["name"] == DRIVER_NAME and d.get("topologyKeys") == [TOPOLOGY]
+                                   for d in csinode["spec"].get("drivers") or [])
+        wait_for(f"kubelet on {self.name} registered the driver with its topology key", registered, STARTED)
+        labels = self.c.get("node", self.name)["metadata"]["labels"]
+        assert labels.get(TOPOLOGY) == self.name, f"{self.name}'s topology label: {labels.get(TOPOLOGY)}"
+
+    def images(self):
+        return sorted(p.name for p in (self.pool / "volumes").glob("*.img")) if (self.pool / "volumes").is_dir() \
+            else []
+
+
+def pvc(name, size, block=False, source=None):
+    spec = {"storageClassName": "blockpool-ext4", "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": size}}}
+    if block:
+        spec["volumeMode"] = "Block"
+    if source:
+        spec["dataSource"] = source
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": NS},
+            "spec": spec}
+
+
+def pod(name, claim, node=None, block=False):
+    c = {"name": "app", "image": "registry.k8s.io/pause:3.10"}
+    if block:
+        c["volumeDevices"] = [{"name": "data", "devicePath": "/dev/xvda"}]
+    else:
+        c["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+    spec = {"containers": [c], "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
+            "terminationGracePeriodSeconds": 0, "automountServiceAccountToken": False}
+    if node:
+        spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, "spec": spec}
+
+
+class NodeLocal:
+    def __init__(self, c: cl.Cluster):
+        self.c = c
+        self.nodes = {name: Node(c, name, size) for name, size in NODES.items()}
+
+    # ---- setup -----------------------------------------------------------------------------
+
+    def deploy(self):
+        """kubectl apply -k of the base, both hollow kubelets, and each node's plugin processes."""
+        self.c.kubectl("apply", "-k", cl.REPO / BASE)
+        csidriver = self.c.get("csidriver", DRIVER_NAME)
+        assert csidriver["spec"]["attachRequired"] is False, "the base's CSIDriver asks for attachments"
+        for node in self.nodes.values():
+            node.start_kubelet()
+        for name in self.nodes:
+            wait_for(f"{name} Ready", lambda n=name: self.c.kubectl(
+                "get", "node", n, "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}") == "True",
+                timeout=3 * STARTED)  # two kubelets starting at once
+        token = self.c.kubectl("create", "token", "blockpool-node", "-n", NAMESPACE, "--duration=2h").strip()
+        kc = self.c.kubeconfig(self.c.work / "blockpool-node.kubeconfig", {"token": token})
+        ds = self.c.workload(self.c.render(BASE), "DaemonSet", "blockpool-node")
+        for node in self.nodes.values():
+            node.start_plugin(ds, kc)
+
+    # ---- helpers ---------------------------------------------------------------------------
+
+    def bound(self, claim):
+        wait_for(f"claim {claim} Bound", lambda: (self.c.get("pvc", claim, "-n", NS) or {}).get(
+            "status", {}).get("phase") == "Bound", RECONCILED)
+        p = self.c.get("pvc", claim, "-n", NS)
+        pv = self.c.get("pv", p["spec"]["volumeName"])
+        terms = pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"]
+        nodes = [v for t in terms for e in t["matchExpressions"] if e["key"] == TOPOLOGY for v in e["values"]]
+        return pv["spec"]["csi"]["volumeHandle"], nodes, p["metadata"]["annotations"].get(
+            "volume.kubernetes.io/selected-node")
+
+    def running(self, name):
+        def up():
+            p = self.c.get("pod", name, "-n", NS)
+            return p and p["status"].get("phase") == "Running" and p
+        return wait_for(f"pod {name} Running", up, POD)
+
+    def placed(self, claim, node):
+        """The claim's volume is in `node`'s pool, pinned there, and in no other pool."""
+        handle, affinity, selected = self.bound(claim)
+        assert selected == node, f"{claim}: selected node {selected}, expected {node}"
+        assert affinity == [node], f"{claim}: PV node affinity {affinity}"
+        for other in self.nodes.values():
+            has = f"{handle}.img" in other.images()
+            assert has == (other.name == node), f"{claim}: image {handle} in {other.name}'s pool: {has}"
+        return handle
+
+    def publish_dir(self, pod_name, node):
+        p = self.running(pod_name)
+        pv = self.c.get("pv", self.c.get("pvc", p["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"],
+                                         "-n", NS)["spec"]["volumeName"])
+        return self.nodes[node].kubelet / "pods" / p["metadata"]["uid"] / "volumes/kubernetes.io~csi" / \
+            pv["metadata"]["name"] / "mount"
+
+    # ---- flows -----------------------------------------------------------------------------
+
+    def capacity(self):
+        def per_node():
+            caps = self.c.items("csistoragecapacities", "-n", NAMESPACE)
+            by_node = {cap["nodeTopology"]["matchLabels"].get(TOPOLOGY): cap for cap in caps
+                       if cap["storageClassName"] == "blockpool-ext4" and cap.get("capacity")}
+            return set(self.nodes) <= by_node.keys() and by_node
+        caps = wait_for("CSIStorageCapacity of each node", per_node, RECONCILED)
+        for name, node in self.nodes.items():
+            owners = [o["kind"] for o in caps[name]["metadata"].get("ownerReferences", [])]
+            assert owners == ["DaemonSet"], f"{name}: capacity owned by {owners}"
+            assert 0 < quantity(caps[name]["capacity"]) <= host.fs_size(node.pool), f"{name}: {caps[name]}"
+
+    def lands_on_its_pods_node(self):
+        began = time.monotonic()
+        self.c.apply([pvc("local-a", "1Gi"), pod("app-local-a", "local-a", node="e2e-node-a")])
+        self.placed("local-a", "e2e-node-a")
+        publish = self.publish_dir("app-local-a", "e2e-node-a")
+        print(f"        claim to running pod: {time.monotonic() - began:.1f} s")
+        # fsync'd: a snapshot holds what reached the volume's device
+        with open(publish / "e2e-data", "w") as f:
+            f.write("written on node a\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def fits_only_node_b(self):
+        self.c.apply([pvc("big", "3Gi"), pod("app-big", "big")])
+        self.placed("big", "e2e-node-b")
+        assert self.running("app-big")["spec"]["nodeName"] == "e2e-node-b"
+
+    def snapshot_restore_clone(self):
+        self.c.apply({"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",
+                      "metadata": {"name": "snap-a", "namespace": NS},
+                      "spec": {"volumeSnapshotClassName": "blockpool-snapshots",
+                               "source": {"persistentVolumeClaimName": "local-a"}}})
+        wait_for("snapshot snap-a ready", lambda: (self.c.get("volumesnapshot", "snap-a", "-n", NS) or {}).get(
+            "status", {}).get("readyToUse") is True, RECONCILED)
+        bound = self.c.get("volumesnapshot", "snap-a", "-n", NS)["status"]["boundVolumeSnapshotContentName"]
+        content = self.c.get("volumesnapshotcontent", bound)
+        assert content["metadata"]["labels"].get("snapshot.storage.kubernetes.io/managed-by") == "e2e-node-a"
+        for claim, source in (("restored-a", {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot",
+                                              "name": "snap-a"}),
+                              ("cloned-a", {"kind": "PersistentVolumeClaim", "name": "local-a"})):
+            self.c.apply([pvc(claim, "1Gi", source=source), pod(f"app-{claim}", claim, node="e2e-node-a")])
+            self.placed(claim, "e2e-node-a")
+            data = (self.publish_dir(f"app-{claim}", "e2e-node-a") / "e2e-data").read_text()
+            assert data == "written on node a\n", f"{claim}: {data!r}"
+
+    def raw_block(self):
+        self.c.apply([pvc("block-b", "1Gi", block=True), pod("app-block-b", "block-b", node="e2e-node-b",
+                                                            block=True)])
+        self.placed("block-b", "e2e-node-b")
+        self.running("app-block-b")
+
+    def expansion(self):
+        """The raw block claim grown: no controller reaches node b's pool, so csi-resizer only
+        records the size and kubelet's NodeExpandVolume grows the image and its loop device there,
+        the pod running. (A raw block claim: a mounted ext4 grows only with CAP_SYS_RESOURCE,
+        which some machines withhold from root; the shared flows cover file systems.)"""
+        self.c.kubectl("patch", "pvc", "block-b", "-n", NS, "--type=merge",
+                       "-p", '{"spec":{"resources":{"requests":{"storage":"1536Mi"}}}}')
+        handle, _, _ = self.bound("block-b")
+        image = self.nodes["e2e-node-b"].pool / "volumes" / f"{handle}.img"
+        wait_for("the claim's capacity 1536Mi", lambda: self.c.get("pvc", "block-b", "-n", NS)["status"].get(
+            "capacity", {}).get("storage") == "1536Mi", ON_HOST)
+        assert image.stat().st_size == 1536 << 20, f"node b's image is {image.stat().st_size} bytes"
+        loop = host.loop_of(image)
+        size = int((Path("/sys/block") / loop / "size").read_text()) * 512
+        assert size == 1536 << 20, f"{loop} is {size} bytes"
+        assert self.c.get("pod", "app-block-b", "-n", NS)["status"]["phase"] == "Running"
+
+    def cleanup(self):
+        self.c.kubectl("delete", "pod", "--all", "-n", NS, "--wait=true", "--timeout=120s")
+        self.c.kubectl("delete", "volumesnapshot", "--all", "-n", NS, "--wait=true", "--timeout=120s")
+        self.c.kubectl("delete", "pvc", "--all", "-n", NS, "--wait=true", "--timeout=120s")
+        wait_for("every PV deleted", lambda: not self.c.items("pv"), RECONCILED)
+        wait_for("every VolumeSnapshotContent deleted", lambda: not self.c.items("volumesnapshotcontents"), RECONCILED)
+        for node in self.nodes.values():
+            wait_for(f"{node.name}'s pool empty", lambda n=node: host.pool_records(n.pool) == {
+                "volumes": [], "snapshots": [], "groups": []}, ON_HOST)
+            csi = [m for m in host.mounts(node.kubelet) if "csi" in m["path"]]
+            assert not csi, f"{node.name}: mounts left: {csi}"
+            assert not host.loops(node.pool), f"{node.name}: loop devices left: {host.loops(node.pool)}"
+
+
+    def no_rbac_denials(self):
+        denied = [f"{p.name}: {line.strip()[:300]}" for p in self.c.procs
+                  if any(p.name.startswith(s) for s in NODE_SIDECARS)
+                  for line in (self.c.logs / f"{p.name}.log").read_text(errors="replace").splitlines()
+                  if "forbidden" in line.lower()]
+        assert not denied, "RBAC denials:\n" + "\n".join(denied[:10])
+        self.c.check_alive()
