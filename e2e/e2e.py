@@ -88,6 +88,29 @@ class E2E:
         print(f"  {outcome}  {name}  ({took:.1f} s){'  ' + msg if msg else ''}", flush=True)
         return outcome == "PASS"
 
+    def after_teardown(self, left, label="e2e", logs_prefix=""):
+        """What is left after teardown fails the run; when anything failed, every component's
+        log is kept (the temp dir goes unless something is left in it)."""
+        if left:
+            self.results.append(("teardown", "FAIL", 0, "left behind: " + "; ".join(left)))
+            print("  FAIL  teardown: left behind: " + "; ".join(left))
+        if any(r[1] == "FAIL" for r in self.results):
+            stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+            keep = cl.REPO / ".cache" / "e2e" / "logs" / f"{logs_prefix}{stamp}"
+            shutil.copytree(self.c.logs, keep)
+            print(f"{label}: the logs of every component are in {keep}")
+        if not left:
+            shutil.rmtree(self.c.work, ignore_errors=True)
+        else:
+            print(f"{label}: {self.c.work} kept: something is still mounted or attached there")
+
+    def summary(self, began, interrupted, label="e2e"):
+        """Prints the time and the counts; the exit status."""
+        print(f"{label}: took {time.monotonic() - began:.0f} s")
+        counts = {o: sum(1 for r in self.results if r[1] == o) for o in ("PASS", "FAIL", "SKIP")}
+        print(f"{label}: {counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
+        return 1 if counts["FAIL"] or interrupted else 0
+
     # ---- what the objects and the host show --------------------------------------------
 
     def claim_volume(self, claim):
@@ -602,24 +625,8 @@ def main():
         interrupted = True
         t.results.append(("interrupted", "FAIL", 0, "interrupted"))
     finally:
-        left = c.teardown()
-        if left:
-            t.results.append(("teardown", "FAIL", 0, "left behind: " + "; ".join(left)))
-            print("  FAIL  teardown: left behind: " + "; ".join(left))
-        failed = [r for r in t.results if r[1] == "FAIL"]
-        if failed:
-            # Keep every component's log for a look afterwards (the temp dir goes).
-            keep = cl.REPO / ".cache" / "e2e" / "logs" / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-            shutil.copytree(c.logs, keep)
-            print(f"e2e: the logs of every component are in {keep}")
-        if not left:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print(f"e2e: {work} kept: something is still mounted or attached there")
-    print(f"e2e: took {time.monotonic() - began:.0f} s")
-    counts = {o: sum(1 for r in t.results if r[1] == o) for o in ("PASS", "FAIL", "SKIP")}
-    print(f"e2e: {counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
-    return 1 if counts["FAIL"] or interrupted else 0
+        t.after_teardown(c.teardown())
+    return t.summary(began, interrupted)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,9 @@
 #!/usr/bin/env python3
 """The real node's flows (e2e/README.md, "The real node"): the e2e's control plane, a real kubelet
 with containerd, runc and CNI beside it (realnode.py), and pods run there for real. Ends with
-"e2e-real-node: N passed, N failed, N skipped"; skips with the reason where this machine cannot
+f"{LABEL}: N passed, N failed, N skipped"; skips with the reason where this machine cannot
 run containers."""
 
-import datetime
-import shutil
 import signal
 import sys
 import tempfile
@@ -16,6 +14,8 @@ import cluster as cl
 import realnode
 from cluster import wait_for
 from e2e import E2E
+
+LABEL = "e2e-real-node"
 
 
 class RealNodeFlows(E2E):
@@ -43,16 +43,15 @@ def main():
     began = time.monotonic()
     why = realnode.why_no_containers()
     if why:
-        print(f"e2e-real-node: skipped: {why}")
-        print("e2e-real-node: 0 passed, 0 failed, 1 skipped")
+        print(f"{LABEL}: skipped: {why}")
+        print(f"{LABEL}: 0 passed, 0 failed, 1 skipped")
         return 0
     work = Path(tempfile.mkdtemp(prefix="blockpool-e2e-real-node."))
     c = cl.Cluster(work)
     node = realnode.RealNode(c)
     t = RealNodeFlows(c, node)
-    print(f"e2e-real-node: working in {work}", flush=True)
+    print(f"{LABEL}: working in {work}", flush=True)
     interrupted = False
-    left = []
     try:
         ok = t.flow("control plane: etcd, kube-apiserver, controller-manager, scheduler", c.start_control_plane)
         ok = ok and t.flow("real node: images imported into containerd; kubelet (cgroupfs, cgroup v1) Ready",
@@ -63,26 +62,12 @@ def main():
         interrupted = True
         t.results.append(("interrupted", "FAIL", 0, "interrupted"))
     finally:
+        left = []
         try:
             left = node.teardown()
         finally:
-            left += c.teardown()
-        if left:
-            t.results.append(("teardown", "FAIL", 0, "left behind: " + "; ".join(left)))
-            print("  FAIL  teardown: left behind: " + "; ".join(left))
-        if any(r[1] == "FAIL" for r in t.results):
-            stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-            keep = cl.REPO / ".cache" / "e2e" / "logs" / f"real-node-{stamp}"
-            shutil.copytree(c.logs, keep)
-            print(f"e2e-real-node: the logs of every component are in {keep}")
-        if not left:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print(f"e2e-real-node: {work} kept: something is still there")
-    print(f"e2e-real-node: took {time.monotonic() - began:.0f} s")
-    counts = {o: sum(1 for r in t.results if r[1] == o) for o in ("PASS", "FAIL", "SKIP")}
-    print(f"e2e-real-node: {counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
-    return 1 if counts["FAIL"] or interrupted else 0
+            t.after_teardown(left + c.teardown(), LABEL, logs_prefix="real-node-")
+    return t.summary(began, interrupted, LABEL)
 
 
 if __name__ == "__main__":
