@@ -188,27 +188,37 @@ state = '{d / "state"}'
     def teardown(self):
         """Stops kubelet, then every container and shim of this containerd, then containerd;
         unmounts what they left under the run's dir, removes the bridge and kubelet's cgroups and
-        puts kubelet's kernel tunables back. Returns what is still left."""
+        puts kubelet's kernel tunables back. Each step runs whatever the one before did. Returns
+        what is still left."""
         left = []
-        self.stop_proc(self.kubelet)
-        if self.containerd and self.containerd.alive():
-            for task in self.ctr("tasks", "ls", "-q", check=False).stdout.split():
-                self.ctr("tasks", "kill", "-s", "SIGKILL", task, check=False)
-                wait_for(f"container {task} stopped", lambda t=task: self.ctr("tasks", "rm", "-f", t,
-                                                                              check=False).returncode == 0
-                         or t not in self.ctr("tasks", "ls", "-q", check=False).stdout.split(), timeout=30)
-            for container in self.ctr("containers", "ls", "-q", check=False).stdout.split():
-                self.ctr("containers", "rm", container, check=False)
-        self.kill_shims()
-        self.stop_proc(self.containerd)
-        self.remove_shim_socket_dir()
-        left += host.release_everything_under(self.dir)
+        for step in (lambda: self.stop_proc(self.kubelet), self.remove_containers, self.kill_shims,
+                     lambda: self.stop_proc(self.containerd), self.remove_shim_socket_dir,
+                     lambda: left.extend(host.release_everything_under(self.dir)), self.remove_bridge,
+                     lambda: left.extend(self.remove_cgroups()), self.restore_sysctls):
+            try:
+                step()
+            except Exception as e:  # noqa: BLE001 - keep tearing down, report what is left
+                left.append(f"real node teardown: {type(e).__name__}: {e}")
+        return left
+
+    def remove_containers(self):
+        if not (self.containerd and self.containerd.alive()):
+            return
+        for task in self.ctr("tasks", "ls", "-q", check=False).stdout.split():
+            self.ctr("tasks", "kill", "-s", "SIGKILL", task, check=False)
+            wait_for(f"container {task} stopped", lambda t=task: self.ctr("tasks", "rm", "-f", t,
+                                                                          check=False).returncode == 0
+                     or t not in self.ctr("tasks", "ls", "-q", check=False).stdout.split(), timeout=30)
+        for container in self.ctr("containers", "ls", "-q", check=False).stdout.split():
+            self.ctr("containers", "rm", container, check=False)
+
+    def remove_bridge(self):
         if subprocess.run(["ip", "link", "show", self.bridge], capture_output=True, check=False).returncode == 0:
-            subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True, check=False)
-        left += self.remove_cgroups()
+            subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True, check=True)
+
+    def restore_sysctls(self):
         for name, value in self.sysctls.items():
             (Path("/proc/sys") / name).write_text(value + "\n")
-        return left
 
     def stop_proc(self, proc):
         if proc:
