@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The real node's flows on this host, by hand (see e2e/README.md, "The real node"): builds the
+# The real node's flows on this host (see e2e/README.md, "The real node"): builds the
 # e2e's tools, the node's parts and its images when missing or out of date, then runs the flows.
-# Ends with "e2e-real-node: N passed, N failed, N skipped". Not part of the test command yet.
+# Ends with "e2e-real-node: N passed, N failed, N skipped". The test command's last stage.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo" || exit 1

@@ -8,7 +8,6 @@ import hashlib
 import itertools
 import json
 import os
-import shutil
 import signal
 import subprocess
 from pathlib import Path
@@ -39,8 +38,6 @@ def why_no_containers():
         return "needs root"
     if not (CGROUP_ROOT / "memory").is_dir() and not (CGROUP_ROOT / "cgroup.controllers").is_file():
         return "no cgroup hierarchy with the memory controller at /sys/fs/cgroup"
-    if not shutil.which("podman"):
-        return "podman is needed to build the node's images"
     if not Path("/proc/filesystems").read_text().count("overlay"):
         return "no overlay filesystem for containerd's snapshotter"
     return None

@@ -34,7 +34,8 @@ echo "e2e/node/build.sh: go build of containerd, runc and the CNI plugins into $
 # confines every pod sandbox with the runtime's default profile) links Debian's libseccomp.
 if ! pkg-config --exists libseccomp; then
   echo "e2e/node/build.sh: installing libseccomp-dev for runc's seccomp support" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q libseccomp-dev >&2
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp-dev >/dev/null
 fi
 CGO_ENABLED=1 go build -buildvcs=false -tags seccomp -o "$bin/" github.com/opencontainers/runc
 # containerd's btrfs snapshotter is left out: it needs btrfs headers and the node uses overlayfs.

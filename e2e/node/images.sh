@@ -16,10 +16,20 @@ out=${BLOCKPOOL_E2E_CACHE:-$repo/.cache/e2e}/node/images
 command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
 mkdir -p "$out"
 log() { echo "e2e/node/images.sh: $*" >&2; }
+if ! command -v podman >/dev/null; then
+  log "installing podman"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman >/dev/null
+fi
 
 k8s_version=$(cd "$repo/e2e" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 pause_image=localhost/blockpool-e2e/pause:$k8s_version
-busybox_version=$(apt-cache policy busybox-static | sed -n 's/^  Candidate: //p')
+candidate() { apt-cache policy "$1" | sed -n 's/^  Candidate: //p'; }
+busybox_version=$(candidate busybox-static)
+if [[ -z $busybox_version || $busybox_version == "(none)" ]]; then
+  apt-get update -qq
+  busybox_version=$(candidate busybox-static)
+fi
 busybox_image=localhost/blockpool-e2e/busybox:$(tr ':~+' '_' <<<"$busybox_version")
 driver_version=$(sed -n '0,/<artifactId>blockpool-parent<\/artifactId>/d; s:.*<version>\([^<]*\)</version>.*:\1:p' \
   "$repo/pom.xml" | head -n1)
