@@ -30,6 +30,13 @@ KUBELET_SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "k
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 # containerd's shims listen here whatever containerd's state dir (its defaults.DefaultStateDir).
 SHIM_SOCKETS = Path("/run/containerd/s")
+# Host paths kubelet and CNI use whatever their configuration: kubelet's device plugin socket
+# and its links to the containers' logs, and libcni's cache of results (containerd sets no
+# cache dir). Teardown removes what the run put there, and each dir it created, deepest first.
+DEVICE_PLUGINS = Path("/var/lib/kubelet/device-plugins")
+CONTAINER_LOG_LINKS = Path("/var/log/containers")
+CNI_RESULTS = Path("/var/lib/cni/results")
+HOST_DIRS = (DEVICE_PLUGINS, DEVICE_PLUGINS.parent, CONTAINER_LOG_LINKS, CNI_RESULTS, CNI_RESULTS.parent)
 
 
 def why_no_containers():
@@ -54,14 +61,12 @@ class RealNode:
         self.cni_conf = self.dir / "cni"
         self.cgroup_root = f"/{self.id}"
         self.bridge = self.id
-        # The node's address, on the bridge: kubelet refuses a loopback node IP, and kube-apiserver
-        # reaches kubelet (logs, exec) at it. A /24 of the run's own, from its id.
-        self.subnet = f"10.254.{os.getpid() % 250}"
-        self.ip = f"{self.subnet}.1"
+        self.subnet = self.ip = None  # chosen when the bridge is made
         self.images = {}  # role (pause, busybox, driver) -> (archive, image name)
         self.sysctls = {}  # kubelet's kernel tunables as they were before it started
         self.containerd = self.kubelet = None
         self.shim_dir_existed = SHIM_SOCKETS.parent.exists()
+        self.host_dirs_existing = {d for d in HOST_DIRS if d.exists()}
 
     # ---- start -------------------------------------------------------------------------
 
@@ -78,11 +83,17 @@ class RealNode:
         self.images = {role: (archive, image) for role, archive, image in map(str.split, out.splitlines())}
 
     def start_containerd(self):
+        # The node's address, on the bridge: kubelet refuses a loopback node IP, and kube-apiserver
+        # reaches kubelet (logs, exec) at it. A /24 no address of the host is in yet.
+        used = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, check=True).stdout
+        self.subnet = next(f"10.254.{n % 250}" for n in range(os.getpid(), os.getpid() + 250)
+                           if f" 10.254.{n % 250}." not in used)
+        self.ip = f"{self.subnet}.1"
         for cmd in (["link", "add", self.bridge, "type", "bridge"],
                     ["addr", "add", f"{self.ip}/24", "dev", self.bridge], ["link", "set", self.bridge, "up"]):
             subprocess.run(["ip", *cmd], check=True, capture_output=True)
         (self.cni_conf / "10-bridge.conflist").write_text(json.dumps({
-            "cniVersion": "1.0.0", "name": "e2e-real-node",
+            "cniVersion": "1.0.0", "name": self.id,
             "plugins": [
                 # The run's own bridge, the node's address its gateway; no masquerading: pods
                 # reach the node and each other, and no iptables rule of the host changes.
@@ -175,7 +186,8 @@ state = '{d / "state"}'
         }))
         self.kubelet = self.c.start("real-kubelet", [
             BIN / "kubelet", "--config", config, "--kubeconfig", kubeconfig, "--root-dir", self.kubelet_dir,
-            "--hostname-override", REAL_NODE, "--node-ip", self.ip, "--v=2"])
+            "--cert-dir", self.dir / "kubelet-pki", "--hostname-override", REAL_NODE, "--node-ip", self.ip,
+            "--v=2"])
         wait_for(f"{REAL_NODE} Ready", lambda: self.c.kubectl(
             "get", "node", REAL_NODE, "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}",
             check=False) == "True", timeout=180)
@@ -191,7 +203,7 @@ state = '{d / "state"}'
         for step in (lambda: self.stop_proc(self.kubelet), self.remove_containers, self.kill_shims,
                      lambda: self.stop_proc(self.containerd), self.remove_shim_socket_dir,
                      lambda: left.extend(host.release_everything_under(self.dir)), self.remove_bridge,
-                     lambda: left.extend(self.remove_cgroups()), self.restore_sysctls):
+                     lambda: left.extend(self.remove_cgroups()), self.restore_sysctls, self.clean_host_dirs):
             try:
                 step()
             except Exception as e:  # noqa: BLE001 - keep tearing down, report what is left
@@ -212,6 +224,23 @@ state = '{d / "state"}'
     def remove_bridge(self):
         if subprocess.run(["ip", "link", "show", self.bridge], capture_output=True, check=False).returncode == 0:
             subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True, check=True)
+
+    def clean_host_dirs(self):
+        for link in CONTAINER_LOG_LINKS.glob("*.log"):
+            if link.is_symlink() and os.readlink(link).startswith(str(self.dir) + "/"):
+                link.unlink()
+        for result in CNI_RESULTS.glob(f"{self.id}-*"):
+            sandbox = result.name.removeprefix(f"{self.id}-").rpartition("-")[0]
+            (CNI_RESULTS / f"cni-loopback-{sandbox}-lo").unlink(missing_ok=True)
+            result.unlink()
+        if DEVICE_PLUGINS not in self.host_dirs_existing:
+            (DEVICE_PLUGINS / "kubelet.sock").unlink(missing_ok=True)
+        for d in HOST_DIRS:
+            if d not in self.host_dirs_existing:
+                try:
+                    d.rmdir()
+                except OSError:
+                    pass  # not empty: another run's, or not there
 
     def restore_sysctls(self):
         for name, value in self.sysctls.items():
