@@ -4,6 +4,8 @@ e2e/node/build.sh, running images built by e2e/node/images.sh without a registry
 started here is stopped, unmounted and removed by teardown(), which runs even when start() failed
 half way. See e2e/README.md, "The real node", for what is set and why."""
 
+import contextlib
+import fcntl
 import hashlib
 import itertools
 import json
@@ -23,10 +25,12 @@ IMAGES = REPO / ".cache" / "e2e" / "node" / "images"
 REAL_NODE = "e2e-real-node"
 K8S_NAMESPACE = "k8s.io"  # containerd's namespace for the CRI's images and containers
 
-# What kubelet sets on the host at start unless these already hold (its kernel tunables): the
-# test puts the previous values back at teardown.
+# What kubelet sets on the host at start unless these already hold (its kernel tunables). The
+# first real node on the machine records the values before it, the last one to stop puts them
+# back: SYSCTL_RECORD holds them, one file per running node named by its pid, and the lock.
 KUBELET_SYSCTLS = ("vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
                    "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes")
+SYSCTL_RECORD = Path("/run/blockpool-e2e-real-node")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 # containerd's shims listen here whatever containerd's state dir (its defaults.DefaultStateDir).
 SHIM_SOCKETS = Path("/run/containerd/s")
@@ -63,7 +67,6 @@ class RealNode:
         self.bridge = self.id
         self.subnet = self.ip = None  # chosen when the bridge is made
         self.images = {}  # role (pause, busybox, driver) -> (archive, image name)
-        self.sysctls = {}  # kubelet's kernel tunables as they were before it started
         self.containerd = self.kubelet = None
         self.shim_dir_existed = SHIM_SOCKETS.parent.exists()
         self.host_dirs_existing = {d for d in HOST_DIRS if d.exists()}
@@ -158,8 +161,7 @@ state = '{d / "state"}'
         # driver); kubelet wants it to exist.
         for hierarchy in self.cgroup_hierarchies():
             (hierarchy / self.id).mkdir(exist_ok=True)
-        for name in KUBELET_SYSCTLS:
-            self.sysctls[name] = (Path("/proc/sys") / name).read_text().strip()
+        self.record_sysctls()
         kubeconfig = self.c.cert_kubeconfig("real-node", f"system:node:{REAL_NODE}", "system:nodes")
         config = self.dir / "kubelet.yaml"
         config.write_text(yaml.safe_dump({
@@ -242,9 +244,37 @@ state = '{d / "state"}'
                 except OSError:
                     pass  # not empty: another run's, or not there
 
+    @contextlib.contextmanager
+    def sysctl_record(self):
+        """The machine's record of kubelet's kernel tunables, locked against other runs."""
+        SYSCTL_RECORD.mkdir(exist_ok=True)
+        with open(SYSCTL_RECORD / "lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            users = SYSCTL_RECORD / "nodes"
+            users.mkdir(exist_ok=True)
+            for pid in os.listdir(users):
+                if not Path(f"/proc/{pid}").exists():
+                    (users / pid).unlink()  # a run that died without its teardown
+            yield SYSCTL_RECORD / "sysctls.json", users
+
+    def record_sysctls(self):
+        with self.sysctl_record() as (values, users):
+            if not values.exists():
+                values.write_text(json.dumps({n: (Path("/proc/sys") / n).read_text().strip()
+                                              for n in KUBELET_SYSCTLS}))
+            (users / str(os.getpid())).touch()
+
     def restore_sysctls(self):
-        for name, value in self.sysctls.items():
-            (Path("/proc/sys") / name).write_text(value + "\n")
+        if not (SYSCTL_RECORD / "nodes" / str(os.getpid())).exists():
+            return  # kubelet was not started
+        with self.sysctl_record() as (values, users):
+            (users / str(os.getpid())).unlink()
+            if any(users.iterdir()):
+                return  # another real node runs: the last one puts the values back
+            for name, value in json.loads(values.read_text()).items():
+                (Path("/proc/sys") / name).write_text(value + "\n")
+            values.unlink()
+            users.rmdir()  # the lock file stays, in /run, for the next run to lock
 
     def stop_proc(self, proc):
         if proc:
