@@ -27,8 +27,8 @@ class RealNodeFlows(E2E):
         """A plain busybox pod on the real node becomes Running; its output is read back through
         kubelet; once deleted, its container is gone from containerd."""
         name = "busybox-hello"
-        self.c.apply(realnode.busybox_pod(self.node.images["busybox"][1], name,
-                                          "echo hello from $(hostname); exec sleep 3600"))
+        self.c.apply(realnode.pod_on_node(name, self.node.images["busybox"][1], command=[
+            "/bin/sh", "-c", "echo hello from $(hostname); exec sleep 3600"]))
         p = self.running_pod(name)
         assert p["spec"]["nodeName"] == realnode.REAL_NODE, f"{name} ran on {p['spec']['nodeName']}"
         out = wait_for(f"{name}'s output", lambda: self.c.kubectl("logs", "-n", "default", name).strip())
@@ -36,6 +36,22 @@ class RealNodeFlows(E2E):
         self.c.kubectl("delete", "pod", "-n", "default", name, "--wait=true", "--timeout=120s")
         wait_for(f"{name}'s containers gone from containerd",
                  lambda: not self.node.ctr("tasks", "ls", "-q").stdout.split(), timeout=120)
+
+    def driver_image_runs(self):
+        """The project's image, by its own entrypoint, runs under containerd and runc: the driver
+        answers --version with the image's version and exits 0."""
+        name = "blockpool-version"
+        image = self.node.images["driver"][1]
+        self.c.apply(realnode.pod_on_node(name, image, args=["--version"]))
+        def finished():
+            p = self.c.get("pod", name, "-n", "default")
+            return p and p["status"].get("phase") in ("Succeeded", "Failed") and p
+        pod = wait_for(f"{name} finished", finished)
+        out = self.c.kubectl("logs", "-n", "default", name).strip()
+        assert pod["status"]["phase"] == "Succeeded", f"{name} failed: {out[-600:]!r}"
+        version = image.rpartition(":")[2]
+        assert version in out, f"{name} printed {out!r}, not the image's version {version}"
+        self.c.kubectl("delete", "pod", "-n", "default", name, "--wait=true", "--timeout=120s")
 
 
 def main():
@@ -56,8 +72,11 @@ def main():
         ok = t.flow("control plane: etcd, kube-apiserver, controller-manager, scheduler", c.start_control_plane)
         ok = ok and t.flow("real node: images imported into containerd; kubelet (cgroupfs, cgroup v1) Ready",
                            node.start)
-        ok and t.flow("busybox pod Running on the real node, its output read back, its container gone after",
-                      t.busybox_runs)
+        for name, fn in (("busybox pod Running on the real node, its output read back, its container gone after",
+                          t.busybox_runs),
+                         ("the project's image runs as a pod on the real node (blockpool-csi --version)",
+                          t.driver_image_runs)):
+            ok and t.flow(name, fn)
     except (KeyboardInterrupt, SystemExit):
         interrupted = True
         t.results.append(("interrupted", "FAIL", 0, "interrupted"))

@@ -337,9 +337,13 @@ state = '{d / "state"}'
         return left
 
 
-def busybox_pod(image, name, script):
+def pod_on_node(name, image, command=None, args=None):
+    """A pod of one container on the real node, from an image in containerd's store."""
+    c = {"name": "main", "image": image, "imagePullPolicy": "Never"}
+    if command:
+        c["command"] = command
+    if args:
+        c["args"] = args
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
             "spec": {"nodeName": REAL_NODE, "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
-                     "automountServiceAccountToken": False,
-                     "containers": [{"name": "busybox", "image": image, "imagePullPolicy": "Never",
-                                     "command": ["/bin/sh", "-c", script]}]}}
+                     "automountServiceAccountToken": False, "containers": [c]}}
