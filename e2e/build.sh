@@ -11,7 +11,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${BLOCKPOOL_E2E_CACHE:-$here/../.cache/e2e}
 bin=$cache/bin
-tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl csi-provisioner csi-attacher
+tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet csi-provisioner csi-attacher
        csi-snapshotter snapshot-controller csi-resizer csi-snapshot-metadata snapshot-metadata-lister
        snapshot-metadata-verifier hollow-node registrar)
 

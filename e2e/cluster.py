@@ -264,6 +264,8 @@ class Cluster:
             "--enable-admission-plugins", "NodeRestriction",
             # the node plugin is privileged
             "--allow-privileged=true",
+            # node names here resolve nowhere: reach a kubelet (logs, exec) at its node IP
+            "--kubelet-preferred-address-types=InternalIP,Hostname",
             "--service-account-issuer", "https://kubernetes.default.svc",
             "--service-account-key-file", pki / "sa.pub",
             "--service-account-signing-key-file", pki / "sa.key",

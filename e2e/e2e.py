@@ -94,6 +94,32 @@ class E2E:
                 self.results.append((name, "FAIL", 0, f"not run: {failed!r} failed"))
                 print(f"  FAIL  {name}  (not run: {failed!r} failed)")
 
+    def after_teardown(self, left, label="e2e", logs_prefix=""):
+        """What is left after teardown fails the run; when anything failed, every component's
+        log is kept (the temp dir goes unless something is left in it)."""
+        if left:
+            self.results.append(("teardown", "FAIL", 0, "left behind: " + "; ".join(left)))
+            print("  FAIL  teardown: left behind: " + "; ".join(left))
+        if any(r[1] == "FAIL" for r in self.results):
+            stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+            keep = cl.REPO / ".cache" / "e2e" / "logs" / f"{logs_prefix}{stamp}"
+            shutil.copytree(self.c.logs, keep)
+            print(f"{label}: the logs of every component are in {keep}")
+        if not left:
+            shutil.rmtree(self.c.work, ignore_errors=True)
+        else:
+            print(f"{label}: {self.c.work} kept: something is still mounted or attached there")
+
+    def summary(self, began, interrupted, label="e2e"):
+        """Prints the time and the counts; the exit status."""
+        print(f"{label}: took {time.monotonic() - began:.0f} s; the longest waits: " + "; ".join(cl.longest_waits()))
+        first = next((r for r in self.results if r[1] == "FAIL"), None)
+        if first:
+            print(f"{label}: failed at: {first[0]}: {first[3]}")
+        counts = {o: sum(1 for r in self.results if r[1] == o) for o in ("PASS", "FAIL", "SKIP")}
+        print(f"{label}: {counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
+        return 1 if counts["FAIL"] or interrupted else 0
+
     # ---- what the objects and the host show --------------------------------------------
 
     def claim_volume(self, claim):
@@ -682,30 +708,11 @@ def main():
         interrupted = True
         t.results.append(("interrupted", "FAIL", 0, "interrupted"))
     finally:
-        left = c.teardown()
-        if left:
-            t.results.append(("teardown", "FAIL", 0, "left behind: " + "; ".join(left)))
-            print("  FAIL  teardown: left behind: " + "; ".join(left))
-        failed = [r for r in t.results if r[1] == "FAIL"]
-        if failed:
-            # Keep every component's log for a look afterwards (the temp dir goes).
-            keep = cl.REPO / ".cache" / "e2e" / "logs" / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-            shutil.copytree(c.logs, keep)
-            print(f"e2e: the logs of every component are in {keep}")
-        if not left:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print(f"e2e: {work} kept: something is still mounted or attached there")
+        t.after_teardown(c.teardown())
     # The second cluster only when the first passed: a run ends at its first failure.
     if not interrupted and not any(r[1] == "FAIL" for r in t.results):
         interrupted = node_local_phase(t)
-    print(f"e2e: took {time.monotonic() - began:.0f} s; the longest waits: " + "; ".join(cl.longest_waits()))
-    first = next((r for r in t.results if r[1] == "FAIL"), None)
-    if first:
-        print(f"e2e: failed at: {first[0]}: {first[3]}")
-    counts = {o: sum(1 for r in t.results if r[1] == o) for o in ("PASS", "FAIL", "SKIP")}
-    print(f"e2e: {counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped")
-    return 1 if counts["FAIL"] or interrupted else 0
+    return t.summary(began, interrupted)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The one command that builds blockpool and runs all of its tests, in six stages: the style gate,
-# the Maven build with its unit, integration and system tests, csi-sanity (node and shared pools, mount and block), the
-# checks of the Kubernetes manifests, the end-to-end test and the container image
-# (BLOCKPOOL_SKIP_IMAGE=1 leaves it out). Run it as root; what needs root is skipped with the
+# The one command that builds blockpool and runs all of its tests, in seven stages: the style
+# gate, the Maven build with its unit, integration and system tests, csi-sanity (node and shared
+# pools, mount and block), the checks of the Kubernetes manifests, the end-to-end test, the
+# container image (BLOCKPOOL_SKIP_IMAGE=1 leaves it out) and the real node, which runs that
+# image's node. Run it as root; what needs root is skipped with the
 # reason otherwise. It ends with one line: "tests: N passed, N failed, N skipped".
 # Every stage, how to run it alone and what it needs: docs/testing.md.
 set -uo pipefail
@@ -57,20 +58,35 @@ if [[ -x sidecars-deploy/test/check-manifests.sh ]]; then
   rm -f "$manifests_out"
 fi
 
+# Runs a test that ends with "<label>: N passed, N failed, N skipped" and adds its counts.
+counted() { # label command...
+  local label=$1 out
+  shift
+  out=$(mktemp)
+  "$@" | tee "$out" || status=1
+  read -r p f s < <(sed -nE "s/^$label: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped\$/\\1 \\2 \\3/p" "$out" | tail -1)
+  add_counts "${p:-0}" "${f:-1}" "${s:-0}"
+  rm -f "$out"
+}
+
 stage "end to end (Kubernetes control plane, sidecars, hollow kubelet)"
 if [[ $status -eq 0 ]]; then
-  e2e_out=$(mktemp)
-  e2e/run.sh | tee "$e2e_out" || status=1
-  read -r p f s < <(sed -nE 's/^e2e: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped$/\1 \2 \3/p' "$e2e_out" | tail -1)
-  add_counts "${p:-0}" "${f:-1}" "${s:-0}"
-  rm -f "$e2e_out"
+  counted e2e e2e/run.sh
 else
   echo "skipped: the build or its tests failed"
 fi
 
+image_built=
 if [[ -x image/build.sh && -z ${BLOCKPOOL_SKIP_IMAGE:-} ]]; then
   stage "container image"
-  if image/build.sh; then add_counts 1 0 0; else add_counts 0 1 0; status=1; fi
+  if image/build.sh; then add_counts 1 0 0; image_built=1; else add_counts 0 1 0; status=1; fi
+fi
+
+stage "real node (kubelet, containerd, runc, CNI)"
+if [[ $status -eq 0 && -n $image_built ]]; then
+  counted e2e-real-node e2e/real-node.sh
+else
+  echo "skipped: the build, its tests or the container image failed or were left out"
 fi
 
 [[ $failed -eq 0 && $style_status -eq 0 ]] || status=1
