@@ -43,6 +43,18 @@ MANIFEST_POOL = "/var/lib/blockpool"
 MANIFEST_KUBELET = "/var/lib/kubelet"
 
 
+def pvc(name, storage_class, size, block=False, source=None, namespace="default"):
+    """A PersistentVolumeClaim of the class, ReadWriteOnce; raw block, or from a data source, when asked."""
+    spec = {"storageClassName": storage_class, "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": size}}}
+    if block:
+        spec["volumeMode"] = "Block"
+    if source:
+        spec["dataSource"] = source
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": namespace},
+            "spec": spec}
+
+
 def quantity(q):
     """Bytes of a Kubernetes quantity as the API writes them (e.g. "2Gi", "78000Mi", "1234")."""
     units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50,

@@ -21,7 +21,7 @@ from pathlib import Path
 import cbt
 import cluster as cl
 import host
-from cluster import DRIVER_NAME, NAMESPACE, NODE, ON_HOST, POD, RECONCILED, SCHEDULER, quantity
+from cluster import DRIVER_NAME, NAMESPACE, NODE, ON_HOST, POD, RECONCILED, SCHEDULER, pvc, quantity
 from node_local import NodeLocal
 
 GI = 1 << 30
@@ -31,17 +31,6 @@ DATA = "e2e-data"  # a file the test writes into a volume, to find again in its 
 
 class Skip(Exception):
     pass
-
-
-def pvc(name, storage_class, size, block=False, source=None):
-    spec = {"storageClassName": storage_class, "accessModes": ["ReadWriteOnce"],
-            "resources": {"requests": {"storage": size}}}
-    if block:
-        spec["volumeMode"] = "Block"
-    if source:
-        spec["dataSource"] = source
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": NS},
-            "spec": spec}
 
 
 def pod(name, volume, block=False, fs_group=None):

@@ -21,6 +21,7 @@ from cluster import (
     POD,
     RECONCILED,
     STARTED,
+    pvc,
     quantity,
     wait_for,
 )
@@ -30,6 +31,7 @@ NODE_SIDECARS = ["csi-provisioner", "csi-snapshotter", "csi-resizer"]
 TOPOLOGY = "topology.blockpool.csi.dev/node"
 GI = 1 << 30
 NS = "default"
+EXT4 = "blockpool-ext4"  # the StorageClass of the claims here
 # Node a's pool holds 2 GiB, node b's 6 GiB: a 3 GiB claim fits only node b's.
 NODES = {"e2e-node-a": 2, "e2e-node-b": 6}
 
@@ -85,17 +87,6 @@ class Node:
     def images(self):
         return sorted(p.name for p in (self.pool / "volumes").glob("*.img")) if (self.pool / "volumes").is_dir() \
             else []
-
-
-def pvc(name, size, block=False, source=None):
-    spec = {"storageClassName": "blockpool-ext4", "accessModes": ["ReadWriteOnce"],
-            "resources": {"requests": {"storage": size}}}
-    if block:
-        spec["volumeMode"] = "Block"
-    if source:
-        spec["dataSource"] = source
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": NS},
-            "spec": spec}
 
 
 def pod(name, claim, node=None, block=False):
@@ -186,7 +177,7 @@ class NodeLocal:
 
     def lands_on_its_pods_node(self):
         began = time.monotonic()
-        self.c.apply([pvc("local-a", "1Gi"), pod("app-local-a", "local-a", node="e2e-node-a")])
+        self.c.apply([pvc("local-a", EXT4, "1Gi"), pod("app-local-a", "local-a", node="e2e-node-a")])
         self.placed("local-a", "e2e-node-a")
         publish = self.publish_dir("app-local-a", "e2e-node-a")
         print(f"        claim to running pod: {time.monotonic() - began:.1f} s")
@@ -197,7 +188,7 @@ class NodeLocal:
             os.fsync(f.fileno())
 
     def fits_only_node_b(self):
-        self.c.apply([pvc("big", "3Gi"), pod("app-big", "big")])
+        self.c.apply([pvc("big", EXT4, "3Gi"), pod("app-big", "big")])
         self.placed("big", "e2e-node-b")
         assert self.running("app-big")["spec"]["nodeName"] == "e2e-node-b"
 
@@ -214,13 +205,13 @@ class NodeLocal:
         for claim, source in (("restored-a", {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot",
                                               "name": "snap-a"}),
                               ("cloned-a", {"kind": "PersistentVolumeClaim", "name": "local-a"})):
-            self.c.apply([pvc(claim, "1Gi", source=source), pod(f"app-{claim}", claim, node="e2e-node-a")])
+            self.c.apply([pvc(claim, EXT4, "1Gi", source=source), pod(f"app-{claim}", claim, node="e2e-node-a")])
             self.placed(claim, "e2e-node-a")
             data = (self.publish_dir(f"app-{claim}", "e2e-node-a") / "e2e-data").read_text()
             assert data == "written on node a\n", f"{claim}: {data!r}"
 
     def raw_block(self):
-        self.c.apply([pvc("block-b", "1Gi", block=True), pod("app-block-b", "block-b", node="e2e-node-b",
+        self.c.apply([pvc("block-b", EXT4, "1Gi", block=True), pod("app-block-b", "block-b", node="e2e-node-b",
                                                             block=True)])
         self.placed("block-b", "e2e-node-b")
         self.running("app-block-b")
