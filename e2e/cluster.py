@@ -3,6 +3,7 @@ control plane, snapshot-controller, the project's manifests, the driver and its 
 host processes run with the arguments the rendered manifests give them, and a hollow kubelet
 as the node. Everything started here is stopped, unmounted and detached by teardown()."""
 
+import ipaddress
 import json
 import os
 import re
@@ -166,6 +167,8 @@ class Cluster:
         self.admin = work / "admin.kubeconfig"
         self.apiserver_port = free_port()
         self.server = f"https://127.0.0.1:{self.apiserver_port}"
+        # The Services' addresses; the first is the `kubernetes` Service's, which pods use.
+        self.service_range = ipaddress.ip_network("10.0.0.0/24")
 
     # ---- helpers -----------------------------------------------------------------------
 
@@ -244,7 +247,8 @@ class Cluster:
         self.openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
                      "-days", "2", "-subj", "/CN=blockpool-e2e-ca")
         (self.pki / "apiserver.ext").write_text(
-            "subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default.svc\n")
+            f"subjectAltName=IP:127.0.0.1,IP:{next(self.service_range.hosts())},DNS:localhost,DNS:kubernetes,"
+            "DNS:kubernetes.default.svc\n")
         self.openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", "apiserver.key", "-out",
                      "apiserver.csr", "-subj", "/CN=kube-apiserver")
         self.openssl("x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
@@ -282,7 +286,7 @@ class Cluster:
             "--service-account-key-file", pki / "sa.pub",
             "--service-account-signing-key-file", pki / "sa.key",
             "--api-audiences", "https://kubernetes.default.svc",
-            "--service-cluster-ip-range", "10.0.0.0/24",
+            "--service-cluster-ip-range", self.service_range,
             "--cert-dir", self.work / "apiserver-certs"])
         self.wait_for("kube-apiserver ready", lambda: self.kubectl("get", "--raw", "/readyz").strip() == "ok", STARTED)
 

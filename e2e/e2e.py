@@ -48,6 +48,8 @@ def pod(name, volume, block=False, fs_group=None):
 
 
 class E2E:
+    node_name = NODE  # the node the flows' pods run on
+
     def __init__(self, c: cl.Cluster):
         self.c = c
         self.results = []  # (name, "PASS"|"FAIL"|"SKIP", seconds, message)
@@ -138,7 +140,7 @@ class E2E:
         p = self.c.get("pvc", claim, "-n", NS)
         # WaitForFirstConsumer: provisioned for the node the scheduler chose
         selected = p["metadata"].get("annotations", {}).get("volume.kubernetes.io/selected-node")
-        assert selected == NODE, f"claim {claim} selected-node is {selected!r}"
+        assert selected == self.node_name, f"claim {claim} selected-node is {selected!r}"
         return self.claim_volume(claim)
 
     def attached(self, v):

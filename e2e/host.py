@@ -1,6 +1,7 @@
 """What the host shows: the mount table, loop devices and the pool's files, always scoped to the
 test's temp dir (other work on this machine uses loop devices and mounts of its own)."""
 
+import json
 import os
 import re
 import subprocess
@@ -12,10 +13,11 @@ def _unescape(field):
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
-def mounts(under: Path):
-    """Mounts whose mount point is `under` or below it: dicts with path, fstype, source, dev."""
+def mounts(under: Path, pid="self"):
+    """Mounts whose mount point is `under` or below it, in the mount namespace of process `pid`
+    (this one's by default): dicts with path, fstype, source, dev."""
     found = []
-    with open("/proc/self/mountinfo") as f:
+    with open(f"/proc/{pid}/mountinfo") as f:
         for line in f:
             left, _, right = line.partition(" - ")
             fields, rfields = left.split(), right.split()
@@ -39,6 +41,22 @@ def loops(backed_under: Path):
     return found
 
 
+def file_id(path: Path):
+    """(major:minor of its file system, inode) of a file, as losetup shows a loop device's backing file."""
+    st = os.stat(path)
+    return f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}", st.st_ino
+
+
+def loops_backed_by(files):
+    """Loop devices whose backing file is one of `files` (file_id()s): {name: backing file}. For
+    loop devices attached inside a container, whose backing file's path is the container's."""
+    out = subprocess.run(["losetup", "--list", "--json", "-O", "NAME,BACK-FILE,BACK-INO,BACK-MAJ:MIN"],
+                         capture_output=True, text=True, check=True).stdout
+    devices = json.loads(out)["loopdevices"] if out.strip() else []
+    return {d["name"].removeprefix("/dev/"): d["back-file"] for d in devices
+            if (d["back-maj:min"].strip(), d["back-ino"]) in files}
+
+
 def loop_dev(name):
     """major:minor of a loop device, as in mountinfo."""
     return (Path("/sys/block") / name / "dev").read_text().strip()
@@ -52,20 +70,22 @@ def loop_of(image: Path):
     return None
 
 
-def release_everything_under(work: Path):
+def release_everything_under(work: Path, pid=None):
     """Detaches every loop device backed by a file under work and unmounts everything mounted
-    under it (deepest first). Returns what is still left, for the caller to report."""
+    under it (deepest first), in the mount namespace of process `pid` when given (this one's
+    otherwise). Returns what is still left, for the caller to report."""
+    ns = ["nsenter", f"--mount=/proc/{pid}/ns/mnt", "--"] if pid else []
     for _ in range(3):
         for name in loops(work):
             # The device is named only after sysfs showed it is backed by a file of ours.
             subprocess.run(["losetup", "-d", f"/dev/{name}"], capture_output=True, check=False)
-        for m in sorted(mounts(work), key=lambda m: -len(m["path"])):
-            if subprocess.run(["umount", m["path"]], capture_output=True, check=False).returncode != 0:
-                subprocess.run(["umount", "-l", m["path"]], capture_output=True, check=False)
-        if not mounts(work) and not loops(work):
+        for m in sorted(mounts(work, pid or "self"), key=lambda m: -len(m["path"])):
+            if subprocess.run([*ns, "umount", m["path"]], capture_output=True, check=False).returncode != 0:
+                subprocess.run([*ns, "umount", "-l", m["path"]], capture_output=True, check=False)
+        if not mounts(work, pid or "self") and not loops(work):
             break
-    left = [f"mount {m['path']}" for m in mounts(work)] + [f"loop {n} -> {b}" for n, b in loops(work).items()]
-    return left
+    return ([f"mount {m['path']}" for m in mounts(work, pid or "self")]
+            + [f"loop {n} -> {b}" for n, b in loops(work).items()])
 
 
 def pool_records(pool: Path):

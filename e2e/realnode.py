@@ -1,23 +1,29 @@
 """A real node beside the e2e's control plane: containerd (its own root, state and socket in the
 run's temp dir), runc, the CNI bridge plugin and a real kubelet, all built by e2e/build.sh and
-e2e/node/build.sh, running images built by e2e/node/images.sh without a registry. Everything
-started here is stopped, unmounted and removed by teardown(), which runs even when start() failed
-half way. See e2e/README.md, "The real node", for what is set and why."""
+e2e/node/build.sh, running images built by e2e/node/images.sh without a registry. containerd and
+kubelet, and so every container, run in a mount namespace of the run's own, where the run's
+directories are mounted at the host paths the manifests name (/var/lib/kubelet,
+/var/lib/blockpool): nothing mounted there reaches the host's mount table. Everything started
+here is stopped, unmounted and removed by teardown(), which runs even when start() failed half
+way. See e2e/README.md, "The real node", for what is set and why."""
 
 import contextlib
 import fcntl
 import hashlib
+import ipaddress
 import itertools
 import json
 import os
 import signal
+import socket
 import subprocess
+import threading
 from pathlib import Path
 
 import yaml
 
 import host
-from cluster import BIN, REPO, free_port, wait_for
+from cluster import BIN, REPO, STARTED, free_port, wait_for
 
 NODE_BIN = REPO / ".cache" / "e2e" / "node" / "bin"
 CNI_BIN = REPO / ".cache" / "e2e" / "node" / "cni"
@@ -34,13 +40,17 @@ SYSCTL_RECORD = Path("/run/blockpool-e2e-real-node")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 # containerd's shims listen here whatever containerd's state dir (its defaults.DefaultStateDir).
 SHIM_SOCKETS = Path("/run/containerd/s")
-# Host paths kubelet and CNI use whatever their configuration: kubelet's device plugin socket
-# and its links to the containers' logs, and libcni's cache of results (containerd sets no
-# cache dir). Teardown removes what the run put there, and each dir it created, deepest first.
-DEVICE_PLUGINS = Path("/var/lib/kubelet/device-plugins")
+# The host paths the manifests name, kubelet's root dir and the pool: in the node's mount
+# namespace the run's own directories are mounted there. On the host they are only the (empty)
+# mount points, made when missing.
+KUBELET_DIR = Path("/var/lib/kubelet")
+POOL_DIR = Path("/var/lib/blockpool")
+# Host paths kubelet and CNI use whatever their configuration: kubelet's links to the
+# containers' logs and libcni's cache of results (containerd sets no cache dir). Teardown removes
+# what the run put there, and each dir it created (the mount points too), deepest first.
 CONTAINER_LOG_LINKS = Path("/var/log/containers")
 CNI_RESULTS = Path("/var/lib/cni/results")
-HOST_DIRS = (DEVICE_PLUGINS, DEVICE_PLUGINS.parent, CONTAINER_LOG_LINKS, CNI_RESULTS, CNI_RESULTS.parent)
+HOST_DIRS = (KUBELET_DIR, POOL_DIR, CONTAINER_LOG_LINKS, CNI_RESULTS, CNI_RESULTS.parent)
 
 
 def why_no_containers():
@@ -61,37 +71,78 @@ class RealNode:
         self.id = f"bpe2e{os.getpid() % 100000}"  # names the cgroup root and the bridge
         self.containerd_dir = self.dir / "containerd"
         self.socket = self.containerd_dir / "containerd.sock"
+        # What the node's namespace mounts at KUBELET_DIR and POOL_DIR.
         self.kubelet_dir = self.dir / "kubelet"
+        self.pool = self.dir / "pool"
+        self.pool_files = set()  # file_id()s of every pool file seen, for their loop devices
         self.cni_conf = self.dir / "cni"
         self.cgroup_root = f"/{self.id}"
         self.bridge = self.id
-        self.subnet = self.ip = None  # chosen when the bridge is made
-        self.images = {}  # role (pause, busybox, driver) -> (archive, image name)
-        self.containerd = self.kubelet = None
-        self.shim_dir_existed = SHIM_SOCKETS.parent.exists()
-        self.host_dirs_existing = {d for d in HOST_DIRS if d.exists()}
-
-    # ---- start -------------------------------------------------------------------------
-
-    def start(self):
-        for d in (self.containerd_dir, self.kubelet_dir, self.cni_conf, self.dir / "pod-logs"):
-            d.mkdir(parents=True, exist_ok=True)
-        self.build_images()
-        self.start_containerd()
-        self.import_images()
-        self.start_kubelet()
-
-    def build_images(self):
-        out = subprocess.run([REPO / "e2e" / "node" / "images.sh"], capture_output=True, text=True, check=True).stdout
-        self.images = {role: (archive, image) for role, archive, image in map(str.split, out.splitlines())}
-
-    def start_containerd(self):
         # The node's address, on the bridge: kubelet refuses a loopback node IP, and kube-apiserver
         # reaches kubelet (logs, exec) at it. A /24 no address of the host is in yet.
         used = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, check=True).stdout
         self.subnet = next(f"10.254.{n % 250}" for n in range(os.getpid(), os.getpid() + 250)
                            if f" 10.254.{n % 250}." not in used)
         self.ip = f"{self.subnet}.1"
+        # There is no kube-proxy (it would change the host's iptables): the Services' range is
+        # the lower half of the node's /24, so that the `kubernetes` Service's address, the first,
+        # is the node's own, where ApiProxy forwards to kube-apiserver. Pods get the upper half.
+        cluster.service_range = ipaddress.ip_network(f"{self.subnet}.0/25")
+        self.api_proxy = None
+        self.images = {}  # role (pause, busybox, driver, each sidecar) -> (archive, image name)
+        self.namespace = self.containerd = self.kubelet = None
+        self.shim_dir_existed = SHIM_SOCKETS.parent.exists()
+        self.host_dirs_existing = {d for d in HOST_DIRS if d.exists()}
+
+    # ---- start -------------------------------------------------------------------------
+
+    def start(self):
+        for d in (self.containerd_dir, self.kubelet_dir, self.pool, self.cni_conf, self.dir / "pod-logs"):
+            d.mkdir(parents=True, exist_ok=True)
+        self.build_images()
+        self.start_namespace()
+        self.start_containerd()
+        self.import_images()
+        self.start_kubelet()
+
+    def start_namespace(self):
+        """The node's mount namespace: a process holding it (`unshare`, then sleep), a slave of
+        the host's (the host's mounts show inside, nothing made inside shows on the host), with the
+        run's kubelet and pool dirs mounted at KUBELET_DIR and POOL_DIR, shared: containerd
+        refuses Bidirectional mount propagation from a mount that is not, HostToContainer from
+        one neither shared nor a slave."""
+        for d in (KUBELET_DIR, POOL_DIR):
+            d.mkdir(parents=True, exist_ok=True)  # the mount points; removed by teardown if made here
+        self.namespace = self.c.start("node-namespace", ["unshare", "--mount", "--propagation", "slave",
+                                                         "sleep", "infinity"])
+        own = os.readlink("/proc/self/ns/mnt")
+        wait_for("the node's mount namespace", lambda: os.readlink(f"/proc/{self.namespace.popen.pid}/ns/mnt") != own,
+                 STARTED)
+        for source, target in ((self.kubelet_dir, KUBELET_DIR), (self.pool, POOL_DIR)):
+            subprocess.run([*self.in_namespace(), "mount", "--bind", source, target], check=True, capture_output=True)
+            subprocess.run([*self.in_namespace(), "mount", "--make-rshared", target], check=True, capture_output=True)
+
+    def in_namespace(self):
+        """The command prefix that runs a command in the node's mount namespace."""
+        return ["nsenter", f"--mount=/proc/{self.namespace.popen.pid}/ns/mnt", "--"]
+
+    def mounts(self, under=KUBELET_DIR):
+        """The mounts under `under` in the node's mount namespace (host.mounts())."""
+        return host.mounts(under, self.namespace.popen.pid)
+
+    def see_pool_files(self):
+        """Records the pool's files, whose loop devices teardown detaches: a loop device attached
+        in the driver's container names its backing file by the container's path, so it is found
+        by the file's inode (host.loops_backed_by())."""
+        for f in self.pool.rglob("*"):
+            if f.is_file():
+                self.pool_files.add(host.file_id(f))
+
+    def build_images(self):
+        out = subprocess.run([REPO / "e2e" / "node" / "images.sh"], capture_output=True, text=True, check=True).stdout
+        self.images = {role: (archive, image) for role, archive, image in map(str.split, out.splitlines())}
+
+    def start_containerd(self):
         for cmd in (["link", "add", self.bridge, "type", "bridge"],
                     ["addr", "add", f"{self.ip}/24", "dev", self.bridge], ["link", "set", self.bridge, "up"]):
             subprocess.run(["ip", *cmd], check=True, capture_output=True)
@@ -102,7 +153,8 @@ class RealNode:
                 # reach the node and each other, and no iptables rule of the host changes.
                 {"type": "bridge", "bridge": self.bridge, "isGateway": True, "ipMasq": False,
                  "ipam": {"type": "host-local", "dataDir": str(self.dir / "ipam"),
-                          "ranges": [[{"subnet": f"{self.subnet}.0/24", "gateway": self.ip}]]}},
+                          "ranges": [[{"subnet": f"{self.subnet}.0/24", "gateway": self.ip,
+                                       "rangeStart": f"{self.subnet}.128", "rangeEnd": f"{self.subnet}.254"}]]}},
                 {"type": "loopback"}]}))
         d = self.containerd_dir
         cri_runtime = "plugins.'io.containerd.cri.v1.runtime'"
@@ -142,9 +194,10 @@ state = '{d / "state"}'
   Root = '{d / "runc"}'
   SystemdCgroup = false
 """)
+        self.api_proxy = ApiProxy((self.ip, 443), ("127.0.0.1", self.c.apiserver_port))
         # The shim is found on PATH.
-        self.containerd = self.c.start("containerd", [NODE_BIN / "containerd", "--config", config],
-                                       env={"PATH": f"{NODE_BIN}:{os.environ['PATH']}"})
+        self.containerd = self.c.start("containerd", [*self.in_namespace(), NODE_BIN / "containerd", "--config",
+                                                      config], env={"PATH": f"{NODE_BIN}:{os.environ['PATH']}"})
         wait_for("containerd serving", lambda: self.ctr("version", check=False).returncode == 0, timeout=60)
 
     def ctr(self, *args, check=True):
@@ -155,6 +208,34 @@ state = '{d / "state"}'
         for archive, name in self.images.values():
             self.ctr("images", "import", "--no-unpack=false", IMAGES / archive)
             assert name in self.ctr("images", "ls", "-q").stdout.split(), f"{name} not in containerd after import"
+
+    def overlay(self, base):
+        """A kustomization of the repository's `base` for this node, in the run's dir: each image the
+        manifests name replaced by its build from images.sh (the role named as the image, the
+        driver's "driver"), and imagePullPolicy: Never on every container. Returns its dir."""
+        local = {role: image for role, (_, image) in self.images.items()}
+        images, patches = {}, []
+        for d in self.c.render(base):
+            spec = d.get("spec", {}).get("template", {}).get("spec")
+            if not spec:
+                continue
+            for c in spec["containers"]:
+                name = c["image"].rpartition(":")[0] or c["image"]
+                role = name.rpartition("/")[2]
+                role = "driver" if role == "blockpool-csi" else role
+                assert role in local, f"no image built for {c['image']} of {d['kind']} {d['metadata']['name']}"
+                new_name, _, new_tag = local[role].rpartition(":")
+                images[name] = {"name": name, "newName": new_name, "newTag": new_tag}
+            patches.append({"target": {"kind": d["kind"], "name": d["metadata"]["name"]}, "patch": yaml.safe_dump({
+                "apiVersion": d["apiVersion"], "kind": d["kind"], "metadata": {"name": d["metadata"]["name"]},
+                "spec": {"template": {"spec": {"containers": [{"name": c["name"], "imagePullPolicy": "Never"}
+                                                              for c in spec["containers"]]}}}})})
+        out = self.dir / "manifests"
+        out.mkdir(exist_ok=True)
+        (out / "kustomization.yaml").write_text(yaml.safe_dump({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+            "resources": [os.path.relpath(REPO / base, out)], "images": list(images.values()), "patches": patches}))
+        return out
 
     def start_kubelet(self):
         # kubelet's cgroups live under a root of the run's own, in each v1 hierarchy (cgroupfs
@@ -187,7 +268,8 @@ state = '{d / "state"}'
             "staticPodPath": "",
         }))
         self.kubelet = self.c.start("real-kubelet", [
-            BIN / "kubelet", "--config", config, "--kubeconfig", kubeconfig, "--root-dir", self.kubelet_dir,
+            *self.in_namespace(),
+            BIN / "kubelet", "--config", config, "--kubeconfig", kubeconfig, "--root-dir", KUBELET_DIR,
             "--cert-dir", self.dir / "kubelet-pki", "--hostname-override", REAL_NODE, "--node-ip", self.ip,
             "--v=2"])
         wait_for(f"{REAL_NODE} Ready", lambda: self.c.kubectl(
@@ -198,12 +280,15 @@ state = '{d / "state"}'
 
     def teardown(self):
         """Stops kubelet, then every container and shim of this containerd, then containerd;
-        unmounts what they left under the run's dir, removes the bridge and kubelet's cgroups and
-        puts kubelet's kernel tunables back. Each step runs whatever the one before did. Returns
-        what is still left."""
+        unmounts what they left in the node's namespace and detaches the pool's loop devices, ends
+        the namespace; unmounts what is left under the run's dir, removes the bridge and kubelet's
+        cgroups and puts kubelet's kernel tunables back. Each step runs whatever the one before did.
+        Returns what is still left."""
         left = []
         for step in (lambda: self.stop_proc(self.kubelet), self.remove_containers, self.kill_shims,
                      lambda: self.stop_proc(self.containerd), self.remove_shim_socket_dir,
+                     lambda: left.extend(self.release_namespace()), lambda: self.stop_proc(self.namespace),
+                     lambda: self.api_proxy and self.api_proxy.stop(),
                      lambda: left.extend(host.release_everything_under(self.dir)), self.remove_bridge,
                      lambda: left.extend(self.remove_cgroups()), self.restore_sysctls, self.clean_host_dirs):
             try:
@@ -211,6 +296,24 @@ state = '{d / "state"}'
             except Exception as e:  # noqa: BLE001 - keep tearing down, report what is left
                 left.append(f"real node teardown: {type(e).__name__}: {e}")
         return left
+
+    def release_namespace(self):
+        """Unmounts everything under the kubelet and pool dirs and the run's dir in the node's
+        namespace, deepest first, and detaches the loop devices of the pool's files. Returns
+        what is left."""
+        left = []
+        if os.path.isdir(self.pool):
+            self.see_pool_files()
+        for name in host.loops_backed_by(self.pool_files):
+            subprocess.run(["losetup", "-d", f"/dev/{name}"], capture_output=True, check=False)
+        if self.namespace and self.namespace.alive():
+            for d in (KUBELET_DIR, POOL_DIR, self.dir):
+                left += [f"in the node's namespace: {m}" for m in host.release_everything_under(
+                    d, self.namespace.popen.pid)]
+        # Unmounting may have let go of devices the mounts held.
+        for name in host.loops_backed_by(self.pool_files):
+            subprocess.run(["losetup", "-d", f"/dev/{name}"], capture_output=True, check=False)
+        return left + [f"loop {n} -> {b}" for n, b in host.loops_backed_by(self.pool_files).items()]
 
     def remove_containers(self):
         if not (self.containerd and self.containerd.alive()):
@@ -235,8 +338,6 @@ state = '{d / "state"}'
             sandbox = result.name.removeprefix(f"{self.id}-").rpartition("-")[0]
             (CNI_RESULTS / f"cni-loopback-{sandbox}-lo").unlink(missing_ok=True)
             result.unlink()
-        if DEVICE_PLUGINS not in self.host_dirs_existing:
-            (DEVICE_PLUGINS / "kubelet.sock").unlink(missing_ok=True)
         for d in HOST_DIRS:
             if d not in self.host_dirs_existing:
                 try:
@@ -347,3 +448,48 @@ def pod_on_node(name, image, command=None, args=None):
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
             "spec": {"nodeName": REAL_NODE, "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
                      "automountServiceAccountToken": False, "containers": [c]}}
+
+
+class ApiProxy:
+    """Forwards TCP connections from `listen` to `to`: pods reach kube-apiserver at the
+    `kubernetes` Service's address, which is the node's (RealNode.__init__), port 443. Each
+    connection is two threads, one per direction; stop() closes the listener and every
+    connection."""
+
+    def __init__(self, listen, to):
+        self.to = to
+        self.conns = []
+        self.server = socket.create_server(listen)
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return  # stopped
+            try:
+                upstream = socket.create_connection(self.to)
+            except OSError:
+                client.close()
+                continue
+            self.conns += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self.pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def pipe(a, b):
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                b.shutdown(socket.SHUT_WR)
+
+    def stop(self):
+        self.server.close()
+        for conn in self.conns:
+            with contextlib.suppress(OSError):
+                conn.close()

@@ -5,6 +5,12 @@
 #            (e2e/go.mod), compiled static, alone in the image
 #   busybox  a small test image: Debian's busybox-static and its applets, alone in the image
 #   driver   the project's image, from image/build.sh when podman has none of that tag
+#   csi-provisioner, csi-snapshotter, csi-resizer
+#            the sidecars the base's DaemonSet runs, built static from the modules e2e/go.mod
+#            pins, each alone in its image, tagged with its module's version
+#   csi-node-driver-registrar, livenessprobe
+#            the stand-ins e2e/cmd/registrar and e2e/cmd/livenessprobe (those sidecars are not
+#            published as Go modules), tagged with a hash of their source
 # Each archive's name carries its image's version (the driver's: its image ID), so a new pin or
 # a rebuilt image makes a new archive. Prints "role archive image" lines on stdout. Nothing is pulled: both small
 # images are FROM scratch, so podman builds them without running a container. Rebuilds an
@@ -34,6 +40,18 @@ busybox_image=localhost/blockpool-e2e/busybox:$(tr ':~+' '_' <<<"$busybox_versio
 driver_version=$(sed -n '0,/<artifactId>blockpool-parent<\/artifactId>/d; s:.*<version>\([^<]*\)</version>.*:\1:p' \
   "$repo/pom.xml" | head -n1)
 driver_image=localhost/blockpool-csi:$driver_version
+
+# The sidecars: role, package, image version.
+sidecars=()
+for tool in external-provisioner/v6/cmd/csi-provisioner external-snapshotter/v8/cmd/csi-snapshotter \
+            external-resizer/v2/cmd/csi-resizer; do
+  module=github.com/kubernetes-csi/${tool%/cmd/*}
+  sidecars+=("${tool##*/} github.com/kubernetes-csi/$tool $(cd "$repo/e2e" && go list -m -f '{{.Version}}' "$module")")
+done
+for standin in csi-node-driver-registrar:registrar livenessprobe:livenessprobe; do
+  src=$repo/e2e/cmd/${standin#*:}
+  sidecars+=("${standin%%:*} ./cmd/${standin#*:} e2e-$(cat "$src"/*.go "$repo/e2e/go.sum" | sha256sum | cut -c1-12)")
+done
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -78,5 +96,30 @@ if [[ ! -s $out/$driver_tar ]]; then
   mv "$out/$driver_tar.tmp" "$out/$driver_tar"
 fi
 
+# Built only when an archive is missing: static (no libc in the image), in one go build.
+missing=()
+for s in "${sidecars[@]}"; do
+  read -r role pkg version <<<"$s"
+  [[ -s $out/$role-$version.tar ]] || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  log "building ${missing[*]}"
+  mkdir -p "$work/bin"
+  (cd "$repo/e2e" && CGO_ENABLED=0 go build -buildvcs=false -trimpath -ldflags=-s -o "$work/bin/" "${missing[@]}")
+fi
+for s in "${sidecars[@]}"; do
+  read -r role pkg version <<<"$s"
+  if [[ ! -s $out/$role-$version.tar ]]; then
+    rm -f "$out/$role"-*.tar
+    mkdir -p "$work/$role"
+    mv "$work/bin/${pkg##*/}" "$work/$role/$role"
+    build_scratch "localhost/blockpool-e2e/$role:$version" "$work/$role" "$out/$role-$version.tar" "/$role"
+  fi
+done
+
 printf '%s %s %s\n' pause "$pause_tar" "$pause_image" busybox "$busybox_tar" "$busybox_image" \
   driver "$driver_tar" "$driver_image"
+for s in "${sidecars[@]}"; do
+  read -r role _ version <<<"$s"
+  printf '%s %s %s\n' "$role" "$role-$version.tar" "localhost/blockpool-e2e/$role:$version"
+done
