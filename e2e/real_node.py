@@ -254,9 +254,14 @@ class RealNodeFlows(E2E):
         """The pods, the claims, then the manifests: no mount left under kubelet's dir in the
         node's namespace, no loop device bound to the pool's files, no image file in the pool."""
         self.c.kubectl("delete", "pods", "-n", "default", "--all", "--wait=true", "--timeout=120s")
+        # The pods had no grace period: they left the API at once, kubelet unpublishes and
+        # unstages after. The node plugin must still be there for that.
+        self.c.wait_for("kubelet's unpublish and unstage of every volume", lambda: not [
+            m for m in self.node.mounts() if "/kubernetes.io~csi/" in m["path"]
+            or m["path"].startswith(str(KUBELET_DIR / "plugins" / "kubernetes.io" / "csi") + "/")], ON_HOST)
+        self.node.see_pool_files()
         self.c.kubectl("delete", "pvc", "-n", "default", "--all", "--wait=true", "--timeout=120s")
         self.c.wait_for("the PVs deleted", lambda: not self.c.items("pv"), RECONCILED)
-        self.node.see_pool_files()
         self.c.kubectl("delete", "-k", self.node.dir / "manifests", "--wait=true", "--timeout=180s")
         self.c.wait_for("the node plugin's containers gone from containerd",
                         lambda: not self.node.ctr("tasks", "ls", "-q").stdout.split(), RECONCILED)

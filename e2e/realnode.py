@@ -14,6 +14,7 @@ import ipaddress
 import itertools
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -290,12 +291,18 @@ state = '{d / "state"}'
                      lambda: left.extend(self.release_namespace()), lambda: self.stop_proc(self.namespace),
                      lambda: self.api_proxy and self.api_proxy.stop(),
                      lambda: left.extend(host.release_everything_under(self.dir)), self.remove_bridge,
-                     lambda: left.extend(self.remove_cgroups()), self.restore_sysctls, self.clean_host_dirs):
+                     lambda: left.extend(self.remove_cgroups()), self.restore_sysctls, self.clean_host_dirs,
+                     self.keep_pod_logs):
             try:
                 step()
             except Exception as e:  # noqa: BLE001 - keep tearing down, report what is left
                 left.append(f"real node teardown: {type(e).__name__}: {e}")
         return left
+
+    def keep_pod_logs(self):
+        """The containers' logs, beside the components' (kept when a flow failed)."""
+        if (self.dir / "pod-logs").is_dir():
+            shutil.copytree(self.dir / "pod-logs", self.c.logs / "real-node-pods", dirs_exist_ok=True)
 
     def release_namespace(self):
         """Unmounts everything under the kubelet and pool dirs and the run's dir in the node's
