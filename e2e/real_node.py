@@ -4,6 +4,7 @@ with containerd, runc and CNI beside it (realnode.py), and pods run there for re
 f"{LABEL}: N passed, N failed, N skipped"; skips with the reason where this machine cannot
 run containers."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -127,8 +128,9 @@ class RealNodeFlows(E2E):
     def registered(self):
         """node-driver-registrar's socket in kubelet's plugins_registry, kubelet's registration:
         CSINode lists the driver with its topology key, the Node carries its segment."""
-        registry = self.node.kubelet_dir / "plugins_registry"
-        assert (registry / f"{DRIVER_NAME}-reg.sock").is_socket(), f"no registration socket in {registry}"
+        registry = self.node.root() / KUBELET_DIR.relative_to("/") / "plugins_registry"
+        socket = registry / f"{DRIVER_NAME}-reg.sock"
+        assert socket.is_socket(), f"no {socket.name} in kubelet's plugins_registry: {sorted(os.listdir(registry))}"
 
         def listed():
             drivers = (self.c.get("csinode", REAL_NODE) or {}).get("spec", {}).get("drivers") or []
@@ -192,7 +194,7 @@ class RealNodeFlows(E2E):
         Bidirectional mount's propagation), holding what the pod wrote; the pod's own mount is
         of the same device."""
         v = self.volumes["rn-fs"]
-        root = Path(f"/proc/{self.node.namespace.popen.pid}/root")
+        root = self.node.root()
         _, ms = self.mounts_of(v)
         assert any(m["path"] == v["staging"] for m in ms), f"{v['staging']} not in the node's mount table"
         text = (root / v["staging"].lstrip("/") / "hello").read_text()
@@ -251,17 +253,19 @@ class RealNodeFlows(E2E):
             f"no mount under {publish} in the node's namespace"
 
     def delete_everything(self):
-        """The pods, the claims, then the manifests: no mount left under kubelet's dir in the
-        node's namespace, no loop device bound to the pool's files, no image file in the pool."""
-        self.c.kubectl("delete", "pods", "-n", "default", "--all", "--wait=true", "--timeout=120s")
-        # The pods had no grace period: they left the API at once, kubelet unpublishes and
-        # unstages after. The node plugin must still be there for that.
-        self.c.wait_for("kubelet's unpublish and unstage of every volume", lambda: not [
-            m for m in self.node.mounts() if "/kubernetes.io~csi/" in m["path"]
-            or m["path"].startswith(str(KUBELET_DIR / "plugins" / "kubernetes.io" / "csi") + "/")], ON_HOST)
+        """The pods and the claims at once, as a user deletes them, then, once kubelet has let go of
+        the volumes, the manifests: no mount left under kubelet's dir in the node's namespace, no
+        loop device bound to the pool's files, no image file in the pool. The pods have no grace
+        period: they leave the API at once and the volumes' images are deleted while kubelet still
+        unpublishes and unstages them; the node plugin must outlive that."""
         self.node.see_pool_files()
+        self.c.kubectl("delete", "pods", "-n", "default", "--all", "--wait=true", "--timeout=120s")
         self.c.kubectl("delete", "pvc", "-n", "default", "--all", "--wait=true", "--timeout=120s")
         self.c.wait_for("the PVs deleted", lambda: not self.c.items("pv"), RECONCILED)
+        self.c.wait_for("kubelet's unpublish and unstage of every volume, their loop devices detached", lambda: not [
+            m for m in self.node.mounts() if "/kubernetes.io~csi/" in m["path"]
+            or m["path"].startswith(str(KUBELET_DIR / "plugins" / "kubernetes.io" / "csi") + "/")]
+            and not host.loops_backed_by(self.node.pool_files), ON_HOST)
         self.c.kubectl("delete", "-k", self.node.dir / "manifests", "--wait=true", "--timeout=180s")
         self.c.wait_for("the node plugin's containers gone from containerd",
                         lambda: not self.node.ctr("tasks", "ls", "-q").stdout.split(), RECONCILED)

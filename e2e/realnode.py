@@ -127,6 +127,10 @@ class RealNode:
         """The command prefix that runs a command in the node's mount namespace."""
         return ["nsenter", f"--mount=/proc/{self.namespace.popen.pid}/ns/mnt", "--"]
 
+    def root(self):
+        """The file system as the node's mount namespace shows it."""
+        return Path(f"/proc/{self.namespace.popen.pid}/root")
+
     def mounts(self, under=KUBELET_DIR):
         """The mounts under `under` in the node's mount namespace (host.mounts())."""
         return host.mounts(under, self.namespace.popen.pid)
