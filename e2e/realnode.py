@@ -2,8 +2,8 @@
 run's temp dir), runc, the CNI bridge plugin and a real kubelet, all built by e2e/build.sh and
 e2e/node/build.sh, running images built by e2e/node/images.sh without a registry. containerd and
 kubelet, and so every container, run in a mount namespace of the run's own, where the run's
-directories are mounted at the host paths the manifests name (/var/lib/kubelet,
-/var/lib/blockpool): nothing mounted there reaches the host's mount table. Everything started
+directories are mounted over /var/lib and /var/log, and so at the host paths the manifests name
+(/var/lib/kubelet, /var/lib/blockpool): nothing mounted there reaches the host's mount table. Everything started
 here is stopped, unmounted and removed by teardown(), which runs even when start() failed half
 way. See e2e/README.md, "The real node", for what is set and why."""
 
@@ -41,17 +41,16 @@ SYSCTL_RECORD = Path("/run/blockpool-e2e-real-node")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 # containerd's shims listen here whatever containerd's state dir (its defaults.DefaultStateDir).
 SHIM_SOCKETS = Path("/run/containerd/s")
-# The host paths the manifests name, kubelet's root dir and the pool: in the node's mount
-# namespace the run's own directories are mounted there. On the host they are only the (empty)
-# mount points, made when missing.
+# The host paths the manifests name, kubelet's root dir and the pool, are under /var/lib. In the
+# node's mount namespace, the run's own directories are mounted over /var/lib and /var/log
+# (NODE_HOST_DIRS), so that these paths, and the ones kubelet and CNI use whatever their
+# configuration (kubelet's links to the containers' logs in /var/log/containers, libcni's cache of
+# results in /var/lib/cni), are the run's. Mount points that always exist: no run makes or
+# removes one on the host (a directory removed there would take the mounts on it in every
+# namespace with it).
 KUBELET_DIR = Path("/var/lib/kubelet")
 POOL_DIR = Path("/var/lib/blockpool")
-# Host paths kubelet and CNI use whatever their configuration: kubelet's links to the
-# containers' logs and libcni's cache of results (containerd sets no cache dir). Teardown removes
-# what the run put there, and each dir it created (the mount points too), deepest first.
-CONTAINER_LOG_LINKS = Path("/var/log/containers")
-CNI_RESULTS = Path("/var/lib/cni/results")
-HOST_DIRS = (KUBELET_DIR, POOL_DIR, CONTAINER_LOG_LINKS, CNI_RESULTS, CNI_RESULTS.parent)
+NODE_HOST_DIRS = (Path("/var/lib"), Path("/var/log"))
 
 
 def why_no_containers():
@@ -72,9 +71,10 @@ class RealNode:
         self.id = f"bpe2e{os.getpid() % 100000}"  # names the cgroup root and the bridge
         self.containerd_dir = self.dir / "containerd"
         self.socket = self.containerd_dir / "containerd.sock"
-        # What the node's namespace mounts at KUBELET_DIR and POOL_DIR.
-        self.kubelet_dir = self.dir / "kubelet"
-        self.pool = self.dir / "pool"
+        # What the node's namespace mounts over NODE_HOST_DIRS, and so KUBELET_DIR and POOL_DIR.
+        self.host_root = self.dir / "host"
+        self.kubelet_dir = self.host_root / KUBELET_DIR.relative_to("/")
+        self.pool = self.host_root / POOL_DIR.relative_to("/")
         self.pool_files = set()  # file_id()s of every pool file seen, for their loop devices
         self.cni_conf = self.dir / "cni"
         self.cgroup_root = f"/{self.id}"
@@ -93,12 +93,12 @@ class RealNode:
         self.images = {}  # role (pause, busybox, driver, each sidecar) -> (archive, image name)
         self.namespace = self.containerd = self.kubelet = None
         self.shim_dir_existed = SHIM_SOCKETS.parent.exists()
-        self.host_dirs_existing = {d for d in HOST_DIRS if d.exists()}
 
     # ---- start -------------------------------------------------------------------------
 
     def start(self):
-        for d in (self.containerd_dir, self.kubelet_dir, self.pool, self.cni_conf, self.dir / "pod-logs"):
+        for d in (self.containerd_dir, self.kubelet_dir, self.pool, self.host_root / "var" / "log", self.cni_conf,
+                  self.dir / "pod-logs"):
             d.mkdir(parents=True, exist_ok=True)
         self.build_images()
         self.start_namespace()
@@ -109,19 +109,19 @@ class RealNode:
     def start_namespace(self):
         """The node's mount namespace: a process holding it (`unshare`, then sleep), a slave of
         the host's (the host's mounts show inside, nothing made inside shows on the host), with the
-        run's kubelet and pool dirs mounted at KUBELET_DIR and POOL_DIR, shared: containerd
-        refuses Bidirectional mount propagation from a mount that is not, HostToContainer from
-        one neither shared nor a slave."""
-        for d in (KUBELET_DIR, POOL_DIR):
-            d.mkdir(parents=True, exist_ok=True)  # the mount points; removed by teardown if made here
+        run's dirs mounted over NODE_HOST_DIRS, /var/lib shared: containerd refuses Bidirectional
+        mount propagation from a mount that is not, HostToContainer from one neither shared nor a
+        slave."""
         self.namespace = self.c.start("node-namespace", ["unshare", "--mount", "--propagation", "slave",
                                                          "sleep", "infinity"])
         own = os.readlink("/proc/self/ns/mnt")
         wait_for("the node's mount namespace", lambda: os.readlink(f"/proc/{self.namespace.popen.pid}/ns/mnt") != own,
                  STARTED)
-        for source, target in ((self.kubelet_dir, KUBELET_DIR), (self.pool, POOL_DIR)):
-            subprocess.run([*self.in_namespace(), "mount", "--bind", source, target], check=True, capture_output=True)
-            subprocess.run([*self.in_namespace(), "mount", "--make-rshared", target], check=True, capture_output=True)
+        for d in NODE_HOST_DIRS:
+            subprocess.run([*self.in_namespace(), "mount", "--bind", self.host_root / d.relative_to("/"), d],
+                           check=True, capture_output=True)
+        subprocess.run([*self.in_namespace(), "mount", "--make-rshared", KUBELET_DIR.parent], check=True,
+                       capture_output=True)
 
     def in_namespace(self):
         """The command prefix that runs a command in the node's mount namespace."""
@@ -295,8 +295,7 @@ state = '{d / "state"}'
                      lambda: left.extend(self.release_namespace()), lambda: self.stop_proc(self.namespace),
                      lambda: self.api_proxy and self.api_proxy.stop(),
                      lambda: left.extend(host.release_everything_under(self.dir)), self.remove_bridge,
-                     lambda: left.extend(self.remove_cgroups()), self.restore_sysctls, self.clean_host_dirs,
-                     self.keep_pod_logs):
+                     lambda: left.extend(self.remove_cgroups()), self.restore_sysctls, self.keep_pod_logs):
             try:
                 step()
             except Exception as e:  # noqa: BLE001 - keep tearing down, report what is left
@@ -340,21 +339,6 @@ state = '{d / "state"}'
     def remove_bridge(self):
         if subprocess.run(["ip", "link", "show", self.bridge], capture_output=True, check=False).returncode == 0:
             subprocess.run(["ip", "link", "delete", self.bridge], capture_output=True, check=True)
-
-    def clean_host_dirs(self):
-        for link in CONTAINER_LOG_LINKS.glob("*.log"):
-            if link.is_symlink() and os.readlink(link).startswith(str(self.dir) + "/"):
-                link.unlink()
-        for result in CNI_RESULTS.glob(f"{self.id}-*"):
-            sandbox = result.name.removeprefix(f"{self.id}-").rpartition("-")[0]
-            (CNI_RESULTS / f"cni-loopback-{sandbox}-lo").unlink(missing_ok=True)
-            result.unlink()
-        for d in HOST_DIRS:
-            if d not in self.host_dirs_existing:
-                try:
-                    d.rmdir()
-                except OSError:
-                    pass  # not empty: another run's, or not there
 
     @contextlib.contextmanager
     def sysctl_record(self):
