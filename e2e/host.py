@@ -15,7 +15,8 @@ def _unescape(field):
 
 def mounts(under: Path, pid="self"):
     """Mounts whose mount point is `under` or below it, in the mount namespace of process `pid`
-    (this one's by default): dicts with path, fstype, source, dev."""
+    (this one's by default): dicts with path, fstype, source, dev and options (the mount's own,
+    a list)."""
     found = []
     with open(f"/proc/{pid}/mountinfo") as f:
         for line in f:
@@ -23,7 +24,8 @@ def mounts(under: Path, pid="self"):
             fields, rfields = left.split(), right.split()
             path = _unescape(fields[4])
             if path == str(under) or path.startswith(str(under) + "/"):
-                found.append({"path": path, "dev": fields[2], "fstype": rfields[0], "source": _unescape(rfields[1])})
+                found.append({"path": path, "dev": fields[2], "fstype": rfields[0], "source": _unescape(rfields[1]),
+                              "options": fields[5].split(",")})
     return found
 
 

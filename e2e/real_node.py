@@ -110,6 +110,8 @@ class RealNodeFlows(E2E):
         self.c.kubectl("apply", "-k", overlay)
         p = self.node_plugin_ready()
         self.probes_answer(p)
+        restarted = {c["name"]: c["restartCount"] for c in p["status"]["containerStatuses"] if c["restartCount"]}
+        assert not restarted, f"containers restarted: {restarted}"
         name = p["metadata"]["name"]
         propagation = self.in_container(name, "blockpool", "findmnt", "-n", "-o", "PROPAGATION",
                                         "--mountpoint", str(KUBELET_DIR)).strip()
@@ -233,6 +235,8 @@ class RealNodeFlows(E2E):
         self.node.ctr("tasks", "kill", "-s", "SIGKILL", driver["containerID"].removeprefix("containerd://"))
         p = self.node_plugin_ready(restarted_from=driver["restartCount"])
         self.probes_answer(p)
+        restarted = {c["name"]: c["restartCount"] for c in p["status"]["containerStatuses"] if c["restartCount"]}
+        assert restarted == {"blockpool": driver["restartCount"] + 1}, f"containers restarted: {restarted}"
         out = self.c.kubectl("exec", "-n", "default", "rn-reader", "--", "sh", "-c",
                              "cat /data/hello && echo again > /data/after-restart && sync && cat /data/after-restart")
         assert out == DATA + "again\n", f"rn-reader read {out!r} after the driver's restart"
@@ -249,8 +253,8 @@ class RealNodeFlows(E2E):
         assert r.returncode != 0 and "Read-only file system" in r.stderr, \
             f"writing to the read-only claim: exit {r.returncode}, {r.stderr.strip()!r}"
         publish = KUBELET_DIR / "pods" / p["metadata"]["uid"] / "volumes/kubernetes.io~csi"
-        assert any(m["path"].startswith(str(publish) + "/") for m in self.node.mounts()), \
-            f"no mount under {publish} in the node's namespace"
+        ms = [m for m in self.node.mounts() if m["path"].startswith(str(publish) + "/")]
+        assert len(ms) == 1 and "ro" in ms[0]["options"], f"the pod's mount in the node's namespace: {ms}"
 
     def delete_everything(self):
         """The pods and the claims at once, as a user deletes them, then, once kubelet has let go of
