@@ -3,9 +3,9 @@ run's temp dir), runc, the CNI bridge plugin and a real kubelet, all built by e2
 e2e/node/build.sh, running images built by e2e/node/images.sh without a registry. containerd and
 kubelet, and so every container, run in a mount namespace of the run's own, where the run's
 directories are mounted over /var/lib and /var/log, and so at the host paths the manifests name
-(/var/lib/kubelet, /var/lib/blockpool): nothing mounted there reaches the host's mount table. Everything started
-here is stopped, unmounted and removed by teardown(), which runs even when start() failed half
-way. See e2e/README.md, "The real node", for what is set and why."""
+(/var/lib/kubelet, /var/lib/blockpool): nothing mounted there reaches the host's mount table.
+Everything started here is stopped, unmounted and removed by teardown(), which runs even when
+start() failed half way. See e2e/README.md, "The real node", for what is set and why."""
 
 import contextlib
 import fcntl
@@ -311,18 +311,18 @@ state = '{d / "state"}'
         """Unmounts everything under the kubelet and pool dirs and the run's dir in the node's
         namespace, deepest first, and detaches the loop devices of the pool's files. Returns
         what is left."""
+        def detach():
+            for name in host.loops_backed_by(self.pool_files):
+                subprocess.run(["losetup", "-d", f"/dev/{name}"], capture_output=True, check=False)
         left = []
         if os.path.isdir(self.pool):
             self.see_pool_files()
-        for name in host.loops_backed_by(self.pool_files):
-            subprocess.run(["losetup", "-d", f"/dev/{name}"], capture_output=True, check=False)
+        detach()
         if self.namespace and self.namespace.alive():
             for d in (KUBELET_DIR, POOL_DIR, self.dir):
                 left += [f"in the node's namespace: {m}" for m in host.release_everything_under(
                     d, self.namespace.popen.pid)]
-        # Unmounting may have let go of devices the mounts held.
-        for name in host.loops_backed_by(self.pool_files):
-            subprocess.run(["losetup", "-d", f"/dev/{name}"], capture_output=True, check=False)
+        detach()  # devices the mounts held until now
         return left + [f"loop {n} -> {b}" for n, b in host.loops_backed_by(self.pool_files).items()]
 
     def remove_containers(self):
@@ -484,6 +484,8 @@ class ApiProxy:
                 b.shutdown(socket.SHUT_WR)
 
     def stop(self):
+        with contextlib.suppress(OSError):
+            self.server.shutdown(socket.SHUT_RDWR)  # ends the accept() under way
         self.server.close()
         for conn in self.conns:
             with contextlib.suppress(OSError):
