@@ -228,14 +228,24 @@ class RealNodeFlows(E2E):
         self.volumes[claim] = v
 
     def driver_killed(self):
-        """The driver's container is killed (SIGKILL) while rn-reader uses its volume: kubelet
+        """The driver's container frozen, its liveness endpoint answers 500 with the reason; killed
+        (SIGKILL) while rn-reader uses its volume: kubelet
         restarts it, it becomes ready and its probe answers again; the pod's data is intact and
         writable; the pod's deletion then unpublishes and unstages the volume and detaches its
         loop device."""
         v = self.volumes["rn-fs"]
         p = self.node_plugin()
         driver = next(c for c in p["status"]["containerStatuses"] if c["name"] == "blockpool")
-        self.node.ctr("tasks", "kill", "-s", "SIGKILL", driver["containerID"].removeprefix("containerd://"))
+        container = driver["containerID"].removeprefix("containerd://")
+        # Frozen, the driver cannot answer Probe: the liveness endpoint says so, as kubelet would see.
+        port, path = PROBES["liveness-probe"]
+        self.node.ctr("tasks", "pause", container)
+        try:
+            status, reason = http_get(f"http://{p['status']['podIP']}:{port}{path}")
+        finally:
+            self.node.ctr("tasks", "resume", container)
+        assert status == 500 and "Probe" in reason, f"{path} of a frozen driver: {status} {reason!r}"
+        self.node.ctr("tasks", "kill", "-s", "SIGKILL", container)
         p = self.node_plugin_ready(restarted_from=driver["restartCount"])
         self.probes_answer(p)
         restarted = {c["name"]: c["restartCount"] for c in p["status"]["containerStatuses"] if c["restartCount"]}
