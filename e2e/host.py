@@ -18,12 +18,13 @@ def mounts(under: Path, pid="self"):
     (this one's by default): dicts with path, fstype, source, dev and options (the mount's own,
     a list)."""
     found = []
+    below = str(under).rstrip("/") + "/"
     with open(f"/proc/{pid}/mountinfo") as f:
         for line in f:
             left, _, right = line.partition(" - ")
             fields, rfields = left.split(), right.split()
             path = _unescape(fields[4])
-            if path == str(under) or path.startswith(str(under) + "/"):
+            if path == str(under) or path.startswith(below):
                 found.append({"path": path, "dev": fields[2], "fstype": rfields[0], "source": _unescape(rfields[1]),
                               "options": fields[5].split(",")})
     return found

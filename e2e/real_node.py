@@ -6,6 +6,7 @@ run containers."""
 
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -297,6 +298,21 @@ class RealNodeFlows(E2E):
 
     # ---- the first steps ----------------------------------------------------------------
 
+    def start_node(self):
+        """Starts the real node while the host has a mount of its own (a tmpfs in a temp dir
+        outside the run's): the node's mount namespace holds no copy of it, which would keep it,
+        and the loop device of such a mount, busy after the host unmounts it."""
+        elsewhere = Path(tempfile.mkdtemp(prefix="blockpool-e2e-host-mount."))
+        try:
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "blockpool-e2e-host-mount", elsewhere],
+                           check=True, capture_output=True)
+            self.node.start()
+            held = host.mounts(elsewhere, self.node.namespace.popen.pid)
+            assert not held, f"the node's mount namespace holds a copy of the host's mount {held}"
+        finally:
+            subprocess.run(["umount", elsewhere], check=False, capture_output=True)
+            elsewhere.rmdir()
+
     def busybox_runs(self):
         """A plain busybox pod on the real node becomes Running; its output is read back through
         kubelet; once deleted, its container is gone from containerd."""
@@ -344,7 +360,8 @@ def main():
     interrupted = False
     try:
         t.run([("control plane: etcd, kube-apiserver, controller-manager, scheduler", c.start_control_plane),
-               ("real node: images imported into containerd; kubelet (cgroupfs, cgroup v1) Ready", node.start),
+               ("real node: images in containerd, kubelet (cgroupfs, cgroup v1) Ready, no host mount held",
+                t.start_node),
                ("busybox pod Running on the real node, its output read back, its container gone after",
                 t.busybox_runs),
                ("the project's image runs as a pod on the real node (blockpool-csi --version)", t.driver_image_runs),

@@ -51,6 +51,8 @@ SHIM_SOCKETS = Path("/run/containerd/s")
 KUBELET_DIR = Path("/var/lib/kubelet")
 POOL_DIR = Path("/var/lib/blockpool")
 NODE_HOST_DIRS = (Path("/var/lib"), Path("/var/log"))
+# The host's mounts the node's namespace keeps, with those below them.
+NODE_SYSTEM_MOUNTS = (Path("/proc"), Path("/sys"), Path("/dev"), Path("/run"))
 
 
 def why_no_containers():
@@ -108,20 +110,38 @@ class RealNode:
 
     def start_namespace(self):
         """The node's mount namespace: a process holding it (`unshare`, then sleep), a slave of
-        the host's (the host's mounts show inside, nothing made inside shows on the host), with the
-        run's dirs mounted over NODE_HOST_DIRS, /var/lib shared: containerd refuses Bidirectional
-        mount propagation from a mount that is not, HostToContainer from one neither shared nor a
-        slave."""
+        the host's (nothing made inside shows on the host), with the run's dirs mounted over
+        NODE_HOST_DIRS, /var/lib shared: containerd refuses Bidirectional mount propagation from a
+        mount that is not, HostToContainer from one neither shared nor a slave."""
         self.namespace = self.c.start("node-namespace", ["unshare", "--mount", "--propagation", "slave",
                                                          "sleep", "infinity"])
         own = os.readlink("/proc/self/ns/mnt")
         wait_for("the node's mount namespace", lambda: os.readlink(f"/proc/{self.namespace.popen.pid}/ns/mnt") != own,
                  STARTED)
+        self.shed_host_mounts()
         for d in NODE_HOST_DIRS:
             subprocess.run([*self.in_namespace(), "mount", "--bind", self.host_root / d.relative_to("/"), d],
                            check=True, capture_output=True)
         subprocess.run([*self.in_namespace(), "mount", "--make-rshared", KUBELET_DIR.parent], check=True,
                        capture_output=True)
+
+    def shed_host_mounts(self):
+        """Unmounts in the node's namespace, and only there, the host's mounts the node has no use
+        for. The namespace starts as a copy of all of them, and a copy keeps its file system (and
+        the loop device under it) after the host unmounts it: other work on this machine would
+        find its loop devices busy until the node stops. Kept: /proc, /sys, /dev, /run and the
+        mounts that hold the run's dir and the tools."""
+        pid = self.namespace.popen.pid
+        assert os.readlink(f"/proc/{pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt"), "not in the node's namespace"
+        needed = [self.c.work, REPO, BIN, NODE_BIN, CNI_BIN, IMAGES]
+        def kept(path):
+            p = Path(path)
+            return (any(p == k or k in p.parents for k in NODE_SYSTEM_MOUNTS)
+                    or any(p == n or p in n.parents for n in needed))
+        for m in sorted(host.mounts(Path("/"), pid), key=lambda m: -len(m["path"])):
+            if not kept(m["path"]):
+                subprocess.run([*self.in_namespace(), "umount", "--lazy", m["path"]], capture_output=True,
+                               check=False)
 
     def in_namespace(self):
         """The command prefix that runs a command in the node's mount namespace."""
