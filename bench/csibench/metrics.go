@@ -5,10 +5,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 )
@@ -78,7 +83,7 @@ func callLatencies(p *proc, n int, prefix string) (cheap, create timings) {
 
 // sectionMetrics: what the Prometheus endpoint costs. Call latencies and idle RSS of drivers with
 // and without --http-endpoint, in alternating rounds; then a scrape of a pool of -list-volumes
-// volumes, and the census behind it.
+// volumes, and the census behind it, with and without a FIEMAP per image.
 func sectionMetrics() {
 	const rounds, calls = 3, 2000
 	var cheapOff, cheapOn, createOff, createOn timings
@@ -118,21 +123,22 @@ func sectionMetrics() {
 	filler.stop()
 	settle()
 	p, url := withMetrics("metrics-full", pool)
-	var census map[string]float64
-	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
-		census = scrape(url)
-		if census["blockpool_pool_volumes"] == float64(cfg.listVolumes) {
-			break
-		}
-		if time.Since(start) > 2*time.Minute {
-			fatalf("the metrics never showed %d volumes: %v", cfg.listVolumes, census["blockpool_pool_volumes"])
-		}
-	}
+	waitForCensus(url)
 	var scrapes timings
 	for range 200 {
 		scrapes.timed(func() { scrape(url) })
 	}
 	p.stop()
+
+	// The census with and without a FIEMAP per image: the images empty (only the first is mapped),
+	// then each holding one block, alternating, a fresh driver each time.
+	var censusEmpty, censusHeld timings
+	for range censusRounds {
+		fillImages(pool, false)
+		censusEmpty = append(censusEmpty, censusAtStart(pool))
+		fillImages(pool, true)
+		censusHeld = append(censusHeld, censusAtStart(pool))
+	}
 
 	fmt.Printf("Rounds: %d, each a driver without and one with --http-endpoint (fresh processes, own pools). Calls: %d sequential\n"+
 		"NodeGetCapabilities and 100 CreateVolume (1 MiB block) per driver, after as many to warm it up. Idle RSS 3 s after\n"+
@@ -149,6 +155,58 @@ func sectionMetrics() {
 	table([]string{"measure", "p50", "p90", "max"}, [][]string{
 		{fmt.Sprintf("scrape of /metrics, empty pool (%d scrapes)", len(emptyScrapes)), ms(emptyScrapes.q(.5)), ms(emptyScrapes.q(.9)), ms(emptyScrapes.q(1))},
 		{fmt.Sprintf("scrape of /metrics, %d volumes (200 scrapes)", cfg.listVolumes), ms(scrapes.q(.5)), ms(scrapes.q(.9)), ms(scrapes.q(1))},
-		{"the pool's census behind it (once, at start)", ms(time.Duration(census["blockpool_pool_census_duration_seconds"] * float64(time.Second))), "", ""},
 	})
+	fmt.Println()
+	table([]string{fmt.Sprintf("the pool's census of %d volumes, at a driver's start", cfg.listVolumes), "p50", "min", "max"}, [][]string{
+		{fmt.Sprintf("images empty: one FIEMAP in all (%d starts)", len(censusEmpty)), ms(censusEmpty.q(.5)), ms(censusEmpty.q(0)), ms(censusEmpty.q(1))},
+		{fmt.Sprintf("images holding a block: a FIEMAP each (%d starts)", len(censusHeld)), ms(censusHeld.q(.5)), ms(censusHeld.q(0)), ms(censusHeld.q(1))},
+		{"held / empty", ratio(float64(censusHeld.q(.5)), float64(censusEmpty.q(.5))), "", ""},
+	})
+}
+
+// censusRounds: starts of a driver on the full pool per kind of image, alternating.
+const censusRounds = 3
+
+// waitForCensus scrapes until the pool's gauges count every volume of the full pool; the last scrape.
+func waitForCensus(url string) map[string]float64 {
+	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		census := scrape(url)
+		if census["blockpool_pool_volumes"] == float64(cfg.listVolumes) {
+			return census
+		}
+		if time.Since(start) > 2*time.Minute {
+			fatalf("the metrics never showed %d volumes: %v", cfg.listVolumes, census["blockpool_pool_volumes"])
+		}
+	}
+}
+
+// censusAtStart starts a driver with metrics on the pool and returns how long its first census took.
+func censusAtStart(pool string) time.Duration {
+	p, url := withMetrics("metrics-census", pool)
+	defer p.stop()
+	census := waitForCensus(url)
+	return time.Duration(census["blockpool_pool_census_duration_seconds"] * float64(time.Second))
+}
+
+// fillImages writes one 4 KiB block at the start of every volume image of the pool (held), or
+// punches it out again, then flushes and lets the machine settle.
+func fillImages(pool string, held bool) {
+	images, err := filepath.Glob(filepath.Join(pool, "volumes", "*.img"))
+	must(err)
+	block := make([]byte, 4096)
+	for i := range block {
+		block[i] = 0x5a
+	}
+	for _, image := range images {
+		f, err := os.OpenFile(image, os.O_WRONLY, 0)
+		must(err)
+		if held {
+			_, err = f.WriteAt(block, 0)
+		} else {
+			err = syscall.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 0, int64(len(block)))
+		}
+		must(err)
+		must(f.Close())
+	}
+	settle()
 }

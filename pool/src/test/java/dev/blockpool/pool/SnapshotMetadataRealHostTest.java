@@ -63,16 +63,10 @@ class SnapshotMetadataRealHostTest {
         HostRequirements.assumeCommand("fallocate");
     }
 
-    /** A tmpfs mounted by the test: it maps no extents (FIEMAP answers EOPNOTSUPP). */
-    private Path tmpfs;
-
     @AfterEach
     void tearDown() {
         if (fs != null) {
             fs.close();
-        }
-        if (tmpfs != null && !commands.run("umount", tmpfs.toString()).ok()) {
-            commands.run("umount", "--lazy", tmpfs.toString());
         }
     }
 
@@ -97,10 +91,8 @@ class SnapshotMetadataRealHostTest {
 
     @Test
     void aFilesystemThatMapsNoExtentsComparesTheDataRanges() throws IOException {
-        Path mountPoint = Files.createDirectories(work.resolve("tmpfs"));
-        commands.runChecked("mount", "-t", "tmpfs", "-o", "size=400m", "tmpfs", mountPoint.toString());
-        tmpfs = mountPoint;
-        BitSet reported = exercise(mountPoint);
+        fs = ScratchFilesystem.tmpfs(work, 400 * MIB);
+        BitSet reported = exercise(fs.mountPoint());
         assertThat(minus(touched, reported).cardinality())
                 .as("the block rewritten with the same bytes is compared and left out")
                 .isEqualTo(1);
