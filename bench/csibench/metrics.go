@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -82,13 +83,15 @@ func callLatencies(p *proc, n int, prefix string) (cheap, create timings) {
 }
 
 // sectionMetrics: what the Prometheus endpoint costs. Call latencies and idle RSS of drivers with
-// and without --http-endpoint, in alternating rounds; then a scrape of a pool of -list-volumes
-// volumes, and the census behind it, with and without a FIEMAP per image.
+// and without --http-endpoint, in alternating rounds; the round trip of a scrape against one to
+// the same server that writes no metrics (/-/healthy), alternating, on an empty pool and on one of
+// -list-volumes volumes; and the census behind the pool's gauges, with and without a FIEMAP per
+// image.
 func sectionMetrics() {
-	const rounds, calls = 3, 2000
-	var cheapOff, cheapOn, createOff, createOn timings
+	const rounds, calls, emptyTrips, fullTrips = 3, 2000, 100, 500
 	var rssOff, rssOn, rssScraped []int64
-	var emptyScrapes timings
+	var cheapOff, cheapOn, createOff, createOn timings
+	var emptyScrapes, emptyBaseline timings
 	for r := range rounds {
 		off, offIdle := idleRSS(blockpool, "metrics-off", dir("metrics", "pool-off"))
 		rssOff = append(rssOff, offIdle)
@@ -101,9 +104,8 @@ func sectionMetrics() {
 		rssOn = append(rssOn, on.rss())
 		c, v = callLatencies(on, calls, fmt.Sprintf("on-%d-", r))
 		cheapOn, createOn = append(cheapOn, c...), append(createOn, v...)
-		for range 100 {
-			emptyScrapes.timed(func() { scrape(url) })
-		}
+		s, b := roundTrips(url, emptyTrips)
+		emptyScrapes, emptyBaseline = append(emptyScrapes, s...), append(emptyBaseline, b...)
 		time.Sleep(3 * time.Second)
 		rssScraped = append(rssScraped, on.rss())
 		on.stop()
@@ -124,10 +126,8 @@ func sectionMetrics() {
 	settle()
 	p, url := withMetrics("metrics-full", pool)
 	waitForCensus(url)
-	var scrapes timings
-	for range 200 {
-		scrapes.timed(func() { scrape(url) })
-	}
+	fullBytes := get(url)
+	scrapes, baseline := roundTrips(url, fullTrips)
 	p.stop()
 
 	// The census with and without a FIEMAP per image: the images empty (only the first is mapped),
@@ -142,19 +142,32 @@ func sectionMetrics() {
 
 	fmt.Printf("Rounds: %d, each a driver without and one with --http-endpoint (fresh processes, own pools). Calls: %d sequential\n"+
 		"NodeGetCapabilities and 100 CreateVolume (1 MiB block) per driver, after as many to warm it up. Idle RSS 3 s after\n"+
-		"ready, median of the rounds; scraped: after 100 scrapes and 3 s. Full pool: %d volumes, filled in %.0f s.\n\n",
-		rounds, calls, cfg.listVolumes, fill.Seconds())
+		"ready, median of the rounds; scraped: after the round trips and 3 s.\n\n",
+		rounds, calls)
 	table([]string{"measure", "without", "with", "with / without"}, [][]string{
 		{"NodeGetCapabilities p50", ms(cheapOff.q(.5)), ms(cheapOn.q(.5)), ratio(float64(cheapOn.q(.5)), float64(cheapOff.q(.5)))},
 		{"NodeGetCapabilities p90", ms(cheapOff.q(.9)), ms(cheapOn.q(.9)), ratio(float64(cheapOn.q(.9)), float64(cheapOff.q(.9)))},
 		{"CreateVolume p50", ms(createOff.q(.5)), ms(createOn.q(.5)), ratio(float64(createOn.q(.5)), float64(createOff.q(.5)))},
 		{"idle RSS", mib(median(rssOff)), mib(median(rssOn)), fmt.Sprintf("%+.1f MiB", float64(median(rssOn)-median(rssOff))/1024)},
-		{"RSS after 100 scrapes", "", mib(median(rssScraped)), fmt.Sprintf("%+.1f MiB", float64(median(rssScraped)-median(rssOff))/1024)},
+		{"RSS after the round trips", "", mib(median(rssScraped)), fmt.Sprintf("%+.1f MiB", float64(median(rssScraped)-median(rssOff))/1024)},
 	})
-	fmt.Println()
-	table([]string{"measure", "p50", "p90", "max"}, [][]string{
-		{fmt.Sprintf("scrape of /metrics, empty pool (%d scrapes)", len(emptyScrapes)), ms(emptyScrapes.q(.5)), ms(emptyScrapes.q(.9)), ms(emptyScrapes.q(1))},
-		{fmt.Sprintf("scrape of /metrics, %d volumes (200 scrapes)", cfg.listVolumes), ms(scrapes.q(.5)), ms(scrapes.q(.9)), ms(scrapes.q(1))},
+	fmt.Printf("\nRound trips: GET /metrics and GET /-/healthy (the exporter's own handler on the same server,\n"+
+		"writing no metrics) alternating on one keep-alive connection: %d of each on the empty pools, %d with %d volumes\n"+
+		"(filled in %.0f s; a scrape of %d bytes). The scrape's own cost is the difference.\n\n",
+		len(emptyScrapes), fullTrips, cfg.listVolumes, fill.Seconds(), fullBytes)
+	trips := func(what string, t timings) []string {
+		return []string{what, ms(t.q(.5)), ms(t.q(.9)), ms(t.q(.99))}
+	}
+	difference := func(what string, a, b timings) []string {
+		return []string{what, ms(a.q(.5) - b.q(.5)), ms(a.q(.9) - b.q(.9)), ms(a.q(.99) - b.q(.99))}
+	}
+	table([]string{"round trip", "p50", "p90", "p99"}, [][]string{
+		trips("GET /-/healthy, empty pool", emptyBaseline),
+		trips("GET /metrics, empty pool", emptyScrapes),
+		difference("the scrape's own cost, empty pool", emptyScrapes, emptyBaseline),
+		trips(fmt.Sprintf("GET /-/healthy, %d volumes", cfg.listVolumes), baseline),
+		trips(fmt.Sprintf("GET /metrics, %d volumes", cfg.listVolumes), scrapes),
+		difference(fmt.Sprintf("the scrape's own cost, %d volumes", cfg.listVolumes), scrapes, baseline),
 	})
 	fmt.Println()
 	table([]string{fmt.Sprintf("the pool's census of %d volumes, at a driver's start", cfg.listVolumes), "p50", "min", "max"}, [][]string{
@@ -162,6 +175,35 @@ func sectionMetrics() {
 		{fmt.Sprintf("images holding a block: a FIEMAP each (%d starts)", len(censusHeld)), ms(censusHeld.q(.5)), ms(censusHeld.q(0)), ms(censusHeld.q(1))},
 		{"held / empty", ratio(float64(censusHeld.q(.5)), float64(censusEmpty.q(.5))), "", ""},
 	})
+}
+
+// roundTrips times n GETs of the metrics URL and n of the exporter's /-/healthy on the same
+// server, alternating which goes first, so that both see the same moments of the machine.
+func roundTrips(metricsURL string, n int) (scrapes, baseline timings) {
+	healthy := strings.TrimSuffix(metricsURL, "/metrics") + "/-/healthy"
+	for i := range n {
+		if i%2 == 0 {
+			baseline.timed(func() { get(healthy) })
+		}
+		scrapes.timed(func() { get(metricsURL) })
+		if i%2 == 1 {
+			baseline.timed(func() { get(healthy) })
+		}
+	}
+	return scrapes, baseline
+}
+
+// get GETs a URL, reads the whole answer and returns its length: what a scraper's round trip costs.
+func get(url string) int64 {
+	resp, err := http.Get(url)
+	must(err)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fatalf("GET %s: %s", url, resp.Status)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	must(err)
+	return n
 }
 
 // censusRounds: starts of a driver on the full pool per kind of image, alternating.
