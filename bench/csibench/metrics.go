@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -82,38 +83,43 @@ func callLatencies(p *proc, n int, prefix string) (cheap, create timings) {
 	return cheap, create
 }
 
-// sectionMetrics: what the Prometheus endpoint costs. Call latencies and idle RSS of drivers with
-// and without --http-endpoint, in alternating rounds; the round trip of a scrape against one to
-// the same server that writes no metrics (/-/healthy), alternating, on an empty pool and on one of
-// -list-volumes volumes; and the census behind the pool's gauges, with and without a FIEMAP per
-// image.
+// sectionMetrics: what the Prometheus endpoint costs. Idle RSS of fresh drivers with and without
+// --http-endpoint, alternating; call latencies of both, in alternating rounds; the round trip of a
+// scrape against one to the same server that writes no metrics (/-/healthy), alternating, on an
+// empty pool and on one of -list-volumes volumes; and the census behind the pool's gauges, with
+// and without a FIEMAP per image.
 func sectionMetrics() {
-	const rounds, calls, emptyTrips, fullTrips = 3, 2000, 100, 500
-	var rssOff, rssOn, rssScraped []int64
+	const rounds, calls, rssRounds, emptyTrips, fullTrips = 3, 2000, 9, 100, 500
+	var rssOff, rssOn, rssScraped, rssAdded []int64
+	for r := range rssRounds {
+		off, offIdle := idleRSS(blockpool, "metrics-rss-off", dir("metrics", fmt.Sprintf("rss-off-%d", r)))
+		off.stop()
+		on, url := withMetrics("metrics-rss-on", dir("metrics", fmt.Sprintf("rss-on-%d", r)))
+		time.Sleep(3 * time.Second)
+		onIdle := on.rss()
+		for range 100 {
+			get(url)
+		}
+		time.Sleep(3 * time.Second)
+		rssScraped = append(rssScraped, on.rss())
+		on.stop()
+		rssOff, rssOn, rssAdded = append(rssOff, offIdle), append(rssOn, onIdle), append(rssAdded, onIdle-offIdle)
+	}
+
 	var cheapOff, cheapOn, createOff, createOn timings
 	var emptyScrapes, emptyBaseline timings
 	for r := range rounds {
-		off, offIdle := idleRSS(blockpool, "metrics-off", dir("metrics", "pool-off"))
-		rssOff = append(rssOff, offIdle)
+		off := launch(blockpool, "metrics-off", dir("metrics", "pool-off"))
 		c, v := callLatencies(off, calls, fmt.Sprintf("off-%d-", r))
 		cheapOff, createOff = append(cheapOff, c...), append(createOff, v...)
 		off.stop()
 
 		on, url := withMetrics("metrics-on", dir("metrics", "pool-on"))
-		time.Sleep(3 * time.Second)
-		rssOn = append(rssOn, on.rss())
 		c, v = callLatencies(on, calls, fmt.Sprintf("on-%d-", r))
 		cheapOn, createOn = append(cheapOn, c...), append(createOn, v...)
 		s, b := roundTrips(url, emptyTrips)
 		emptyScrapes, emptyBaseline = append(emptyScrapes, s...), append(emptyBaseline, b...)
-		time.Sleep(3 * time.Second)
-		rssScraped = append(rssScraped, on.rss())
 		on.stop()
-	}
-	median := func(v []int64) int64 {
-		s := append([]int64(nil), v...)
-		slices.Sort(s)
-		return s[len(s)/2]
 	}
 
 	// The full pool: filled through a driver without metrics, then one with them starts on it.
@@ -140,16 +146,24 @@ func sectionMetrics() {
 		censusHeld = append(censusHeld, censusAtStart(pool))
 	}
 
-	fmt.Printf("Rounds: %d, each a driver without and one with --http-endpoint (fresh processes, own pools). Calls: %d sequential\n"+
-		"NodeGetCapabilities and 100 CreateVolume (1 MiB block) per driver, after as many to warm it up. Idle RSS 3 s after\n"+
-		"ready, median of the rounds; scraped: after the round trips and 3 s.\n\n",
-		rounds, calls)
-	table([]string{"measure", "without", "with", "with / without"}, [][]string{
+	fmt.Printf("Idle RSS: %d rounds, each a fresh driver without and one with --http-endpoint, no call but the ready Probe,\n"+
+		"read 3 s after ready; scraped: the one with it again after 100 scrapes and 3 s. Calls: %d rounds of %d sequential\n"+
+		"NodeGetCapabilities and 100 CreateVolume (1 MiB block) per driver, after as many to warm it up.\n\n",
+		rssRounds, rounds, calls)
+	spread := func(v []int64) []string {
+		return []string{mibTenths(quantile(v, .5)), mibTenths(quantile(v, 0)), mibTenths(quantile(v, 1))}
+	}
+	table([]string{"RSS", "median", "min", "max"}, [][]string{
+		append([]string{"without --http-endpoint"}, spread(rssOff)...),
+		append([]string{"with it"}, spread(rssOn)...),
+		append([]string{"with it − without, each round"}, spread(rssAdded)...),
+		append([]string{"with it, after 100 scrapes"}, spread(rssScraped)...),
+	})
+	fmt.Println()
+	table([]string{"call", "without", "with", "with / without"}, [][]string{
 		{"NodeGetCapabilities p50", ms(cheapOff.q(.5)), ms(cheapOn.q(.5)), ratio(float64(cheapOn.q(.5)), float64(cheapOff.q(.5)))},
 		{"NodeGetCapabilities p90", ms(cheapOff.q(.9)), ms(cheapOn.q(.9)), ratio(float64(cheapOn.q(.9)), float64(cheapOff.q(.9)))},
 		{"CreateVolume p50", ms(createOff.q(.5)), ms(createOn.q(.5)), ratio(float64(createOn.q(.5)), float64(createOff.q(.5)))},
-		{"idle RSS", mib(median(rssOff)), mib(median(rssOn)), fmt.Sprintf("%+.1f MiB", float64(median(rssOn)-median(rssOff))/1024)},
-		{"RSS after the round trips", "", mib(median(rssScraped)), fmt.Sprintf("%+.1f MiB", float64(median(rssScraped)-median(rssOff))/1024)},
 	})
 	fmt.Printf("\nRound trips: GET /metrics and GET /-/healthy (the exporter's own handler on the same server,\n"+
 		"writing no metrics) alternating on one keep-alive connection: %d of each on the empty pools, %d with %d volumes\n"+
@@ -205,6 +219,16 @@ func get(url string) int64 {
 	must(err)
 	return n
 }
+
+// quantile is the nearest-rank quantile of sizes, as timings.q.
+func quantile(v []int64, q float64) int64 {
+	s := append([]int64(nil), v...)
+	slices.Sort(s)
+	return s[max(int(math.Ceil(q*float64(len(s))))-1, 0)]
+}
+
+// mibTenths formats KiB as MiB with one decimal: RSS differences are a few MiB.
+func mibTenths(v int64) string { return fmt.Sprintf("%.1f MiB", float64(v)/1024) }
 
 // censusRounds: starts of a driver on the full pool per kind of image, alternating.
 const censusRounds = 3
