@@ -89,7 +89,7 @@ func callLatencies(p *proc, n int, prefix string) (cheap, create timings) {
 // empty pool and on one of -list-volumes volumes; and the census behind the pool's gauges, with
 // and without a FIEMAP per image.
 func sectionMetrics() {
-	const rounds, calls, rssRounds, emptyTrips, fullTrips = 3, 2000, 9, 100, 500
+	const rounds, calls, rssRounds, emptyTrips, fullTrips = 3, 2000, 9, 200, 500
 	var rssOff, rssOn, rssScraped, rssAdded []int64
 	for r := range rssRounds {
 		off, offIdle := idleRSS(blockpool, "metrics-rss-off", dir("metrics", fmt.Sprintf("rss-off-%d", r)))
@@ -166,8 +166,8 @@ func sectionMetrics() {
 		{"CreateVolume p50", ms(createOff.q(.5)), ms(createOn.q(.5)), ratio(float64(createOn.q(.5)), float64(createOff.q(.5)))},
 	})
 	fmt.Printf("\nRound trips: GET /metrics and GET /-/healthy (the exporter's own handler on the same server,\n"+
-		"writing no metrics) alternating on one keep-alive connection: %d of each on the empty pools, %d with %d volumes\n"+
-		"(filled in %.0f s; a scrape of %d bytes). The scrape's own cost is the difference.\n\n",
+		"writing no metrics) alternating on one keep-alive connection, after as many untimed: %d of each on the empty pools,\n"+
+		"%d with %d volumes (filled in %.0f s; a scrape of %d bytes, gzipped on the wire). The scrape's own cost is the difference.\n\n",
 		len(emptyScrapes), fullTrips, cfg.listVolumes, fill.Seconds(), fullBytes)
 	trips := func(what string, t timings) []string {
 		return []string{what, ms(t.q(.5)), ms(t.q(.9)), ms(t.q(.99))}
@@ -192,9 +192,15 @@ func sectionMetrics() {
 }
 
 // roundTrips times n GETs of the metrics URL and n of the exporter's /-/healthy on the same
-// server, alternating which goes first, so that both see the same moments of the machine.
+// server, alternating which goes first, so that both see the same moments of the machine; after
+// as many of each untimed, so that both run compiled as a driver scraped for an hour does (C1
+// compiles a method at its 200th call). Like Prometheus, Go's client asks for gzip.
 func roundTrips(metricsURL string, n int) (scrapes, baseline timings) {
 	healthy := strings.TrimSuffix(metricsURL, "/metrics") + "/-/healthy"
+	for range n {
+		get(metricsURL)
+		get(healthy)
+	}
 	for i := range n {
 		if i%2 == 0 {
 			baseline.timed(func() { get(healthy) })
