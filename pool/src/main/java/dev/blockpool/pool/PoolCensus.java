@@ -68,7 +68,7 @@ public final class PoolCensus {
                 groups,
                 size,
                 available,
-                Boolean.TRUE.equals(sharing.told),
+                sharing.answer == Sharing.Answer.TOLD,
                 Duration.ofNanos(System.nanoTime() - started));
     }
 
@@ -119,16 +119,21 @@ public final class PoolCensus {
      */
     private static final class Sharing {
 
-        /** Null until an image was asked. */
-        private Boolean told;
+        enum Answer {
+            NOT_ASKED,
+            TOLD,
+            REFUSED
+        }
+
+        private Answer answer = Answer.NOT_ASKED;
 
         long sharedBytes(Path image, Libc.FileSpace held) {
-            if (Boolean.FALSE.equals(told) || (told != null && held.allocated() == 0)) {
+            if (answer == Answer.REFUSED || (answer == Answer.TOLD && held.allocated() == 0)) {
                 return 0;
             }
             try (ImageExtents extents = ImageExtents.open(image, image.toString())) {
                 long shared = extents.sharedBytes(held.size(), EXTENTS_PER_CALL);
-                told = true;
+                answer = Answer.TOLD;
                 return shared;
             } catch (StorageException e) {
                 if (e.kind() == StorageException.Kind.NOT_FOUND) {
@@ -139,7 +144,7 @@ public final class PoolCensus {
                 if (!ImageExtents.cannotMap(e)) {
                     throw StorageException.io(e, "cannot map the extents of %s", image);
                 }
-                told = false;
+                answer = Answer.REFUSED;
                 return 0;
             }
         }
