@@ -3,7 +3,6 @@ package dev.blockpool.pool;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.blockpool.common.CommandRunner;
-import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.ProcessCommandRunner;
 import java.io.IOException;
@@ -17,9 +16,8 @@ import java.util.Arrays;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -37,26 +35,12 @@ class PoolCensusRealHostTest {
     @TempDir
     Path work;
 
-    private ScratchFilesystem fs;
-
-    @BeforeEach
-    void requireRoot() {
-        HostRequirements.assumeRootWithLoopDevices();
-        HostRequirements.assumeCommand("losetup");
-    }
-
-    @AfterEach
-    void tearDown() {
-        if (fs != null) {
-            fs.close();
-        }
-    }
+    @RegisterExtension
+    final ScratchFilesystems filesystems = new ScratchFilesystems();
 
     @Test
     void onXfsWithReflinksAVolumeAndItsSnapshotShareWhatTheVolumeHeldUntilItIsWritten() throws IOException {
-        HostRequirements.assumeCommand("mkfs.xfs");
-        fs = ScratchFilesystem.create(work, 600 * MIB, "mkfs.xfs", "-q", "-f", "-m", "reflink=1");
-        Pool pool = open(fs.mountPoint());
+        Pool pool = open(filesystems.make(work, 600 * MIB, "mkfs.xfs", "-q", "-f", "-m", "reflink=1"));
         Volume volume = pool.volumes().create(spec("shared"));
         Path image = pool.volumes().imagePath(volume.id());
         write(image, 0, 8 * MIB);
@@ -78,9 +62,7 @@ class PoolCensusRealHostTest {
 
     @Test
     void onExt4TheSnapshotIsACopyAndNothingIsShared() throws IOException {
-        HostRequirements.assumeCommand("mkfs.ext4");
-        fs = ScratchFilesystem.create(work, 600 * MIB, "mkfs.ext4", "-q", "-F");
-        Pool pool = open(fs.mountPoint());
+        Pool pool = open(filesystems.make(work, 600 * MIB, "mkfs.ext4", "-q", "-F"));
         Volume volume = pool.volumes().create(spec("copied"));
         write(pool.volumes().imagePath(volume.id()), 0, 8 * MIB);
         pool.snapshots().create("taken", volume.id(), pool.volumes());
@@ -96,8 +78,7 @@ class PoolCensusRealHostTest {
 
     @Test
     void aFilesystemThatMapsNoExtentsTellsNothing() throws IOException {
-        fs = ScratchFilesystem.tmpfs(work, 100 * MIB);
-        Pool pool = open(fs.mountPoint());
+        Pool pool = open(filesystems.tmpfs(work, 100 * MIB));
         Volume volume = pool.volumes().create(spec("unmapped"));
         write(pool.volumes().imagePath(volume.id()), 0, MIB);
         pool.snapshots().create("taken", volume.id(), pool.volumes());

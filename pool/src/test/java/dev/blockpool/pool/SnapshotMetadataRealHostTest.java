@@ -24,9 +24,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -50,40 +50,28 @@ class SnapshotMetadataRealHostTest {
     @TempDir
     Path work;
 
-    private ScratchFilesystem fs;
+    @RegisterExtension
+    final ScratchFilesystems filesystems = new ScratchFilesystems();
     /** Blocks written (or discarded) since the volume was created, and since the first snapshot. */
     private final BitSet everWritten = new BitSet();
 
     private final BitSet touched = new BitSet();
 
     @BeforeEach
-    void requireRoot() {
-        HostRequirements.assumeRootWithLoopDevices();
-        HostRequirements.assumeCommand("losetup");
+    void requireFallocate() {
         HostRequirements.assumeCommand("fallocate");
-    }
-
-    @AfterEach
-    void tearDown() {
-        if (fs != null) {
-            fs.close();
-        }
     }
 
     @Test
     void xfsWithReflinksAnswersFromSharedExtents() throws IOException {
-        HostRequirements.assumeCommand("mkfs.xfs");
-        fs = ScratchFilesystem.create(work, 600 * MIB, "mkfs.xfs", "-q", "-f", "-m", "reflink=1");
-        BitSet reported = exercise(fs.mountPoint());
+        BitSet reported = exercise(filesystems.make(work, 600 * MIB, "mkfs.xfs", "-q", "-f", "-m", "reflink=1"));
         assertSameBlocks(
                 reported, touched, "with shared extents, every written block (a rewrite of the same bytes too)");
     }
 
     @Test
     void ext4WithoutReflinksComparesTheDataRanges() throws IOException {
-        HostRequirements.assumeCommand("mkfs.ext4");
-        fs = ScratchFilesystem.create(work, 600 * MIB, "mkfs.ext4", "-q", "-F");
-        BitSet reported = exercise(fs.mountPoint());
+        BitSet reported = exercise(filesystems.make(work, 600 * MIB, "mkfs.ext4", "-q", "-F"));
         assertThat(minus(touched, reported).cardinality())
                 .as("the block rewritten with the same bytes is compared and left out")
                 .isEqualTo(1);
@@ -91,8 +79,7 @@ class SnapshotMetadataRealHostTest {
 
     @Test
     void aFilesystemThatMapsNoExtentsComparesTheDataRanges() throws IOException {
-        fs = ScratchFilesystem.tmpfs(work, 400 * MIB);
-        BitSet reported = exercise(fs.mountPoint());
+        BitSet reported = exercise(filesystems.tmpfs(work, 400 * MIB));
         assertThat(minus(touched, reported).cardinality())
                 .as("the block rewritten with the same bytes is compared and left out")
                 .isEqualTo(1);
