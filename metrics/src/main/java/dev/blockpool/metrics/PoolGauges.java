@@ -41,7 +41,7 @@ final class PoolGauges {
                 census,
                 "blockpool_pool_reflink_shared_bytes",
                 "Bytes of the images' extents that the pool's filesystem flags shared by reflinks, counted in each"
-                        + " image that shares them: a volume's must be copied when written, a snapshot's allocated bytes"
+                        + " image that shares them: a volume's need blocks of their own when written, a snapshot's allocated bytes"
                         + " beyond them are its own; no sample where the filesystem maps no extents (NFS, tmpfs)",
                 PoolCensus.Figures::sharingTold,
                 PoolCensus.Images::sharedBytes);
