@@ -3,12 +3,19 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
+	"math"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 )
@@ -76,37 +83,43 @@ func callLatencies(p *proc, n int, prefix string) (cheap, create timings) {
 	return cheap, create
 }
 
-// sectionMetrics: what the Prometheus endpoint costs. Call latencies and idle RSS of drivers with
-// and without --http-endpoint, in alternating rounds; then a scrape of a pool of -list-volumes
-// volumes, and the census behind it.
+// sectionMetrics: what the Prometheus endpoint costs. Idle RSS of fresh drivers with and without
+// --http-endpoint, alternating; call latencies of both, in alternating rounds; the round trip of a
+// scrape against one to the same server that writes no metrics (/-/healthy), alternating, on an
+// empty pool and on one of -list-volumes volumes; and the census behind the pool's gauges, with
+// and without a FIEMAP per image.
 func sectionMetrics() {
-	const rounds, calls = 3, 2000
+	const rounds, calls, rssRounds, emptyTrips, fullTrips = 3, 2000, 9, 200, 500
+	var rssOff, rssOn, rssScraped, rssAdded []int64
+	for r := range rssRounds {
+		off, offIdle := idleRSS(blockpool, "metrics-rss-off", dir("metrics", fmt.Sprintf("rss-off-%d", r)))
+		off.stop()
+		on, url := withMetrics("metrics-rss-on", dir("metrics", fmt.Sprintf("rss-on-%d", r)))
+		time.Sleep(3 * time.Second)
+		onIdle := on.rss()
+		for range 100 {
+			get(url)
+		}
+		time.Sleep(3 * time.Second)
+		rssScraped = append(rssScraped, on.rss())
+		on.stop()
+		rssOff, rssOn, rssAdded = append(rssOff, offIdle), append(rssOn, onIdle), append(rssAdded, onIdle-offIdle)
+	}
+
 	var cheapOff, cheapOn, createOff, createOn timings
-	var rssOff, rssOn, rssScraped []int64
-	var emptyScrapes timings
+	var emptyScrapes, emptyBaseline timings
 	for r := range rounds {
-		off, offIdle := idleRSS(blockpool, "metrics-off", dir("metrics", "pool-off"))
-		rssOff = append(rssOff, offIdle)
+		off := launch(blockpool, "metrics-off", dir("metrics", "pool-off"))
 		c, v := callLatencies(off, calls, fmt.Sprintf("off-%d-", r))
 		cheapOff, createOff = append(cheapOff, c...), append(createOff, v...)
 		off.stop()
 
 		on, url := withMetrics("metrics-on", dir("metrics", "pool-on"))
-		time.Sleep(3 * time.Second)
-		rssOn = append(rssOn, on.rss())
 		c, v = callLatencies(on, calls, fmt.Sprintf("on-%d-", r))
 		cheapOn, createOn = append(cheapOn, c...), append(createOn, v...)
-		for range 100 {
-			emptyScrapes.timed(func() { scrape(url) })
-		}
-		time.Sleep(3 * time.Second)
-		rssScraped = append(rssScraped, on.rss())
+		s, b := roundTrips(url, emptyTrips)
+		emptyScrapes, emptyBaseline = append(emptyScrapes, s...), append(emptyBaseline, b...)
 		on.stop()
-	}
-	median := func(v []int64) int64 {
-		s := append([]int64(nil), v...)
-		slices.Sort(s)
-		return s[len(s)/2]
 	}
 
 	// The full pool: filled through a driver without metrics, then one with them starts on it.
@@ -118,37 +131,154 @@ func sectionMetrics() {
 	filler.stop()
 	settle()
 	p, url := withMetrics("metrics-full", pool)
-	var census map[string]float64
+	waitForCensus(url)
+	fullBytes := get(url)
+	scrapes, baseline := roundTrips(url, fullTrips)
+	p.stop()
+
+	// The census with and without a FIEMAP per image: the images empty (only the first is mapped),
+	// then each holding one block, alternating, a fresh driver each time.
+	var censusEmpty, censusHeld timings
+	for range censusRounds {
+		fillImages(pool, false)
+		censusEmpty = append(censusEmpty, censusAtStart(pool))
+		fillImages(pool, true)
+		censusHeld = append(censusHeld, censusAtStart(pool))
+	}
+
+	fmt.Printf("Idle RSS: %d rounds, each a fresh driver without and one with --http-endpoint, no call but the ready Probe,\n"+
+		"read 3 s after ready; scraped: the one with it again after 100 scrapes and 3 s. Calls: %d rounds of %d sequential\n"+
+		"NodeGetCapabilities and 100 CreateVolume (1 MiB block) per driver, after as many to warm it up.\n\n",
+		rssRounds, rounds, calls)
+	spread := func(v []int64) []string {
+		return []string{mibTenths(quantile(v, .5)), mibTenths(quantile(v, 0)), mibTenths(quantile(v, 1))}
+	}
+	table([]string{"RSS", "median", "min", "max"}, [][]string{
+		append([]string{"without --http-endpoint"}, spread(rssOff)...),
+		append([]string{"with it"}, spread(rssOn)...),
+		append([]string{"with it − without, each round"}, spread(rssAdded)...),
+		append([]string{"with it, after 100 scrapes"}, spread(rssScraped)...),
+	})
+	fmt.Println()
+	table([]string{"call", "without", "with", "with / without"}, [][]string{
+		{"NodeGetCapabilities p50", ms(cheapOff.q(.5)), ms(cheapOn.q(.5)), ratio(float64(cheapOn.q(.5)), float64(cheapOff.q(.5)))},
+		{"NodeGetCapabilities p90", ms(cheapOff.q(.9)), ms(cheapOn.q(.9)), ratio(float64(cheapOn.q(.9)), float64(cheapOff.q(.9)))},
+		{"CreateVolume p50", ms(createOff.q(.5)), ms(createOn.q(.5)), ratio(float64(createOn.q(.5)), float64(createOff.q(.5)))},
+	})
+	fmt.Printf("\nRound trips: GET /metrics and GET /-/healthy (the exporter's own handler on the same server,\n"+
+		"writing no metrics) alternating on one keep-alive connection, after as many untimed: %d of each on the empty pools,\n"+
+		"%d with %d volumes (filled in %.0f s; a scrape of %d bytes, gzipped on the wire). The scrape's own cost is the difference.\n\n",
+		len(emptyScrapes), fullTrips, cfg.listVolumes, fill.Seconds(), fullBytes)
+	trips := func(what string, t timings) []string {
+		return []string{what, ms(t.q(.5)), ms(t.q(.9)), ms(t.q(.99))}
+	}
+	difference := func(what string, a, b timings) []string {
+		return []string{what, ms(a.q(.5) - b.q(.5)), ms(a.q(.9) - b.q(.9)), ms(a.q(.99) - b.q(.99))}
+	}
+	table([]string{"round trip", "p50", "p90", "p99"}, [][]string{
+		trips("GET /-/healthy, empty pool", emptyBaseline),
+		trips("GET /metrics, empty pool", emptyScrapes),
+		difference("the scrape's own cost, empty pool", emptyScrapes, emptyBaseline),
+		trips(fmt.Sprintf("GET /-/healthy, %d volumes", cfg.listVolumes), baseline),
+		trips(fmt.Sprintf("GET /metrics, %d volumes", cfg.listVolumes), scrapes),
+		difference(fmt.Sprintf("the scrape's own cost, %d volumes", cfg.listVolumes), scrapes, baseline),
+	})
+	fmt.Println()
+	table([]string{fmt.Sprintf("the pool's census of %d volumes, at a driver's start", cfg.listVolumes), "p50", "min", "max"}, [][]string{
+		{fmt.Sprintf("images empty: one FIEMAP in all (%d starts)", len(censusEmpty)), ms(censusEmpty.q(.5)), ms(censusEmpty.q(0)), ms(censusEmpty.q(1))},
+		{fmt.Sprintf("images holding a block: a FIEMAP each (%d starts)", len(censusHeld)), ms(censusHeld.q(.5)), ms(censusHeld.q(0)), ms(censusHeld.q(1))},
+		{"held / empty", ratio(float64(censusHeld.q(.5)), float64(censusEmpty.q(.5))), "", ""},
+	})
+}
+
+// roundTrips times n GETs of the metrics URL and n of the exporter's /-/healthy on the same
+// server, alternating which goes first, so that both see the same moments of the machine; after
+// as many of each untimed, so that both run compiled as a driver scraped for an hour does (C1
+// compiles a method at its 200th call). Like Prometheus, Go's client asks for gzip.
+func roundTrips(metricsURL string, n int) (scrapes, baseline timings) {
+	healthy := strings.TrimSuffix(metricsURL, "/metrics") + "/-/healthy"
+	for range n {
+		get(metricsURL)
+		get(healthy)
+	}
+	for i := range n {
+		if i%2 == 0 {
+			baseline.timed(func() { get(healthy) })
+		}
+		scrapes.timed(func() { get(metricsURL) })
+		if i%2 == 1 {
+			baseline.timed(func() { get(healthy) })
+		}
+	}
+	return scrapes, baseline
+}
+
+// get GETs a URL, reads the whole answer and returns its length: what a scraper's round trip costs.
+func get(url string) int64 {
+	resp, err := http.Get(url)
+	must(err)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		fatalf("GET %s: %s", url, resp.Status)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	must(err)
+	return n
+}
+
+// quantile is the nearest-rank quantile of sizes, as timings.q.
+func quantile(v []int64, q float64) int64 {
+	s := append([]int64(nil), v...)
+	slices.Sort(s)
+	return s[max(int(math.Ceil(q*float64(len(s))))-1, 0)]
+}
+
+// mibTenths formats KiB as MiB with one decimal: RSS differences are a few MiB.
+func mibTenths(v int64) string { return fmt.Sprintf("%.1f MiB", float64(v)/1024) }
+
+// censusRounds: starts of a driver on the full pool per kind of image, alternating.
+const censusRounds = 3
+
+// waitForCensus scrapes until the pool's gauges count every volume of the full pool; the last scrape.
+func waitForCensus(url string) map[string]float64 {
 	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
-		census = scrape(url)
+		census := scrape(url)
 		if census["blockpool_pool_volumes"] == float64(cfg.listVolumes) {
-			break
+			return census
 		}
 		if time.Since(start) > 2*time.Minute {
 			fatalf("the metrics never showed %d volumes: %v", cfg.listVolumes, census["blockpool_pool_volumes"])
 		}
 	}
-	var scrapes timings
-	for range 200 {
-		scrapes.timed(func() { scrape(url) })
-	}
-	p.stop()
+}
 
-	fmt.Printf("Rounds: %d, each a driver without and one with --http-endpoint (fresh processes, own pools). Calls: %d sequential\n"+
-		"NodeGetCapabilities and 100 CreateVolume (1 MiB block) per driver, after as many to warm it up. Idle RSS 3 s after\n"+
-		"ready, median of the rounds; scraped: after 100 scrapes and 3 s. Full pool: %d volumes, filled in %.0f s.\n\n",
-		rounds, calls, cfg.listVolumes, fill.Seconds())
-	table([]string{"measure", "without", "with", "with / without"}, [][]string{
-		{"NodeGetCapabilities p50", ms(cheapOff.q(.5)), ms(cheapOn.q(.5)), ratio(float64(cheapOn.q(.5)), float64(cheapOff.q(.5)))},
-		{"NodeGetCapabilities p90", ms(cheapOff.q(.9)), ms(cheapOn.q(.9)), ratio(float64(cheapOn.q(.9)), float64(cheapOff.q(.9)))},
-		{"CreateVolume p50", ms(createOff.q(.5)), ms(createOn.q(.5)), ratio(float64(createOn.q(.5)), float64(createOff.q(.5)))},
-		{"idle RSS", mib(median(rssOff)), mib(median(rssOn)), fmt.Sprintf("%+.1f MiB", float64(median(rssOn)-median(rssOff))/1024)},
-		{"RSS after 100 scrapes", "", mib(median(rssScraped)), fmt.Sprintf("%+.1f MiB", float64(median(rssScraped)-median(rssOff))/1024)},
-	})
-	fmt.Println()
-	table([]string{"measure", "p50", "p90", "max"}, [][]string{
-		{fmt.Sprintf("scrape of /metrics, empty pool (%d scrapes)", len(emptyScrapes)), ms(emptyScrapes.q(.5)), ms(emptyScrapes.q(.9)), ms(emptyScrapes.q(1))},
-		{fmt.Sprintf("scrape of /metrics, %d volumes (200 scrapes)", cfg.listVolumes), ms(scrapes.q(.5)), ms(scrapes.q(.9)), ms(scrapes.q(1))},
-		{"the pool's census behind it (once, at start)", ms(time.Duration(census["blockpool_pool_census_duration_seconds"] * float64(time.Second))), "", ""},
-	})
+// censusAtStart starts a driver with metrics on the pool and returns how long its first census took.
+func censusAtStart(pool string) time.Duration {
+	p, url := withMetrics("metrics-census", pool)
+	defer p.stop()
+	census := waitForCensus(url)
+	return time.Duration(census["blockpool_pool_census_duration_seconds"] * float64(time.Second))
+}
+
+// fillImages writes one 4 KiB block at the start of every volume image of the pool (held), or
+// punches it out again, then flushes and lets the machine settle.
+func fillImages(pool string, held bool) {
+	images, err := filepath.Glob(filepath.Join(pool, "volumes", "*.img"))
+	must(err)
+	block := make([]byte, 4096)
+	for i := range block {
+		block[i] = 0x5a
+	}
+	for _, image := range images {
+		f, err := os.OpenFile(image, os.O_WRONLY, 0)
+		must(err)
+		if held {
+			_, err = f.WriteAt(block, 0)
+		} else {
+			err = syscall.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, 0, int64(len(block)))
+		}
+		must(err)
+		must(f.Close())
+	}
+	settle()
 }

@@ -3,6 +3,7 @@ package dev.blockpool.metrics;
 import dev.blockpool.pool.PoolCensus;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.util.List;
+import java.util.function.Predicate;
 import java.util.function.ToLongFunction;
 
 /**
@@ -26,13 +27,24 @@ final class PoolGauges {
                 census,
                 "blockpool_pool_provisioned_bytes",
                 "Bytes the images promise: the sum of the sizes of the volumes or snapshots",
+                always -> true,
                 PoolCensus.Images::provisionedBytes);
         images(
                 registry,
                 census,
                 "blockpool_pool_allocated_bytes",
                 "Bytes the images hold: their allocated blocks, extents shared by reflinks counted in each image",
+                always -> true,
                 PoolCensus.Images::allocatedBytes);
+        images(
+                registry,
+                census,
+                "blockpool_pool_reflink_shared_bytes",
+                "Bytes of the images' extents that the pool's filesystem flags shared by reflinks, counted in each"
+                        + " image that shares them: a volume's need blocks of their own when written, a snapshot's allocated bytes"
+                        + " beyond them are its own; no sample where the filesystem maps no extents (NFS, tmpfs)",
+                PoolCensus.Figures::sharingTold,
+                PoolCensus.Images::sharedBytes);
         census.gauge(
                 registry,
                 "blockpool_pool_overcommit_ratio",
@@ -62,16 +74,19 @@ final class PoolGauges {
                 f -> f.took().toNanos() / 1e9);
     }
 
-    /** One gauge with a series for the volumes and one for the snapshots ({@code kind}). */
+    /** One gauge with a series for the volumes and one for the snapshots ({@code kind}), when the census {@code told} it. */
     private static void images(
             PrometheusRegistry registry,
             LastCensus<PoolCensus.Figures> census,
             String name,
             String help,
+            Predicate<PoolCensus.Figures> told,
             ToLongFunction<PoolCensus.Images> figure) {
         census.gauge(registry, name, help, List.of("kind"), (f, series) -> {
-            series.call(figure.applyAsLong(f.volumes()), "volume");
-            series.call(figure.applyAsLong(f.snapshots()), "snapshot");
+            if (told.test(f)) {
+                series.call(figure.applyAsLong(f.volumes()), "volume");
+                series.call(figure.applyAsLong(f.snapshots()), "snapshot");
+            }
         });
     }
 }

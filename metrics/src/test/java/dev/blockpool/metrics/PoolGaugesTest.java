@@ -65,6 +65,41 @@ class PoolGaugesTest {
     }
 
     @Test
+    void sharedBytesAreShownPerKindWhereTheFilesystemToldThemAndNotAtAllWhereItCouldNot() {
+        String shared = "blockpool_pool_reflink_shared_bytes";
+
+        String told = Scrape.of(registryOf(figures(true)));
+        assertThat(Scrape.values(told, shared + "{kind=\"volume\"}")).containsExactly((double) (6 * MiB));
+        assertThat(Scrape.values(told, shared + "{kind=\"snapshot\"}")).containsExactly((double) (5 * MiB));
+
+        String notTold = Scrape.of(registryOf(figures(false)));
+        assertThat(Scrape.lines(notTold, shared))
+                .as("no zero that would read as nothing shared")
+                .isEmpty();
+        assertThat(Scrape.lines(notTold, "blockpool_pool_allocated_bytes")).hasSize(2);
+    }
+
+    /** A census of 2 volumes holding 8 MiB, 6 of them shared with 2 snapshots holding 5 MiB, all shared. */
+    private static PoolCensus.Figures figures(boolean sharingTold) {
+        return new PoolCensus.Figures(
+                new PoolCensus.Images(2, 64 * MiB, 8 * MiB, sharingTold ? 6 * MiB : 0),
+                new PoolCensus.Images(2, 64 * MiB, 5 * MiB, sharingTold ? 5 * MiB : 0),
+                0,
+                1024 * MiB,
+                512 * MiB,
+                sharingTold,
+                Duration.ofMillis(1));
+    }
+
+    private static PrometheusRegistry registryOf(PoolCensus.Figures figures) {
+        PrometheusRegistry registry = new PrometheusRegistry();
+        LastCensus<PoolCensus.Figures> census = LastCensus.byHand("pool", () -> figures);
+        PoolGauges.register(registry, census);
+        census.refresh();
+        return registry;
+    }
+
+    @Test
     void theBuildIsNamedOnce() {
         BuildInfo.register(registry, new BuildInfo.Build("blockpool.csi.dev", "1.2.3", "v1.13.0", "all", "node"));
 

@@ -12,19 +12,29 @@ import java.time.Duration;
 /**
  * What the pool holds, counted from its directories and the images' sizes, without reading a
  * record: a committed record is a metadata file's name, and what an image promises and holds are
- * its size and its allocated blocks (an image is exactly its volume's or snapshot's size). It
- * looks at the whole pool, so every process sharing a pool counts the same figures, whichever of
- * them made the changes; it costs one directory listing and one statx(2) per image, which is why
- * it is taken now and then in the background rather than at each look (docs/performance.md).
+ * its size and its allocated blocks (an image is exactly its volume's or snapshot's size), of
+ * which the filesystem flags some shared with other images by reflinks (FIEMAP). It looks at the
+ * whole pool, so every process sharing a pool counts the same figures, whichever of them made the
+ * changes; it costs one directory listing and one statx(2) per image, and a FIEMAP per image
+ * that holds data, which is why it is taken now and then in the background rather than at each
+ * look (docs/performance.md).
  */
 public final class PoolCensus {
 
-    /** The images of one kind: how many committed records, the bytes they promise and those they hold. */
-    public record Images(long count, long provisionedBytes, long allocatedBytes) {}
+    /** Extents asked of the filesystem per FIEMAP call: a few tens of KiB of answer. */
+    static final int EXTENTS_PER_CALL = 1024;
+
+    /**
+     * The images of one kind: how many committed records, the bytes they promise, those they hold,
+     * and of those the bytes in extents the filesystem flags shared (each image that shares an
+     * extent counts it; 0 where the filesystem does not tell, see {@link Figures#sharingTold}).
+     */
+    public record Images(long count, long provisionedBytes, long allocatedBytes, long sharedBytes) {}
 
     /**
      * One census: the volumes, the snapshots, the group snapshots, the pool filesystem's size and
-     * the bytes free on it, and how long it took.
+     * the bytes free on it, whether the filesystem told which extents are shared (false where it
+     * maps no extents: NFS, tmpfs, FUSE; or when no image was there to ask), and how long it took.
      */
     public record Figures(
             Images volumes,
@@ -32,6 +42,7 @@ public final class PoolCensus {
             long groupSnapshots,
             long sizeBytes,
             long availableBytes,
+            boolean sharingTold,
             Duration took) {}
 
     private final Path root;
@@ -45,23 +56,35 @@ public final class PoolCensus {
     /** Counts the pool as it is now. */
     public Figures take() {
         long started = System.nanoTime();
-        Images volumes = images(root.resolve("volumes"), true);
-        Images snapshots = images(root.resolve("snapshots"), true);
-        long groups = images(root.resolve("groups"), false).count();
+        Sharing sharing = new Sharing();
+        Images volumes = images(root.resolve("volumes"), sharing);
+        Images snapshots = images(root.resolve("snapshots"), sharing);
+        long groups = images(root.resolve("groups"), null).count();
         long size = space.totalBytes();
         long available = space.availableBytes();
-        return new Figures(volumes, snapshots, groups, size, available, Duration.ofNanos(System.nanoTime() - started));
+        return new Figures(
+                volumes,
+                snapshots,
+                groups,
+                size,
+                available,
+                sharing.answer == Sharing.Answer.TOLD,
+                Duration.ofNanos(System.nanoTime() - started));
     }
 
-    /** The committed records of a directory, each with its image's size and allocation when {@code withImages}. */
-    private static Images images(Path directory, boolean withImages) {
+    /**
+     * The committed records of a directory, each with its image's size, allocation and shared
+     * bytes when {@code sharing} is given (records without images when null).
+     */
+    private static Images images(Path directory, Sharing sharing) {
         long count = 0;
         long provisioned = 0;
         long allocated = 0;
+        long shared = 0;
         try (DirectoryStream<Path> entries = Files.newDirectoryStream(directory, "*" + MetadataStore.SUFFIX)) {
             for (Path record : entries) {
                 count++;
-                if (!withImages) {
+                if (sharing == null) {
                     continue;
                 }
                 String name = record.getFileName().toString();
@@ -71,6 +94,7 @@ public final class PoolCensus {
                     Libc.FileSpace held = Libc.space(directory.resolve(image).toString());
                     provisioned += held.size();
                     allocated += held.allocated();
+                    shared += sharing.sharedBytes(directory.resolve(image), held);
                 } catch (Libc.ErrnoException e) {
                     // an image missing or deleted since the listing: counted, holding nothing (the health calls report
                     // it)
@@ -80,10 +104,49 @@ public final class PoolCensus {
                 }
             }
         } catch (NoSuchFileException e) {
-            return new Images(0, 0, 0);
+            return new Images(0, 0, 0, 0);
         } catch (IOException e) {
             throw StorageException.io(e, "cannot list %s", directory);
         }
-        return new Images(count, provisioned, allocated);
+        return new Images(count, provisioned, allocated, shared);
+    }
+
+    /**
+     * Whether the pool's filesystem tells which extents are shared, learnt from the first image
+     * asked, and the shared bytes of each image. An image that holds no blocks shares none, so
+     * once the filesystem has answered only images that hold data are asked; once it has refused,
+     * none is.
+     */
+    private static final class Sharing {
+
+        enum Answer {
+            NOT_ASKED,
+            TOLD,
+            REFUSED
+        }
+
+        private Answer answer = Answer.NOT_ASKED;
+
+        long sharedBytes(Path image, Libc.FileSpace held) {
+            if (answer == Answer.REFUSED || (answer == Answer.TOLD && held.allocated() == 0)) {
+                return 0;
+            }
+            try (ImageExtents extents = ImageExtents.open(image, image.toString())) {
+                long shared = extents.sharedBytes(held.size(), EXTENTS_PER_CALL);
+                answer = Answer.TOLD;
+                return shared;
+            } catch (StorageException e) {
+                if (e.kind() == StorageException.Kind.NOT_FOUND) {
+                    return 0; // deleted since the listing, as the statx above allows
+                }
+                throw e;
+            } catch (Libc.ErrnoException e) {
+                if (!ImageExtents.cannotMap(e)) {
+                    throw StorageException.io(e, "cannot map the extents of %s", image);
+                }
+                answer = Answer.REFUSED;
+                return 0;
+            }
+        }
     }
 }

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.HealthProblem;
-import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.common.StorageException;
@@ -21,9 +20,9 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -40,23 +39,16 @@ class FullPoolRealHostTest {
     @TempDir
     Path work;
 
-    private ScratchFilesystem fs;
+    @RegisterExtension
+    final ScratchFilesystems filesystems = new ScratchFilesystems();
+
+    private Path mountPoint;
     private Pool pool;
 
     @BeforeEach
     void setUp() {
-        HostRequirements.assumeRootWithLoopDevices();
-        HostRequirements.assumeCommand("losetup");
-        HostRequirements.assumeCommand("mkfs.ext4");
-        fs = ScratchFilesystem.create(work, 64 * MIB, "mkfs.ext4", "-q", "-F", "-m", "0");
-        pool = Pool.open(fs.mountPoint().resolve("pool"), commands, Clock.systemUTC(), Duration.ZERO);
-    }
-
-    @AfterEach
-    void tearDown() {
-        if (fs != null) {
-            fs.close();
-        }
+        mountPoint = filesystems.make(work, 64 * MIB, "mkfs.ext4", "-q", "-F", "-m", "0");
+        pool = Pool.open(mountPoint.resolve("pool"), commands, Clock.systemUTC(), Duration.ZERO);
     }
 
     @Test
@@ -88,7 +80,7 @@ class FullPoolRealHostTest {
 
     @Test
     void metadataWritesIntoAFullPoolAreNoSpaceAndLeaveNoImage() throws IOException {
-        fill(fs.mountPoint().resolve("filler"));
+        fill(mountPoint.resolve("filler"));
 
         assertThatThrownBy(() -> pool.nodes().register(new NodeRecord("node-1", 8, Map.of())))
                 .isInstanceOfSatisfying(StorageException.class, e -> {
@@ -156,7 +148,7 @@ class FullPoolRealHostTest {
                         Optional.empty()));
         assertThat(pool.health().pool()).isEmpty();
 
-        fill(fs.mountPoint().resolve("filler"));
+        fill(mountPoint.resolve("filler"));
         assertThat(pool.health().pool()).extracting(HealthProblem::reason).containsExactly("PoolFull");
         assertThat(pool.health().volume(sparse.id()).problems())
                 .extracting(HealthProblem::reason)
@@ -166,8 +158,8 @@ class FullPoolRealHostTest {
                 .extracting(PoolHealth.VolumeHealth::volumeId)
                 .containsExactly(sparse.id());
 
-        Files.delete(fs.mountPoint().resolve("filler"));
-        commands.runChecked("mount", "-o", "remount,ro", fs.mountPoint().toString());
+        Files.delete(mountPoint.resolve("filler"));
+        commands.runChecked("mount", "-o", "remount,ro", mountPoint.toString());
         assertThat(pool.health().pool()).extracting(HealthProblem::reason).containsExactly("PoolReadOnly");
         assertThat(pool.health().volume(reserved.id()).problems())
                 .extracting(HealthProblem::reason)

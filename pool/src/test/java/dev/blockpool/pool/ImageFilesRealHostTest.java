@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.CommandRunner;
-import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.common.StorageException;
@@ -23,9 +22,8 @@ import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -51,26 +49,14 @@ class ImageFilesRealHostTest {
     @TempDir
     Path work;
 
-    private ScratchFilesystem fs;
-
-    @BeforeEach
-    void requireRoot() {
-        HostRequirements.assumeRootWithLoopDevices();
-        HostRequirements.assumeCommand("losetup");
-    }
-
-    @AfterEach
-    void tearDown() {
-        if (fs != null) {
-            fs.close();
-        }
-    }
+    @RegisterExtension
+    final ScratchFilesystems filesystems = new ScratchFilesystems();
 
     @Test
     void xfsWithReflinkSharesExtentsInsteadOfCopying() throws IOException {
-        HostRequirements.assumeCommand("mkfs.xfs");
-        fs = ScratchFilesystem.create(work, 600 * MIB, "mkfs.xfs", "-q", "-f", "-m", "reflink=1");
-        Pool pool = open(fs.mountPoint().resolve("pool"));
+        Pool pool = open(filesystems
+                .make(work, 600 * MIB, "mkfs.xfs", "-q", "-f", "-m", "reflink=1")
+                .resolve("pool"));
 
         Path plain = pool.root().resolve("plain.img");
         writeRandom(plain, 0, 8 * MIB, 1);
@@ -109,9 +95,8 @@ class ImageFilesRealHostTest {
 
     @Test
     void ext4TakesTheSparseCopyPathAndA1GibSnapshotStaysSparse() throws IOException {
-        HostRequirements.assumeCommand("mkfs.ext4");
-        fs = ScratchFilesystem.create(work, 3 * GIB, "mkfs.ext4", "-q", "-F");
-        Pool pool = open(fs.mountPoint().resolve("pool"));
+        Pool pool =
+                open(filesystems.make(work, 3 * GIB, "mkfs.ext4", "-q", "-F").resolve("pool"));
 
         Path plain = pool.root().resolve("plain.img");
         writeRandom(plain, 0, 8 * MIB, 1);
@@ -161,9 +146,7 @@ class ImageFilesRealHostTest {
 
     @Test
     void preallocatedVolumesOwnTheirBlocksUpFront() throws IOException {
-        HostRequirements.assumeCommand("mkfs.ext4");
-        fs = ScratchFilesystem.create(work, GIB, "mkfs.ext4", "-q", "-F");
-        Pool pool = open(fs.mountPoint().resolve("pool"));
+        Pool pool = open(filesystems.make(work, GIB, "mkfs.ext4", "-q", "-F").resolve("pool"));
 
         Volume volume = pool.volumes()
                 .create(new VolumeSpec(

@@ -35,8 +35,8 @@ class PoolCensusTest {
     void anEmptyPoolHoldsNothingOnItsFilesystem() {
         PoolCensus.Figures figures = open().census();
 
-        assertThat(figures.volumes()).isEqualTo(new PoolCensus.Images(0, 0, 0));
-        assertThat(figures.snapshots()).isEqualTo(new PoolCensus.Images(0, 0, 0));
+        assertThat(figures.volumes()).isEqualTo(new PoolCensus.Images(0, 0, 0, 0));
+        assertThat(figures.snapshots()).isEqualTo(new PoolCensus.Images(0, 0, 0, 0));
         assertThat(figures.groupSnapshots()).isZero();
         assertThat(figures.sizeBytes()).isPositive();
         assertThat(figures.availableBytes()).isBetween(0L, figures.sizeBytes());
@@ -82,6 +82,6 @@ class PoolCensusTest {
         Files.write(root.resolve("volumes/pvc-unfinished.img"), new byte[4096]);
         Files.writeString(root.resolve("volumes/pvc-unfinished.json.1-1" + DurableFiles.HELD_SUFFIX), "{}");
 
-        assertThat(pool.census().volumes()).isEqualTo(new PoolCensus.Images(0, 0, 0));
+        assertThat(pool.census().volumes()).isEqualTo(new PoolCensus.Images(0, 0, 0, 0));
     }
 }

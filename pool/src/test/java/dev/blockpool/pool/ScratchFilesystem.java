@@ -34,6 +34,18 @@ final class ScratchFilesystem implements AutoCloseable {
         }
     }
 
+    /** A tmpfs of {@code sizeBytes} mounted under {@code workDir}: a filesystem that maps no extents (no FIEMAP). */
+    static ScratchFilesystem tmpfs(Path workDir, long sizeBytes) {
+        ScratchFilesystem fs = new ScratchFilesystem();
+        try {
+            fs.mount(workDir.resolve("tmpfs"), "-t", "tmpfs", "-o", "size=" + sizeBytes, "tmpfs");
+            return fs;
+        } catch (RuntimeException | Error e) {
+            fs.close();
+            throw e;
+        }
+    }
+
     private void setUp(Path workDir, long sizeBytes, String... mkfs) {
         Path backing = workDir.resolve("backing.raw");
         try (RandomAccessFile file = new RandomAccessFile(backing.toFile(), "rw")) {
@@ -54,17 +66,25 @@ final class ScratchFilesystem implements AutoCloseable {
         format[mkfs.length] = device;
         commands.runChecked(format);
 
-        mountPoint = workDir.resolve("mnt");
+        mount(workDir.resolve("mnt"), device);
+    }
+
+    /** Mounts on {@code on} what {@code mount} names (its options, then the source), to be unmounted by {@link #close}. */
+    private void mount(Path on, String... mount) {
         try {
-            Files.createDirectories(mountPoint);
+            Files.createDirectories(on);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        commands.runChecked("mount", device, mountPoint.toString());
-        Path mounted = mountPoint;
+        String[] command = new String[mount.length + 2];
+        command[0] = "mount";
+        System.arraycopy(mount, 0, command, 1, mount.length);
+        command[command.length - 1] = on.toString();
+        commands.runChecked(command);
+        mountPoint = on;
         undo.push(() -> {
-            if (!commands.run("umount", mounted.toString()).ok()) {
-                commands.run("umount", "--lazy", mounted.toString());
+            if (!commands.run("umount", on.toString()).ok()) {
+                commands.run("umount", "--lazy", on.toString());
             }
         });
     }

@@ -24,9 +24,9 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -50,46 +50,28 @@ class SnapshotMetadataRealHostTest {
     @TempDir
     Path work;
 
-    private ScratchFilesystem fs;
+    @RegisterExtension
+    final ScratchFilesystems filesystems = new ScratchFilesystems();
     /** Blocks written (or discarded) since the volume was created, and since the first snapshot. */
     private final BitSet everWritten = new BitSet();
 
     private final BitSet touched = new BitSet();
 
     @BeforeEach
-    void requireRoot() {
-        HostRequirements.assumeRootWithLoopDevices();
-        HostRequirements.assumeCommand("losetup");
+    void requireFallocate() {
         HostRequirements.assumeCommand("fallocate");
-    }
-
-    /** A tmpfs mounted by the test: it maps no extents (FIEMAP answers EOPNOTSUPP). */
-    private Path tmpfs;
-
-    @AfterEach
-    void tearDown() {
-        if (fs != null) {
-            fs.close();
-        }
-        if (tmpfs != null && !commands.run("umount", tmpfs.toString()).ok()) {
-            commands.run("umount", "--lazy", tmpfs.toString());
-        }
     }
 
     @Test
     void xfsWithReflinksAnswersFromSharedExtents() throws IOException {
-        HostRequirements.assumeCommand("mkfs.xfs");
-        fs = ScratchFilesystem.create(work, 600 * MIB, "mkfs.xfs", "-q", "-f", "-m", "reflink=1");
-        BitSet reported = exercise(fs.mountPoint());
+        BitSet reported = exercise(filesystems.make(work, 600 * MIB, "mkfs.xfs", "-q", "-f", "-m", "reflink=1"));
         assertSameBlocks(
                 reported, touched, "with shared extents, every written block (a rewrite of the same bytes too)");
     }
 
     @Test
     void ext4WithoutReflinksComparesTheDataRanges() throws IOException {
-        HostRequirements.assumeCommand("mkfs.ext4");
-        fs = ScratchFilesystem.create(work, 600 * MIB, "mkfs.ext4", "-q", "-F");
-        BitSet reported = exercise(fs.mountPoint());
+        BitSet reported = exercise(filesystems.make(work, 600 * MIB, "mkfs.ext4", "-q", "-F"));
         assertThat(minus(touched, reported).cardinality())
                 .as("the block rewritten with the same bytes is compared and left out")
                 .isEqualTo(1);
@@ -97,10 +79,7 @@ class SnapshotMetadataRealHostTest {
 
     @Test
     void aFilesystemThatMapsNoExtentsComparesTheDataRanges() throws IOException {
-        Path mountPoint = Files.createDirectories(work.resolve("tmpfs"));
-        commands.runChecked("mount", "-t", "tmpfs", "-o", "size=400m", "tmpfs", mountPoint.toString());
-        tmpfs = mountPoint;
-        BitSet reported = exercise(mountPoint);
+        BitSet reported = exercise(filesystems.tmpfs(work, 400 * MIB));
         assertThat(minus(touched, reported).cardinality())
                 .as("the block rewritten with the same bytes is compared and left out")
                 .isEqualTo(1);

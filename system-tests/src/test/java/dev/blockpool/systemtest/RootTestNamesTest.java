@@ -28,7 +28,7 @@ class RootTestNamesTest {
     private static final Pattern TAGGED = Pattern.compile("(?m)^@NeedsRoot\\b");
     /** The test helpers that need root, and the guard that skips a test without it. */
     private static final Pattern USES_ROOT = Pattern.compile(
-            "\\b(assumeRootWithLoopDevices|SilentFuseMount|ScratchFilesystem|RealHost|GlusterVolume|DriverProcess)\\b");
+            "\\b(assumeRootWithLoopDevices|SilentFuseMount|ScratchFilesystems?|RealHost|GlusterVolume|DriverProcess)\\b");
 
     @Test
     void aTestNeedsRootExactlyWhenItIsNamedAndTaggedSo() throws IOException {
