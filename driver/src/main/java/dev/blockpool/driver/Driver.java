@@ -38,8 +38,10 @@ import dev.blockpool.pool.ReconcileSteps;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.ServiceDescriptor;
 import java.io.IOException;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -324,11 +326,17 @@ public final class Driver {
     private static void requireWritableDirectory(Path pool) {
         try {
             Files.createDirectories(pool);
+        } catch (FileAlreadyExistsException e) {
+            // something is there: the look below says what, or why it cannot be looked at
         } catch (IOException e) {
             throw new IllegalArgumentException("cannot create pool directory " + pool + ": " + e.getMessage());
         }
-        if (!Files.isDirectory(pool) || !Files.isWritable(pool)) {
-            throw new IllegalArgumentException("pool directory " + pool + " is not a writable directory");
+        try {
+            if (!Files.readAttributes(pool, BasicFileAttributes.class).isDirectory() || !Files.isWritable(pool)) {
+                throw new IllegalArgumentException("pool directory " + pool + " is not a writable directory");
+            }
+        } catch (IOException e) {
+            throw new IllegalArgumentException("cannot look at pool directory " + e.getMessage());
         }
     }
 

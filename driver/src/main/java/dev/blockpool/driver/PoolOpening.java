@@ -1,5 +1,6 @@
 package dev.blockpool.driver;
 
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.controller.MemberFreeze;
 import dev.blockpool.csi.StatusInterceptor;
 import dev.blockpool.identity.Readiness;
@@ -40,7 +41,7 @@ import org.slf4j.LoggerFactory;
 final class PoolOpening implements Readiness {
 
     private static final Logger log = LoggerFactory.getLogger(PoolOpening.class);
-    /** How long the opening waits after a failure before it tries again, doubled each time up to {@link #LAST_PAUSE}. */
+    /** How long the opening waits after a failure before it tries again; twice as long each time, up to the last. */
     private static final Duration FIRST_PAUSE = Duration.ofSeconds(1);
 
     private static final Duration LAST_PAUSE = Duration.ofMinutes(1);
@@ -228,7 +229,11 @@ final class PoolOpening implements Readiness {
                     if (!notAwaited || stopping) {
                         return; // the start throws it, or it has stopped
                     }
-                    log.warn("cannot open the pool {}: {}; trying again in {}", pool, e.getMessage(), pause);
+                    log.warn(
+                            "cannot open the pool {}: {}; trying again in {}",
+                            pool,
+                            e.getMessage(),
+                            BlockingCalls.describe(pause));
                 }
             } finally {
                 done.countDown();
