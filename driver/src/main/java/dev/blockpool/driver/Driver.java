@@ -1,6 +1,10 @@
 package dev.blockpool.driver;
 
+import csi.v1.ControllerGrpc;
 import csi.v1.Csi.PluginCapability;
+import csi.v1.GroupControllerGrpc;
+import csi.v1.NodeGrpc;
+import csi.v1.SnapshotMetadataGrpc;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.HostTools;
@@ -32,7 +36,12 @@ import dev.blockpool.pool.NodeRecord;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.ReconcileSteps;
 import io.grpc.ServerServiceDefinition;
+import io.grpc.ServiceDescriptor;
 import java.io.IOException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -59,6 +68,12 @@ public final class Driver {
      * the settle time.
      */
     private static final Duration RECONCILE_START_DELAY = Duration.ofSeconds(5);
+    /**
+     * How long the start waits for its pool before it serves without it: far more than a pool
+     * that answers takes to open (a few directories, a lock, a record), and little beside the
+     * time livenessprobe and kubelet's registrar give a starting driver.
+     */
+    private static final Duration POOL_ANSWERS_WITHIN = Duration.ofSeconds(2);
 
     private final DriverConfig config;
     private final String version;
@@ -79,35 +94,80 @@ public final class Driver {
     record Background(Duration reconcileDelay, ReconcileSteps reconcileSteps) {}
 
     /** A started driver: its server, and what must stop with it. */
-    public record Running(
-            UnixSocketServer server,
-            BackgroundWork background,
-            IdleMemoryRelease memory,
-            Pool pool,
-            Optional<NodeClaim> nodeClaim,
-            Optional<DriverMetrics> metrics) {
+    public static final class Running {
+        private final UnixSocketServer server;
+        private final PoolOpening opening;
+        private final IdleMemoryRelease memory;
+        private final Optional<DriverMetrics> metrics;
+        /** Set once the pool's services are served; under the opening's lock. */
+        private volatile BackgroundWork background;
+
+        private Running(
+                UnixSocketServer server,
+                PoolOpening opening,
+                IdleMemoryRelease memory,
+                Optional<DriverMetrics> metrics) {
+            this.server = server;
+            this.opening = opening;
+            this.memory = memory;
+            this.metrics = metrics;
+        }
+
+        public UnixSocketServer server() {
+            return server;
+        }
 
         /**
          * Stops serving and everything beside the calls, within {@code grace}: the background work
          * is told to end first, the calls in flight are drained, and the background work is waited
          * for. Then the controller's claim on the pool is let go for good: once this returns,
-         * nothing of this driver writes in the pool or takes the claim.
+         * nothing of this driver writes in the pool or takes the claim. A pool that has not opened
+         * yet is not waited for: its opening goes no further than the step it waits in.
          */
         public void stop(Duration grace) {
             long deadline = System.nanoTime() + grace.toNanos();
-            background.requestStop();
+            Optional<PoolOpening.Opened> opened = opening.stop();
+            opened.ifPresent(_ -> background.requestStop());
             memory.close();
             server.stop(grace);
-            boolean ended = background.stop(deadline);
-            pool.controllerClaim().close();
-            nodeClaim.ifPresent(NodeClaim::close);
+            boolean ended = opened.isEmpty() || background.stop(deadline);
+            opened.ifPresent(PoolOpening.Opened::release);
             metrics.ifPresent(DriverMetrics::close);
-            log.info("stopped{}", ended ? "" : " (some background work did not end in time)");
+            log.info(
+                    "stopped{}",
+                    opened.isEmpty()
+                            ? " before its pool answered"
+                            : ended ? "" : " (some background work did not end in time)");
         }
 
-        /** Whether the background work and the memory watcher have all ended. */
+        /** Whether the background work, the memory watcher and the pool's opening have all ended. */
         boolean backgroundEnded() {
-            return background.ended() && memory.ended();
+            BackgroundWork work = background;
+            return (work == null || work.ended()) && memory.ended() && opening.ended();
+        }
+
+        /** The part of the start that needs the pool. */
+        PoolOpening opening() {
+            return opening;
+        }
+
+        /** The pool's background work, once its services are served. */
+        BackgroundWork background() {
+            return background;
+        }
+
+        /** The open pool, once its services are served. */
+        Pool pool() {
+            return opening.served().orElseThrow().pool();
+        }
+
+        /** The node's claim on the pool, once its services are served, where the node is served. */
+        Optional<NodeClaim> nodeClaim() {
+            return opening.served().orElseThrow().nodeClaim();
+        }
+
+        Optional<DriverMetrics> metrics() {
+            return metrics;
         }
     }
 
@@ -115,82 +175,46 @@ public final class Driver {
         CommandRunner commands = new ProcessCommandRunner();
         // One set of threads for the system calls that can hang, so that a dead pool holds at most those.
         BlockingCalls blocking = new BlockingCalls();
-        Pool pool = Pool.open(config.poolDir(), commands, Clock.systemUTC(), RECONCILE_SETTLE_TIME, blocking);
-        // One operation per volume at a time, whichever service it comes through.
-        OperationLocks locks = new OperationLocks();
-
-        List<ServerServiceDefinition> services = new ArrayList<>();
-        List<PluginCapability> capabilities = new ArrayList<>();
+        NodeHost nodeHost = config.mode().servesNode() ? NodeHost.onThisHost(commands, blocking) : null;
         List<String> tools = new ArrayList<>();
-        Optional<NodeClaim> nodeClaim = Optional.empty();
-        Optional<NodeCensus> nodeCensus = Optional.empty();
-        NodeHost nodeHost = null;
-        MemberFreeze freeze = MemberFreeze.NONE;
-        if (config.mode().servesNode()) {
-            nodeHost = NodeHost.onThisHost(commands, blocking);
-            if (config.mode().servesController() && config.scope() instanceof PoolScope.NodeLocal) {
-                // Here one process holds both the pool and the members' mounts: groups of one instant.
-                GroupMemberFreeze members =
-                        new GroupMemberFreeze(pool, FilesystemFreezes.onThisHost(nodeHost.loops(), blocking));
-                members.thawLeftovers();
-                freeze = members;
-            }
-        }
         if (config.mode().servesController()) {
-            services.add(new ControllerService(pool, locks, config.scope()).bindService());
-            services.add(new GroupControllerService(pool, locks, freeze).bindService());
-            services.add(new SnapshotMetadataService(pool).bindService());
-            capabilities.add(IdentityService.service(PluginCapability.Service.Type.CONTROLLER_SERVICE));
-            capabilities.add(IdentityService.service(PluginCapability.Service.Type.GROUP_CONTROLLER_SERVICE));
-            capabilities.add(IdentityService.service(PluginCapability.Service.Type.SNAPSHOT_METADATA_SERVICE));
-            capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.ONLINE));
-            capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.OFFLINE));
             tools.addAll(ImageFiles.TOOLS);
         }
-        if (config.scope() instanceof PoolScope.NodeLocal) {
-            // Each volume is reachable only on the node whose pool holds it (its accessible_topology).
-            capabilities.add(IdentityService.service(PluginCapability.Service.Type.VOLUME_ACCESSIBILITY_CONSTRAINTS));
-        }
         if (config.mode().servesNode()) {
-            NodeIdentity node = NodeIdentity.of(config.nodeId(), config.maxVolumesPerNode());
-            // One plugin per node ID on the pool: a second one is not ready, and says who holds the ID.
-            nodeClaim = Optional.of(pool.nodeClaim(node.nodeId()));
-            Optional<String> duplicate = nodeClaim.get().problem();
-            if (duplicate.isPresent()) {
-                log.error("{}", duplicate.get());
-            } else {
-                // ControllerPublish checks the node and its attach limit against this record.
-                pool.nodes().register(new NodeRecord(node.nodeId(), node.maxVolumesPerNode(), node.topology()));
-            }
-            KubeletPaths paths =
-                    new KubeletPaths(config.poolDir(), config.endpoint().socketPath());
-            PoolVolumeCatalog catalog = new PoolVolumeCatalog(pool, config.scope());
-            services.add(new NodeService(node, catalog, nodeHost, paths, locks).bindService());
-            nodeCensus = Optional.of(new NodeCensus(nodeHost, catalog));
             tools.addAll(HostFilesystems.TOOLS); // mounts and loop devices are system calls
         }
-
         HostReadiness host = new HostReadiness(
                 config.poolDir(),
                 tools,
                 config.mode().servesNode() ? HostFilesystems.FILESYSTEM_TOOLS : Map.of(),
                 HostTools.onThisHost());
+        // A pool that answers opens in a moment, and the driver starts as it always did; one that
+        // does not is opened once it answers, while the driver serves without it (PoolOpening).
+        PoolOpening opening = PoolOpening.start(
+                config.poolDir(), beforeEachStep -> open(commands, blocking, nodeHost, host, beforeEachStep));
+        Optional<PoolOpening.Opened> openAtStart = opening.awaitWithin(POOL_ANSWERS_WITHIN);
+        // One operation per volume at a time, whichever service it comes through.
+        OperationLocks locks = new OperationLocks();
+
+        List<ServerServiceDefinition> services = new ArrayList<>();
+        openAtStart.ifPresent(open -> {
+            services.addAll(poolServices(open, nodeHost, locks));
+            opening.serving();
+        });
+        List<PluginCapability> capabilities = new ArrayList<>();
+        if (config.mode().servesController()) {
+            capabilities.add(IdentityService.service(PluginCapability.Service.Type.CONTROLLER_SERVICE));
+            capabilities.add(IdentityService.service(PluginCapability.Service.Type.GROUP_CONTROLLER_SERVICE));
+            capabilities.add(IdentityService.service(PluginCapability.Service.Type.SNAPSHOT_METADATA_SERVICE));
+            capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.ONLINE));
+            capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.OFFLINE));
+        }
+        if (config.scope() instanceof PoolScope.NodeLocal) {
+            // Each volume is reachable only on the node whose pool holds it (its accessible_topology).
+            capabilities.add(IdentityService.service(PluginCapability.Service.Type.VOLUME_ACCESSIBILITY_CONSTRAINTS));
+        }
         host.limits().forEach(limit -> log.warn("{}", limit));
-        // A controller standing by while another acts on the pool is alive and ready: its
-        // livenessprobe asks Probe, and restarting it would change nothing. Its changes are
-        // refused, naming the acting controller; Probe is where it takes over once the pool is free.
-        // What it looks at is in the pool, which may not answer: Probe waits for it only so long.
-        Optional<NodeClaim> node = nodeClaim;
-        Readiness lookingAtThePool = () -> {
-            if (config.mode().servesController()) {
-                pool.controllerClaim().standingBy(); // logged once, when it starts standing by
-            }
-            List<String> problems = new ArrayList<>(host.problems());
-            node.flatMap(NodeClaim::problem).ifPresent(problems::add);
-            return problems;
-        };
-        Readiness readiness = new PoolLookWithin(lookingAtThePool, blocking, config.poolDir());
-        services.add(new IdentityService(config.driverName(), version, capabilities, readiness).bindService());
+        services.add(new IdentityService(config.driverName(), version, capabilities, opening).bindService());
 
         Optional<DriverMetrics> metrics = Optional.empty();
         if (config.httpEndpoint().isPresent()) {
@@ -202,24 +226,174 @@ public final class Driver {
                             Main.buildProperty("csiSpecVersion"),
                             config.mode().name().toLowerCase(Locale.ROOT),
                             config.poolScope().name().toLowerCase(Locale.ROOT))));
-            if (config.mode().servesController()) {
-                metrics.get().countPool(pool::census);
-            }
-            if (nodeCensus.isPresent()) {
-                metrics.get().countNode(nodeCensus.get()::take);
-            }
         }
         IdleMemoryRelease memory = IdleMemoryRelease.start();
-        UnixSocketServer server = UnixSocketServer.start(
-                config.endpoint(),
-                services,
-                List.of(new StatusInterceptor(), new CallDeadlines(), new CallLoggingInterceptor(), memory),
-                metrics.map(m -> List.of(m.calls())).orElse(List.of()));
+        UnixSocketServer server;
+        try {
+            server = UnixSocketServer.start(
+                    config.endpoint(),
+                    services,
+                    openAtStart.isPresent() ? List.of() : opening.standIns(poolServiceDescriptors()),
+                    List.of(new StatusInterceptor(), new CallDeadlines(), new CallLoggingInterceptor(), memory),
+                    metrics.map(m -> List.of(m.calls())).orElse(List.of()));
+        } catch (IOException | RuntimeException e) {
+            opening.stop().ifPresent(PoolOpening.Opened::release);
+            memory.close();
+            metrics.ifPresent(DriverMetrics::close);
+            throw e;
+        }
+        Running running = new Running(server, opening, memory, metrics);
+        if (openAtStart.isPresent()) {
+            serveInBackground(openAtStart.get(), nodeHost, locks, running);
+        } else {
+            log.warn(
+                    "the pool {} has not answered within {}: Probe answers not ready and every call but "
+                            + "Identity's UNAVAILABLE until it does; the start goes on then",
+                    config.poolDir(),
+                    BlockingCalls.describe(POOL_ANSWERS_WITHIN));
+            opening.whenOpen(open -> {
+                server.serve(poolServices(open, nodeHost, locks));
+                opening.serving();
+                serveInBackground(open, nodeHost, locks, running);
+            });
+        }
+        return running;
+    }
+
+    /**
+     * Everything of the start that needs the pool, in order: the directory, the pool, the thaw of
+     * what a group snapshot left frozen, the node's claim and record; {@code beforeEachStep} may
+     * end it between two of them.
+     */
+    private PoolOpening.Opened open(
+            CommandRunner commands,
+            BlockingCalls blocking,
+            NodeHost nodeHost,
+            HostReadiness host,
+            Runnable beforeEachStep) {
+        requireWritableDirectory(config.poolDir());
+        beforeEachStep.run();
+        Pool pool = Pool.open(config.poolDir(), commands, Clock.systemUTC(), RECONCILE_SETTLE_TIME, blocking);
+        MemberFreeze freeze = MemberFreeze.NONE;
+        if (config.mode().servesNode()
+                && config.mode().servesController()
+                && config.scope() instanceof PoolScope.NodeLocal) {
+            // Here one process holds both the pool and the members' mounts: groups of one instant.
+            beforeEachStep.run();
+            GroupMemberFreeze members =
+                    new GroupMemberFreeze(pool, FilesystemFreezes.onThisHost(nodeHost.loops(), blocking));
+            members.thawLeftovers();
+            freeze = members;
+        }
+        Optional<NodeClaim> nodeClaim = Optional.empty();
+        if (config.mode().servesNode()) {
+            beforeEachStep.run();
+            NodeIdentity node = nodeIdentity();
+            // One plugin per node ID on the pool: a second one is not ready, and says who holds the ID.
+            nodeClaim = Optional.of(pool.nodeClaim(node.nodeId()));
+            try {
+                Optional<String> duplicate = nodeClaim.get().problem();
+                if (duplicate.isPresent()) {
+                    log.error("{}", duplicate.get());
+                } else {
+                    // ControllerPublish checks the node and its attach limit against this record.
+                    beforeEachStep.run();
+                    pool.nodes().register(new NodeRecord(node.nodeId(), node.maxVolumesPerNode(), node.topology()));
+                }
+            } catch (RuntimeException e) {
+                nodeClaim.get().close();
+                throw e;
+            }
+        }
+        // A controller standing by while another acts on the pool is alive and ready: its
+        // livenessprobe asks Probe, and restarting it would change nothing. Its changes are
+        // refused, naming the acting controller; Probe is where it takes over once the pool is free.
+        // What it looks at is in the pool, which may not answer: Probe waits for it only so long.
+        Optional<NodeClaim> claimed = nodeClaim;
+        Readiness lookingAtThePool = () -> {
+            if (config.mode().servesController()) {
+                pool.controllerClaim().standingBy(); // logged once, when it starts standing by
+            }
+            List<String> problems = new ArrayList<>(host.problems());
+            claimed.flatMap(NodeClaim::problem).ifPresent(problems::add);
+            return problems;
+        };
+        return new PoolOpening.Opened(
+                pool, freeze, nodeClaim, new PoolLookWithin(lookingAtThePool, blocking, config.poolDir()));
+    }
+
+    /** The pool directory exists (made when missing) and this process may write in it. */
+    private static void requireWritableDirectory(Path pool) {
+        try {
+            Files.createDirectories(pool);
+        } catch (FileAlreadyExistsException e) {
+            // something is there: the look below says what, or why it cannot be looked at
+        } catch (IOException e) {
+            throw new IllegalArgumentException("cannot create pool directory " + pool + ": " + e.getMessage());
+        }
+        try {
+            if (!Files.readAttributes(pool, BasicFileAttributes.class).isDirectory() || !Files.isWritable(pool)) {
+                throw new IllegalArgumentException("pool directory " + pool + " is not a writable directory");
+            }
+        } catch (IOException e) {
+            throw new IllegalArgumentException("cannot look at pool directory " + e.getMessage());
+        }
+    }
+
+    private NodeIdentity nodeIdentity() {
+        return NodeIdentity.of(config.nodeId(), config.maxVolumesPerNode());
+    }
+
+    /** The services that need the pool; {@link #poolServices} makes them, in this order. */
+    private List<ServiceDescriptor> poolServiceDescriptors() {
+        List<ServiceDescriptor> services = new ArrayList<>();
+        if (config.mode().servesController()) {
+            services.add(ControllerGrpc.getServiceDescriptor());
+            services.add(GroupControllerGrpc.getServiceDescriptor());
+            services.add(SnapshotMetadataGrpc.getServiceDescriptor());
+        }
+        if (config.mode().servesNode()) {
+            services.add(NodeGrpc.getServiceDescriptor());
+        }
+        return services;
+    }
+
+    private List<ServerServiceDefinition> poolServices(
+            PoolOpening.Opened open, NodeHost nodeHost, OperationLocks locks) {
+        List<ServerServiceDefinition> services = new ArrayList<>();
+        if (config.mode().servesController()) {
+            services.add(new ControllerService(open.pool(), locks, config.scope()).bindService());
+            services.add(new GroupControllerService(open.pool(), locks, open.freeze()).bindService());
+            services.add(new SnapshotMetadataService(open.pool()).bindService());
+        }
+        if (config.mode().servesNode()) {
+            KubeletPaths paths =
+                    new KubeletPaths(config.poolDir(), config.endpoint().socketPath());
+            PoolVolumeCatalog catalog = new PoolVolumeCatalog(open.pool(), config.scope());
+            services.add(new NodeService(nodeIdentity(), catalog, nodeHost, paths, locks).bindService());
+        }
+        return services;
+    }
+
+    /**
+     * What runs beside the calls once the pool's services are served: the metrics' census, the
+     * pool's reconcile and the node's warm-up. It makes no system call on the pool itself.
+     */
+    private void serveInBackground(PoolOpening.Opened open, NodeHost nodeHost, OperationLocks locks, Running running) {
+        running.metrics().ifPresent(metrics -> {
+            if (config.mode().servesController()) {
+                metrics.countPool(open.pool()::census);
+            }
+            if (config.mode().servesNode()) {
+                NodeCensus census = new NodeCensus(nodeHost, new PoolVolumeCatalog(open.pool(), config.scope()));
+                metrics.countNode(census::take);
+            }
+        });
         // The reconcile starts once the driver serves, beside the calls, whose per-ID locks it
         // shares. A crash shortly before a restart leaves files too young for it; only the
         // controller repeats it: node plugins sharing the pool leave that to the one controller.
         BackgroundWork work = BackgroundWork.start(
-                pool,
+                open.pool(),
                 locks,
                 config.mode().servesController(),
                 background.reconcileDelay(),
@@ -228,6 +402,7 @@ public final class Driver {
         if (config.mode().servesNode()) {
             work.add(NodeHost.prepareInBackground());
         }
+        running.background = work;
         log.info(
                 "{} {} serving {} on {} (node {}, {} pool {})",
                 config.driverName(),
@@ -237,8 +412,8 @@ public final class Driver {
                 config.nodeId(),
                 config.poolScope().name().toLowerCase(),
                 config.poolDir());
-        metrics.ifPresent(
-                m -> log.info("serving metrics on {}", config.httpEndpoint().get()));
-        return new Running(server, work, memory, pool, nodeClaim, metrics);
+        running.metrics()
+                .ifPresent(m ->
+                        log.info("serving metrics on {}", config.httpEndpoint().get()));
     }
 }

@@ -113,15 +113,8 @@ public final class Main {
             throw new IllegalArgumentException("--node-id " + node
                     + " must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or digit");
         }
+        // Looked at by the driver's start, which does not wait on a pool that does not answer.
         Path pool = arguments.poolDir().toAbsolutePath().normalize();
-        try {
-            Files.createDirectories(pool);
-        } catch (IOException e) {
-            throw new IllegalArgumentException("cannot create pool directory " + pool + ": " + e.getMessage());
-        }
-        if (!Files.isDirectory(pool) || !Files.isWritable(pool)) {
-            throw new IllegalArgumentException("pool directory " + pool + " is not a writable directory");
-        }
         return new DriverConfig(
                 arguments.endpoint().orElseThrow(),
                 node,

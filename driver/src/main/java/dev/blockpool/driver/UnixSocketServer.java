@@ -16,6 +16,7 @@ import io.grpc.netty.shaded.io.netty.channel.epoll.EpollServerDomainSocketChanne
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.grpc.protobuf.services.HealthStatusManager;
 import io.grpc.protobuf.services.ProtoReflectionServiceV1;
+import io.grpc.util.MutableHandlerRegistry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.StandardProtocolFamily;
@@ -31,6 +32,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -50,6 +52,10 @@ public final class UnixSocketServer {
     private final EventLoopGroup workers;
     private final ExecutorService calls;
     private final HealthStatusManager health;
+    /** The services served after the start, each through {@link #around}. */
+    private final MutableHandlerRegistry later;
+
+    private final UnaryOperator<ServerServiceDefinition> around;
 
     private UnixSocketServer(
             Path socket,
@@ -57,13 +63,17 @@ public final class UnixSocketServer {
             EventLoopGroup boss,
             EventLoopGroup workers,
             ExecutorService calls,
-            HealthStatusManager health) {
+            HealthStatusManager health,
+            MutableHandlerRegistry later,
+            UnaryOperator<ServerServiceDefinition> around) {
         this.socket = socket;
         this.server = server;
         this.boss = boss;
         this.workers = workers;
         this.calls = calls;
         this.health = health;
+        this.later = later;
+        this.around = around;
     }
 
     /**
@@ -83,6 +93,20 @@ public final class UnixSocketServer {
     public static UnixSocketServer start(
             Endpoint endpoint,
             List<ServerServiceDefinition> services,
+            List<ServerInterceptor> interceptors,
+            List<ServerInterceptor> observers)
+            throws IOException {
+        return start(endpoint, services, List.of(), interceptors, observers);
+    }
+
+    /**
+     * {@link #start(Endpoint, List, List, List)}, serving {@code standIns} too until {@link #serve}
+     * replaces each with the service of its name.
+     */
+    public static UnixSocketServer start(
+            Endpoint endpoint,
+            List<ServerServiceDefinition> services,
+            List<ServerServiceDefinition> standIns,
             List<ServerInterceptor> interceptors,
             List<ServerInterceptor> observers)
             throws IOException {
@@ -113,10 +137,13 @@ public final class UnixSocketServer {
                 .directExecutor()
                 .callExecutor(new CallPlacement(calls));
         MalformedRequestGuard malformed = new MalformedRequestGuard();
-        for (ServerServiceDefinition service : services) {
-            builder.addService(ServerInterceptors.intercept(
-                    malformed.wrap(ServerInterceptors.intercept(service, interceptors)), observers));
-        }
+        UnaryOperator<ServerServiceDefinition> around = service -> ServerInterceptors.intercept(
+                malformed.wrap(ServerInterceptors.intercept(service, interceptors)), observers);
+        services.forEach(service -> builder.addService(around.apply(service)));
+        // Looked up only for what the services above do not serve.
+        MutableHandlerRegistry later = new MutableHandlerRegistry();
+        standIns.forEach(service -> later.addService(around.apply(service)));
+        builder.fallbackHandlerRegistry(later);
         HealthStatusManager health = new HealthStatusManager();
         builder.addService(health.getHealthService());
         builder.addService(ProtoReflectionServiceV1.newInstance());
@@ -124,7 +151,12 @@ public final class UnixSocketServer {
         Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-rw----"));
         health.setStatus("", HealthCheckResponse.ServingStatus.SERVING);
         log.info("listening on unix://{}", socket);
-        return new UnixSocketServer(socket, server, boss, workers, calls, health);
+        return new UnixSocketServer(socket, server, boss, workers, calls, health, later, around);
+    }
+
+    /** Serves {@code services} from now on, through the same interceptors, each in place of its stand-in. */
+    public void serve(List<ServerServiceDefinition> services) {
+        services.forEach(service -> later.addService(around.apply(service)));
     }
 
     /**

@@ -68,8 +68,9 @@ class MainTest {
                 "--pool-dir",
                 file.resolve("pool").toString());
         assertThat(code).isEqualTo(1);
+        // the start looks at the pool, not the command line: a pool that does not answer is not waited for there
         assertThat(stderr())
-                .startsWith("blockpool-csi: cannot create pool directory")
+                .contains("ERROR Main - cannot start: cannot create pool directory " + file.resolve("pool"))
                 .hasLineCount(1);
     }
 
