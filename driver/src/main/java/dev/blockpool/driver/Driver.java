@@ -9,12 +9,14 @@ import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.controller.ControllerService;
 import dev.blockpool.controller.GroupControllerService;
 import dev.blockpool.controller.MemberFreeze;
+import dev.blockpool.controller.NodeHolds;
 import dev.blockpool.controller.SnapshotMetadataService;
 import dev.blockpool.csi.PoolScope;
 import dev.blockpool.csi.StatusInterceptor;
 import dev.blockpool.host.FilesystemFreezes;
 import dev.blockpool.host.HostFilesystems;
 import dev.blockpool.host.KubeletPaths;
+import dev.blockpool.host.LoopAttachments;
 import dev.blockpool.host.NodeHost;
 import dev.blockpool.identity.HostReadiness;
 import dev.blockpool.identity.IdentityService;
@@ -126,6 +128,7 @@ public final class Driver {
         Optional<NodeCensus> nodeCensus = Optional.empty();
         NodeHost nodeHost = null;
         MemberFreeze freeze = MemberFreeze.NONE;
+        NodeHolds holds = NodeHolds.NONE;
         if (config.mode().servesNode()) {
             nodeHost = NodeHost.onThisHost(commands, blocking);
             if (config.mode().servesController() && config.scope() instanceof PoolScope.NodeLocal) {
@@ -134,10 +137,14 @@ public final class Driver {
                         new GroupMemberFreeze(pool, FilesystemFreezes.onThisHost(nodeHost.loops(), blocking));
                 members.thawLeftovers();
                 freeze = members;
+                // and the volumes' loop devices and mounts: none is deleted while staged here.
+                LoopAttachments loops = nodeHost.loops();
+                holds = volume ->
+                        loops.holders(pool.volumes().imagePath(volume.id())).map(LoopAttachments.Holders::describe);
             }
         }
         if (config.mode().servesController()) {
-            services.add(new ControllerService(pool, locks, config.scope()).bindService());
+            services.add(new ControllerService(pool, locks, config.scope(), holds).bindService());
             services.add(new GroupControllerService(pool, locks, freeze).bindService());
             services.add(new SnapshotMetadataService(pool).bindService());
             capabilities.add(IdentityService.service(PluginCapability.Service.Type.CONTROLLER_SERVICE));
