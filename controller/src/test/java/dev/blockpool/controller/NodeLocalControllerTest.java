@@ -187,19 +187,7 @@ class NodeLocalControllerTest {
 
     @Test
     void aRestoreOfASnapshotHereIsMadeHere() {
-        String source = controller
-                .stub()
-                .createVolume(createRequest("pvc-source", MIB).build())
-                .getVolume()
-                .getVolumeId();
-        String snapshot = controller
-                .stub()
-                .createSnapshot(CreateSnapshotRequest.newBuilder()
-                        .setName("snap")
-                        .setSourceVolumeId(source)
-                        .build())
-                .getSnapshot()
-                .getSnapshotId();
+        String snapshot = snapshotOf(createVolume("pvc-source"), "snap");
 
         Volume restored = controller
                 .stub()
@@ -218,19 +206,8 @@ class NodeLocalControllerTest {
      */
     @Test
     void aVolumeHeldOnThisNodeIsDeletedOnlyOnceNothingHoldsIt() {
-        String id = controller
-                .stub()
-                .createVolume(createRequest("pvc-staged", MIB).build())
-                .getVolume()
-                .getVolumeId();
-        String snapshot = controller
-                .stub()
-                .createSnapshot(CreateSnapshotRequest.newBuilder()
-                        .setName("snap-of-staged")
-                        .setSourceVolumeId(id)
-                        .build())
-                .getSnapshot()
-                .getSnapshotId();
+        String id = createVolume("pvc-staged");
+        String snapshot = snapshotOf(id, "snap-of-staged");
         held.put(id, "/dev/loop7, mounted at [/var/lib/kubelet/staging]");
 
         var refused = failure(() -> delete(id), Status.Code.FAILED_PRECONDITION);
@@ -252,6 +229,25 @@ class NodeLocalControllerTest {
         asked.clear();
         delete(id);
         assertThat(asked).as("a volume already gone is not looked for").isEmpty();
+    }
+
+    private String createVolume(String name) {
+        return controller
+                .stub()
+                .createVolume(createRequest(name, MIB).build())
+                .getVolume()
+                .getVolumeId();
+    }
+
+    private String snapshotOf(String volumeId, String name) {
+        return controller
+                .stub()
+                .createSnapshot(CreateSnapshotRequest.newBuilder()
+                        .setName(name)
+                        .setSourceVolumeId(volumeId)
+                        .build())
+                .getSnapshot()
+                .getSnapshotId();
     }
 
     private void delete(String volumeId) {

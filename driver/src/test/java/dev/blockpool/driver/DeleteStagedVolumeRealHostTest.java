@@ -3,19 +3,16 @@ package dev.blockpool.driver;
 import static dev.blockpool.csi.StatusAssertions.failure;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import csi.v1.ControllerGrpc;
 import csi.v1.Csi;
 import csi.v1.Csi.VolumeCapability;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
-import csi.v1.NodeGrpc;
-import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.csi.CsiRequests;
 import io.grpc.Status;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -33,92 +30,70 @@ class DeleteStagedVolumeRealHostTest {
     private static final VolumeCapability EXT4 = CsiRequests.mount("ext4", Mode.SINGLE_NODE_WRITER);
     private static final VolumeCapability BLOCK = CsiRequests.block(Mode.SINGLE_NODE_WRITER);
 
+    @AutoClose
     private NodeLocalDriver driver;
-    private ControllerGrpc.ControllerBlockingStub controller;
-    private NodeGrpc.NodeBlockingStub node;
 
     @BeforeEach
-    void start() throws Exception {
-        HostRequirements.assumeRootWithLoopDevices();
-        HostRequirements.assumeCommand("mkfs.ext4");
+    void start() throws IOException {
         driver = NodeLocalDriver.start("blockpool-in-use-", NODE);
-        controller = driver.controller();
-        node = driver.node();
-    }
-
-    @AfterEach
-    void stop() throws IOException {
-        if (driver != null) {
-            driver.close();
-        }
     }
 
     @Test
     void aStagedAndPublishedVolumeIsDeletedOnlyOnceUnstaged() throws IOException {
         String volumeId = create("pvc-staged", EXT4, null);
-        Path staging = Files.createDirectories(driver.dir().resolve("kubelet/staging/pvc-staged"));
+        Path staging = stage(volumeId, EXT4);
         Path target = Files.createDirectories(driver.dir().resolve("kubelet/pods/pod-a"))
                 .resolve("mount");
-        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                .setVolumeId(volumeId)
-                .setStagingTargetPath(staging.toString())
-                .setVolumeCapability(EXT4)
-                .build());
-        node.nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
-                .setVolumeId(volumeId)
-                .setStagingTargetPath(staging.toString())
-                .setTargetPath(target.toString())
-                .setVolumeCapability(EXT4)
-                .build());
+        driver.node()
+                .nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .setStagingTargetPath(staging.toString())
+                        .setTargetPath(target.toString())
+                        .setVolumeCapability(EXT4)
+                        .build());
 
-        String refused = refusedDelete(volumeId);
-        assertThat(refused)
+        assertThat(refusedDelete(volumeId))
                 .contains(volumeId, "in use on node " + NODE, "/dev/loop", staging.toString(), target.toString())
                 .contains("once it is unstaged");
 
-        // What a snapshot, a restore and a clone of it are is the pool's alone: they come and go meanwhile.
-        String snapshotId = controller
+        // A snapshot, a restore and a clone of it are the pool's alone: they come and go meanwhile.
+        String snapshotId = driver.controller()
                 .createSnapshot(Csi.CreateSnapshotRequest.newBuilder()
                         .setName("snap-staged")
                         .setSourceVolumeId(volumeId)
                         .build())
                 .getSnapshot()
                 .getSnapshotId();
-        String restored = create(
+        delete(create(
                 "pvc-restored",
                 EXT4,
                 Csi.VolumeContentSource.newBuilder()
                         .setSnapshot(Csi.VolumeContentSource.SnapshotSource.newBuilder()
                                 .setSnapshotId(snapshotId))
-                        .build());
-        String cloned = create(
+                        .build()));
+        delete(create(
                 "pvc-cloned",
                 EXT4,
                 Csi.VolumeContentSource.newBuilder()
                         .setVolume(Csi.VolumeContentSource.VolumeSource.newBuilder()
                                 .setVolumeId(volumeId))
+                        .build()));
+        driver.controller()
+                .deleteSnapshot(Csi.DeleteSnapshotRequest.newBuilder()
+                        .setSnapshotId(snapshotId)
                         .build());
-        delete(restored);
-        delete(cloned);
-        controller.deleteSnapshot(
-                Csi.DeleteSnapshotRequest.newBuilder().setSnapshotId(snapshotId).build());
 
-        node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
-                .setVolumeId(volumeId)
-                .setTargetPath(target.toString())
-                .build());
+        driver.node()
+                .nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .setTargetPath(target.toString())
+                        .build());
         assertThat(refusedDelete(volumeId))
                 .as("still staged")
                 .contains(staging.toString())
                 .doesNotContain(target.toString());
 
-        node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
-                .setVolumeId(volumeId)
-                .setStagingTargetPath(staging.toString())
-                .build());
-        delete(volumeId);
-        assertThat(image(volumeId)).doesNotExist();
-        assertThat(record(volumeId)).doesNotExist();
+        unstageThenDelete(volumeId, staging);
         delete(volumeId); // a volume already gone is deleted
     }
 
@@ -126,22 +101,11 @@ class DeleteStagedVolumeRealHostTest {
     @Test
     void aStagedRawBlockVolumeIsDeletedOnlyOnceUnstaged() throws IOException {
         String volumeId = create("pvc-block", BLOCK, null);
-        Path staging = Files.createDirectories(driver.dir().resolve("kubelet/staging/pvc-block"));
-        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                .setVolumeId(volumeId)
-                .setStagingTargetPath(staging.toString())
-                .setVolumeCapability(BLOCK)
-                .build());
+        Path staging = stage(volumeId, BLOCK);
 
         assertThat(refusedDelete(volumeId)).contains(volumeId, "/dev/loop", "mounted nowhere");
 
-        node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
-                .setVolumeId(volumeId)
-                .setStagingTargetPath(staging.toString())
-                .build());
-        delete(volumeId);
-        assertThat(image(volumeId)).doesNotExist();
-        assertThat(record(volumeId)).doesNotExist();
+        unstageThenDelete(volumeId, staging);
     }
 
     /** DeleteVolume's FAILED_PRECONDITION message, the volume's image and record asserted untouched. */
@@ -154,6 +118,18 @@ class DeleteStagedVolumeRealHostTest {
         return message;
     }
 
+    /** Unstaged, the volume is deleted: its image and its record are gone. */
+    private void unstageThenDelete(String volumeId, Path staging) {
+        driver.node()
+                .nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .setStagingTargetPath(staging.toString())
+                        .build());
+        delete(volumeId);
+        assertThat(image(volumeId)).doesNotExist();
+        assertThat(record(volumeId)).doesNotExist();
+    }
+
     private String create(String name, VolumeCapability capability, Csi.VolumeContentSource source) {
         var request = Csi.CreateVolumeRequest.newBuilder()
                 .setName(name)
@@ -162,12 +138,26 @@ class DeleteStagedVolumeRealHostTest {
         if (source != null) {
             request.setVolumeContentSource(source);
         }
-        return controller.createVolume(request.build()).getVolume().getVolumeId();
+        return driver.controller().createVolume(request.build()).getVolume().getVolumeId();
+    }
+
+    /** Staged at a staging path of its own, as kubelet stages it. */
+    private Path stage(String volumeId, VolumeCapability capability) throws IOException {
+        Path staging = Files.createDirectories(driver.dir().resolve("kubelet/staging/" + volumeId));
+        driver.node()
+                .nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .setStagingTargetPath(staging.toString())
+                        .setVolumeCapability(capability)
+                        .build());
+        return staging;
     }
 
     private void delete(String volumeId) {
-        controller.deleteVolume(
-                Csi.DeleteVolumeRequest.newBuilder().setVolumeId(volumeId).build());
+        driver.controller()
+                .deleteVolume(Csi.DeleteVolumeRequest.newBuilder()
+                        .setVolumeId(volumeId)
+                        .build());
     }
 
     private Path image(String volumeId) {

@@ -7,7 +7,6 @@ import csi.v1.Csi;
 import csi.v1.Csi.VolumeCapability;
 import csi.v1.NodeGrpc;
 import dev.blockpool.common.BlockingCalls;
-import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.host.FilesystemFreezes;
 import dev.blockpool.host.NodeHost;
@@ -26,7 +25,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -47,26 +46,19 @@ class GroupSnapshotFreezeRealHostTest {
                     .setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
             .build();
 
+    @AutoClose
     private NodeLocalDriver driver;
+
     private Path dir;
     private ControllerGrpc.ControllerBlockingStub controller;
     private NodeGrpc.NodeBlockingStub node;
 
     @BeforeEach
     void start() throws Exception {
-        HostRequirements.assumeRootWithLoopDevices();
-        HostRequirements.assumeCommand("mkfs.ext4");
         driver = NodeLocalDriver.start("blockpool-freeze-", NODE);
         dir = driver.dir();
         controller = driver.controller();
         node = driver.node();
-    }
-
-    @AfterEach
-    void stop() throws IOException {
-        if (driver != null) {
-            driver.close();
-        }
     }
 
     @Test

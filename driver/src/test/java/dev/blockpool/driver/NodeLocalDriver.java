@@ -7,6 +7,7 @@ import csi.v1.GroupControllerGrpc;
 import csi.v1.NodeGrpc;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.Endpoint;
+import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.csi.PoolScope;
 import dev.blockpool.pool.ReconcileSteps;
@@ -45,8 +46,13 @@ final class NodeLocalDriver implements AutoCloseable {
         this.dir = dir;
     }
 
-    /** Started on a new directory named {@code prefix}...; closed again if it cannot start. */
+    /**
+     * Started on a new directory named {@code prefix}...; closed again if it cannot start. The
+     * test is skipped where the host lacks root, loop devices or mkfs.ext4.
+     */
     static NodeLocalDriver start(String prefix, String nodeId) throws IOException {
+        HostRequirements.assumeRootWithLoopDevices();
+        HostRequirements.assumeCommand("mkfs.ext4");
         NodeLocalDriver started = new NodeLocalDriver(Files.createTempDirectory(prefix));
         try {
             started.start(nodeId);
