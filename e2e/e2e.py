@@ -628,6 +628,8 @@ def node_local_phase(t):
                   nl.snapshot_restore_clone),
                  ("node-local: raw block claim", nl.raw_block),
                  ("node-local: expansion grows the image and device on its node (NodeExpandVolume)", nl.expansion),
+                 ("node-local: a claim deleted while its volume is staged: DeleteVolume refused until unstaged",
+                  nl.deleted_while_staged),
                  ("node-local: everything deleted: empty pools, no mount, no loop device", nl.cleanup),
                  ("node-local: no RBAC denial in the per-node sidecars' logs; every process alive",
                   nl.no_rbac_denials)]

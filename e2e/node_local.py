@@ -235,18 +235,60 @@ class NodeLocal:
         assert size == 1536 << 20, f"{loop} is {size} bytes"
         assert self.c.get("pod", "app-block-b", "-n", NS)["status"]["phase"] == "Running"
 
+    def deleted_while_staged(self):
+        """A claim deleted with its pod while kubelet cannot unstage its volume yet: a process on
+        the node has its working directory in the staging mount, so that unmount is busy. The
+        volume is in use on its node: DeleteVolume answers FAILED_PRECONDITION naming its loop
+        device and staging path (csi-provisioner's event on the PV), the PV stays and the image
+        stays in the pool. Once the process lets go, kubelet unstages the volume and
+        csi-provisioner's retry deletes it."""
+        node = self.nodes["e2e-node-a"]
+        self.c.apply([pvc("in-use", EXT4, "1Gi"), pod("app-in-use", "in-use", node=node.name)])
+        handle = self.placed("in-use", node.name)
+        self.running("app-in-use")
+        pv_name = self.c.get("pvc", "in-use", "-n", NS)["spec"]["volumeName"]
+        image = node.pool / "volumes" / f"{handle}.img"
+        dev = host.loop_dev(host.loop_of(image))
+        staging = next(m["path"] for m in host.mounts(node.kubelet)
+                       if m["dev"] == dev and m["path"].endswith("/globalmount"))
+        holder = subprocess.Popen(["sleep", "infinity"], cwd=staging)
+        try:
+            self.c.kubectl("delete", "pod", "app-in-use", "-n", NS, "--wait=true", "--timeout=120s")
+            self.c.kubectl("delete", "pvc", "in-use", "-n", NS, "--wait=true", "--timeout=120s")
+
+            def refused():
+                return [e["message"] for e in self.c.items("events", "-A", "--field-selector",
+                                                            f"involvedObject.name={pv_name}")
+                        if e.get("reason") == "VolumeFailedDelete"]
+            messages = wait_for(f"DeleteVolume of {handle} refused while staged", refused, RECONCILED)
+            assert any("FailedPrecondition" in m and f"in use on node {node.name}" in m and staging in m
+                       for m in messages), f"{pv_name}'s delete failures: {messages}"
+            assert image.is_file(), f"{handle}'s image deleted while staged"
+            assert self.c.get("pv", pv_name), f"{pv_name} deleted while its volume was staged"
+        finally:
+            holder.kill()
+            holder.wait()
+        wait_for(f"kubelet unstaged {handle}", lambda: not host.loop_of(image)
+                 and not [m for m in host.mounts(node.kubelet) if m["dev"] == dev], ON_HOST)
+        wait_for(f"{pv_name} deleted", lambda: not self.c.get("pv", pv_name), RECONCILED)
+        assert not image.exists(), f"{handle}'s image left in the pool"
+
     def cleanup(self):
-        self.c.kubectl("delete", "pod", "--all", "-n", NS, "--wait=true", "--timeout=120s")
+        """The pods, snapshots and claims deleted at once, without waiting for kubelet to let go of
+        the volumes: a PV's DeleteVolume answers FAILED_PRECONDITION while its volume is still
+        staged on its node, and csi-provisioner retries it until kubelet has unstaged it."""
+        self.c.kubectl("delete", "pod", "--all", "-n", NS, "--wait=false")
         self.c.kubectl("delete", "volumesnapshot", "--all", "-n", NS, "--wait=true", "--timeout=120s")
         self.c.kubectl("delete", "pvc", "--all", "-n", NS, "--wait=true", "--timeout=120s")
+        for node in self.nodes.values():
+            wait_for(f"kubelet on {node.name} unpublished and unstaged every volume, their loop devices detached",
+                     lambda n=node: not [m for m in host.mounts(n.kubelet) if "csi" in m["path"]]
+                     and not host.loops(n.pool), ON_HOST)
         wait_for("every PV deleted", lambda: not self.c.items("pv"), RECONCILED)
         wait_for("every VolumeSnapshotContent deleted", lambda: not self.c.items("volumesnapshotcontents"), RECONCILED)
         for node in self.nodes.values():
             wait_for(f"{node.name}'s pool empty", lambda n=node: host.pool_records(n.pool) == {
                 "volumes": [], "snapshots": [], "groups": []}, ON_HOST)
-            csi = [m for m in host.mounts(node.kubelet) if "csi" in m["path"]]
-            assert not csi, f"{node.name}: mounts left: {csi}"
-            assert not host.loops(node.pool), f"{node.name}: loop devices left: {host.loops(node.pool)}"
 
 
     def no_rbac_denials(self):

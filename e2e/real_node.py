@@ -276,16 +276,18 @@ class RealNodeFlows(E2E):
         """The pods and the claims at once, as a user deletes them, then, once kubelet has let go of
         the volumes, the manifests: no mount left under kubelet's dir in the node's namespace, no
         loop device bound to the pool's files, no image file in the pool. The pods have no grace
-        period: they leave the API at once and the volumes' images are deleted while kubelet still
-        unpublishes and unstages them; the node plugin must outlive that."""
+        period: they leave the API at once and the claims' volumes are to be deleted while kubelet
+        still unpublishes and unstages them. DeleteVolume answers FAILED_PRECONDITION until a
+        volume is unstaged, and csi-provisioner retries it with its backoff: the PVs go after
+        kubelet has let go, within one more RECONCILED."""
         self.node.see_pool_files()
         self.c.kubectl("delete", "pods", "-n", "default", "--all", "--wait=true", "--timeout=120s")
         self.c.kubectl("delete", "pvc", "-n", "default", "--all", "--wait=true", "--timeout=120s")
-        self.c.wait_for("the PVs deleted", lambda: not self.c.items("pv"), RECONCILED)
         self.c.wait_for("kubelet's unpublish and unstage of every volume, their loop devices detached", lambda: not [
             m for m in self.node.mounts() if "/kubernetes.io~csi/" in m["path"]
             or m["path"].startswith(f"{CSI_PLUGIN_DIR}/")]
             and not host.loops_backed_by(self.node.pool_files), ON_HOST)
+        self.c.wait_for("the PVs deleted", lambda: not self.c.items("pv"), RECONCILED)
         self.c.kubectl("delete", "-k", self.node.dir / "manifests", "--wait=true", "--timeout=180s")
         self.c.wait_for("the node plugin's containers gone from containerd",
                         lambda: not self.node.ctr("tasks", "ls", "-q").stdout.split(), RECONCILED)

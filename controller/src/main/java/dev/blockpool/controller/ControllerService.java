@@ -109,15 +109,22 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     private final Pool pool;
     private final PoolChanges changes;
     private final PoolScope scope;
+    private final NodeHolds holds;
 
     public ControllerService(Pool pool, OperationLocks locks) {
         this(pool, locks, PoolScope.shared());
     }
 
     public ControllerService(Pool pool, OperationLocks locks, PoolScope scope) {
+        this(pool, locks, scope, NodeHolds.NONE);
+    }
+
+    /** {@code holds}: what holds a volume on this node, where the driver serves the node too. */
+    public ControllerService(Pool pool, OperationLocks locks, PoolScope scope, NodeHolds holds) {
         this.pool = pool;
         this.changes = new PoolChanges(pool, locks);
         this.scope = scope;
+        this.holds = holds;
     }
 
     /** UNIMPLEMENTED for a call this scope does not offer. */
@@ -196,8 +203,23 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void deleteVolume(DeleteVolumeRequest request, StreamObserver<DeleteVolumeResponse> response) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
-        changes.make(() -> pool.volumes().delete(volumeId), volumeId);
+        changes.make(() -> pool.volumes().delete(volumeId, this::requireNotHeld), volumeId);
         UnaryReply.send(response, DeleteVolumeResponse.getDefaultInstance());
+    }
+
+    /**
+     * A volume staged or published on this node is in use, as the spec has it: its image would
+     * be unlinked under a live loop device. FAILED_PRECONDITION has external-provisioner retry
+     * until kubelet has unstaged it, as when a pod and its claim are deleted at once. Asked under
+     * the volume's lock, which a stage of it on this node takes too.
+     */
+    private void requireNotHeld(Volume volume) {
+        holds.of(volume).ifPresent(held -> {
+            throw CsiException.failedPrecondition(
+                    "volume %s is in use on node %s: its image is bound to %s; it can be deleted once it is "
+                            + "unstaged there (NodeUnstageVolume, which kubelet calls once no pod on the node uses it)",
+                    volume.id(), scope instanceof PoolScope.NodeLocal local ? local.nodeId() : "this node", held);
+        });
     }
 
     @Override

@@ -31,6 +31,7 @@ final class ControllerHarness implements AutoCloseable {
     private final Path poolDir;
     private final CommandRunner commands;
     private final PoolScope scope;
+    private final NodeHolds holds;
     private Pool pool;
     private InProcessCsi served;
     private ControllerGrpc.ControllerBlockingStub stub;
@@ -41,17 +42,23 @@ final class ControllerHarness implements AutoCloseable {
     }
 
     ControllerHarness(Path poolDir, CommandRunner commands) {
-        this(poolDir, commands, PoolScope.shared());
+        this(poolDir, commands, PoolScope.shared(), NodeHolds.NONE);
     }
 
     ControllerHarness(Path poolDir, PoolScope scope) {
-        this(poolDir, new ProcessCommandRunner(), scope);
+        this(poolDir, scope, NodeHolds.NONE);
     }
 
-    private ControllerHarness(Path poolDir, CommandRunner commands, PoolScope scope) {
+    /** {@code holds}: what holds a volume on the node, as the driver that serves the node too would say. */
+    ControllerHarness(Path poolDir, PoolScope scope, NodeHolds holds) {
+        this(poolDir, new ProcessCommandRunner(), scope, holds);
+    }
+
+    private ControllerHarness(Path poolDir, CommandRunner commands, PoolScope scope, NodeHolds holds) {
         this.poolDir = poolDir;
         this.commands = commands;
         this.scope = scope;
+        this.holds = holds;
         start();
     }
 
@@ -59,7 +66,8 @@ final class ControllerHarness implements AutoCloseable {
         // settle time zero: at start-up everything unfinished is treated as left by a crash
         pool = Pool.open(poolDir, commands, Clock.systemUTC(), Duration.ZERO);
         OperationLocks locks = new OperationLocks();
-        served = InProcessCsi.serve(new ControllerService(pool, locks, scope), new GroupControllerService(pool, locks));
+        served = InProcessCsi.serve(
+                new ControllerService(pool, locks, scope, holds), new GroupControllerService(pool, locks));
         pool.reconcile(locks); // as the driver does once it serves
         stub = ControllerGrpc.newBlockingStub(served.channel());
         groupStub = GroupControllerGrpc.newBlockingStub(served.channel());

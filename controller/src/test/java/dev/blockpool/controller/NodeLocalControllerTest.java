@@ -16,6 +16,8 @@ import csi.v1.Csi.ControllerServiceCapability.RPC.Type;
 import csi.v1.Csi.ControllerUnpublishVolumeRequest;
 import csi.v1.Csi.CreateSnapshotRequest;
 import csi.v1.Csi.CreateVolumeRequest;
+import csi.v1.Csi.DeleteSnapshotRequest;
+import csi.v1.Csi.DeleteVolumeRequest;
 import csi.v1.Csi.GetCapacityRequest;
 import csi.v1.Csi.ListVolumesRequest;
 import csi.v1.Csi.Topology;
@@ -27,6 +29,11 @@ import io.grpc.Status;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -44,10 +51,17 @@ class NodeLocalControllerTest {
     Path poolDir;
 
     private ControllerHarness controller;
+    /** What holds each volume on this node, as the node's host would say; nothing unless a test says. */
+    private final Map<String, String> held = new ConcurrentHashMap<>();
+    /** The volumes whose holders were asked for. */
+    private final List<String> asked = new CopyOnWriteArrayList<>();
 
     @BeforeEach
     void start() {
-        controller = new ControllerHarness(poolDir, PoolScope.nodeLocal(NODE));
+        controller = new ControllerHarness(poolDir, PoolScope.nodeLocal(NODE), volume -> {
+            asked.add(volume.id());
+            return Optional.ofNullable(held.get(volume.id()));
+        });
     }
 
     @AfterEach
@@ -173,19 +187,7 @@ class NodeLocalControllerTest {
 
     @Test
     void aRestoreOfASnapshotHereIsMadeHere() {
-        String source = controller
-                .stub()
-                .createVolume(createRequest("pvc-source", MIB).build())
-                .getVolume()
-                .getVolumeId();
-        String snapshot = controller
-                .stub()
-                .createSnapshot(CreateSnapshotRequest.newBuilder()
-                        .setName("snap")
-                        .setSourceVolumeId(source)
-                        .build())
-                .getSnapshot()
-                .getSnapshotId();
+        String snapshot = snapshotOf(createVolume("pvc-source"), "snap");
 
         Volume restored = controller
                 .stub()
@@ -195,6 +197,64 @@ class NodeLocalControllerTest {
                         .build())
                 .getVolume();
         assertThat(restored.getAccessibleTopologyList()).containsExactly(HERE);
+    }
+
+    /**
+     * Nothing is attached on a node-local pool: a volume staged or published on its node is in
+     * use by what holds it there, and its delete waits until it is unstaged. A volume already
+     * gone is deleted, whatever is said to hold it; its snapshots are not held by it.
+     */
+    @Test
+    void aVolumeHeldOnThisNodeIsDeletedOnlyOnceNothingHoldsIt() {
+        String id = createVolume("pvc-staged");
+        String snapshot = snapshotOf(id, "snap-of-staged");
+        held.put(id, "/dev/loop7, mounted at [/var/lib/kubelet/staging]");
+
+        var refused = failure(() -> delete(id), Status.Code.FAILED_PRECONDITION);
+        assertThat(refused.getStatus().getDescription())
+                .contains(
+                        id, "in use on node " + NODE, "/dev/loop7", "/var/lib/kubelet/staging", "once it is unstaged");
+        assertThat(controller.pool().volumes().find(id)).isPresent();
+        assertThat(Files.exists(controller.pool().volumes().imagePath(id))).isTrue();
+        controller
+                .stub()
+                .deleteSnapshot(DeleteSnapshotRequest.newBuilder()
+                        .setSnapshotId(snapshot)
+                        .build());
+
+        held.remove(id);
+        delete(id);
+        assertThat(controller.pool().volumes().find(id)).isEmpty();
+        held.put(id, "/dev/loop7, mounted nowhere"); // a device of a former image of the name
+        asked.clear();
+        delete(id);
+        assertThat(asked).as("a volume already gone is not looked for").isEmpty();
+    }
+
+    private String createVolume(String name) {
+        return controller
+                .stub()
+                .createVolume(createRequest(name, MIB).build())
+                .getVolume()
+                .getVolumeId();
+    }
+
+    private String snapshotOf(String volumeId, String name) {
+        return controller
+                .stub()
+                .createSnapshot(CreateSnapshotRequest.newBuilder()
+                        .setName(name)
+                        .setSourceVolumeId(volumeId)
+                        .build())
+                .getSnapshot()
+                .getSnapshotId();
+    }
+
+    private void delete(String volumeId) {
+        controller
+                .stub()
+                .deleteVolume(
+                        DeleteVolumeRequest.newBuilder().setVolumeId(volumeId).build());
     }
 
     @Test

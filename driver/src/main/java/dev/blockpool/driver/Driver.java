@@ -13,12 +13,14 @@ import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.controller.ControllerService;
 import dev.blockpool.controller.GroupControllerService;
 import dev.blockpool.controller.MemberFreeze;
+import dev.blockpool.controller.NodeHolds;
 import dev.blockpool.controller.SnapshotMetadataService;
 import dev.blockpool.csi.PoolScope;
 import dev.blockpool.csi.StatusInterceptor;
 import dev.blockpool.host.FilesystemFreezes;
 import dev.blockpool.host.HostFilesystems;
 import dev.blockpool.host.KubeletPaths;
+import dev.blockpool.host.LoopAttachments;
 import dev.blockpool.host.NodeHost;
 import dev.blockpool.identity.HostReadiness;
 import dev.blockpool.identity.IdentityService;
@@ -362,7 +364,15 @@ public final class Driver {
             PoolOpening.Opened open, NodeHost nodeHost, OperationLocks locks) {
         List<ServerServiceDefinition> services = new ArrayList<>();
         if (config.mode().servesController()) {
-            services.add(new ControllerService(open.pool(), locks, config.scope()).bindService());
+            NodeHolds holds = NodeHolds.NONE;
+            if (config.mode().servesNode() && config.scope() instanceof PoolScope.NodeLocal) {
+                // One process holds both the pool and the volumes' loop devices and mounts: none is
+                // deleted while staged here.
+                LoopAttachments loops = nodeHost.loops();
+                holds = volume -> loops.holders(open.pool().volumes().imagePath(volume.id()))
+                        .map(LoopAttachments.Holders::describe);
+            }
+            services.add(new ControllerService(open.pool(), locks, config.scope(), holds).bindService());
             services.add(new GroupControllerService(open.pool(), locks, open.freeze()).bindService());
             services.add(new SnapshotMetadataService(open.pool()).bindService());
         }

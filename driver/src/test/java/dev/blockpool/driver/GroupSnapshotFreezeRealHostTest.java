@@ -5,26 +5,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import csi.v1.ControllerGrpc;
 import csi.v1.Csi;
 import csi.v1.Csi.VolumeCapability;
-import csi.v1.GroupControllerGrpc;
 import csi.v1.NodeGrpc;
 import dev.blockpool.common.BlockingCalls;
-import dev.blockpool.common.CommandRunner;
-import dev.blockpool.common.Endpoint;
-import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.NeedsRoot;
-import dev.blockpool.common.ProcessCommandRunner;
-import dev.blockpool.csi.PoolScope;
 import dev.blockpool.host.FilesystemFreezes;
 import dev.blockpool.host.NodeHost;
 import dev.blockpool.pool.Pool;
-import dev.blockpool.pool.ReconcileSteps;
-import io.grpc.ManagedChannel;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
-import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
-import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -35,14 +21,11 @@ import java.nio.file.StandardOpenOption;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.stream.Stream;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -57,63 +40,25 @@ class GroupSnapshotFreezeRealHostTest {
 
     private static final long MIB = 1L << 20;
     private static final String NODE = "freeze-node";
-    private static final CommandRunner RUNNER = new ProcessCommandRunner();
     private static final VolumeCapability EXT4 = VolumeCapability.newBuilder()
             .setMount(VolumeCapability.MountVolume.newBuilder().setFsType("ext4"))
             .setAccessMode(VolumeCapability.AccessMode.newBuilder()
                     .setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
             .build();
 
+    @AutoClose
+    private NodeLocalDriver driver;
+
     private Path dir;
-    private Driver.Running driver;
-    private EventLoopGroup clientLoop;
-    private ManagedChannel channel;
     private ControllerGrpc.ControllerBlockingStub controller;
     private NodeGrpc.NodeBlockingStub node;
 
     @BeforeEach
     void start() throws Exception {
-        HostRequirements.assumeRootWithLoopDevices();
-        HostRequirements.assumeCommand("mkfs.ext4");
-        dir = Files.createTempDirectory("blockpool-freeze-");
-        Endpoint socket = Endpoint.parse(dir.resolve("csi.sock").toString());
-        driver = new Driver(
-                        new DriverConfig(
-                                socket,
-                                NODE,
-                                "blockpool.csi.dev",
-                                dir.resolve("pool"),
-                                Mode.ALL,
-                                8,
-                                PoolScope.Kind.NODE,
-                                Optional.empty()),
-                        "test",
-                        new Driver.Background(Duration.ofDays(1), ReconcileSteps.ALL))
-                .start();
-        clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
-        channel = NettyChannelBuilder.forAddress(
-                        new DomainSocketAddress(socket.socketPath().toString()))
-                .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(clientLoop)
-                .usePlaintext()
-                .build();
-        controller = ControllerGrpc.newBlockingStub(channel);
-        node = NodeGrpc.newBlockingStub(channel);
-    }
-
-    @AfterEach
-    void stop() throws IOException {
-        if (dir == null) {
-            return;
-        }
-        if (channel != null) {
-            channel.shutdownNow();
-            clientLoop.shutdownGracefully();
-        }
-        if (driver != null) {
-            driver.stop(Duration.ofSeconds(10));
-        }
-        cleanUp(dir);
+        driver = NodeLocalDriver.start("blockpool-freeze-", NODE);
+        dir = driver.dir();
+        controller = driver.controller();
+        node = driver.node();
     }
 
     @Test
@@ -145,7 +90,7 @@ class GroupSnapshotFreezeRealHostTest {
                 while (written.get() < before + 2 && writerFailure.get() == null) {
                     Thread.onSpinWait(); // the writer is under way before each group
                 }
-                groups.add(GroupControllerGrpc.newBlockingStub(channel)
+                groups.add(driver.groupController()
                         .createVolumeGroupSnapshot(Csi.CreateVolumeGroupSnapshotRequest.newBuilder()
                                 .setName("group-" + g)
                                 .addSourceVolumeIds(first)
@@ -176,9 +121,9 @@ class GroupSnapshotFreezeRealHostTest {
     void aFileSystemADeadDriverLeftFrozenIsThawedByTheNextDriver() throws Exception {
         String volume = createVolume("pvc-frozen");
         stage(volume, "frozen");
-        Pool pool = Pool.open(dir.resolve("pool"), RUNNER, Clock.systemUTC(), Duration.ofHours(1));
+        Pool pool = Pool.open(driver.pool(), NodeLocalDriver.RUNNER, Clock.systemUTC(), Duration.ofHours(1));
         FilesystemFreezes freezes = FilesystemFreezes.onThisHost(
-                NodeHost.onThisHost(RUNNER, new BlockingCalls()).loops(), new BlockingCalls());
+                NodeHost.onThisHost(NodeLocalDriver.RUNNER, new BlockingCalls()).loops(), new BlockingCalls());
         Path image = pool.volumes().imagePath(volume);
         // What a driver killed between its freeze and its thaw leaves: the mark, and the file system frozen.
         pool.freezeMarks().mark(volume);
@@ -249,41 +194,5 @@ class GroupSnapshotFreezeRealHostTest {
         byte[] text = String.format("%020d%n", value).getBytes(StandardCharsets.US_ASCII);
         file.write(ByteBuffer.wrap(text), 0);
         file.force(true);
-    }
-
-    /** Whatever a failed test left: thawed, unmounted and detached, then removed. */
-    private static void cleanUp(Path dir) throws IOException {
-        List<String> mounts = mountPointsUnder(dir);
-        for (String mountPoint : mounts) {
-            RUNNER.run("fsfreeze", "--unfreeze", mountPoint);
-        }
-        for (String mountPoint : mounts) {
-            if (!RUNNER.run("umount", mountPoint).ok()) {
-                RUNNER.run("umount", "--lazy", mountPoint);
-            }
-        }
-        String loops = RUNNER.run("losetup", "--noheadings", "--output", "NAME,BACK-FILE")
-                .stdout();
-        for (String line : loops.lines().toList()) {
-            String[] fields = line.trim().split("\\s+", 2);
-            if (fields.length == 2 && fields[1].startsWith(dir.toString() + "/")) {
-                RUNNER.run("losetup", "--detach", fields[0]);
-            }
-        }
-        assertThat(mountPointsUnder(dir)).as("mounts left").isEmpty();
-        try (Stream<Path> walk = Files.walk(dir)) {
-            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(p);
-            }
-        }
-    }
-
-    private static List<String> mountPointsUnder(Path dir) throws IOException {
-        String prefix = dir.toRealPath() + "/";
-        return Files.readAllLines(Path.of("/proc/self/mountinfo")).stream()
-                .map(line -> line.split(" ")[4])
-                .filter(mountPoint -> mountPoint.startsWith(prefix))
-                .sorted(Comparator.reverseOrder())
-                .toList();
     }
 }

@@ -5,6 +5,7 @@ import dev.blockpool.common.TestKillPoint;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.regex.Pattern;
@@ -127,6 +128,43 @@ public final class LoopAttachments {
             return;
         }
         loops.detach(current.get());
+    }
+
+    /**
+     * What holds the image on this host: the devices bound to it and every mount of them.
+     * {@link #devices} are never empty; {@link #mountPoints} are empty for a raw block volume
+     * staged and not published, or a stage that has not mounted yet.
+     */
+    public record Holders(List<LoopDevice> devices, List<Path> mountPoints) {
+
+        /** In words for a person: "/dev/loop3, mounted at [/staging, /target]". */
+        public String describe() {
+            String devices = String.join(
+                    ", ", this.devices.stream().map(d -> d.device().toString()).toList());
+            return mountPoints.isEmpty() ? devices + ", mounted nowhere" : devices + ", mounted at " + mountPoints;
+        }
+    }
+
+    /**
+     * What holds the image while its volume is staged or published here, from loop sysfs and the
+     * mount table; empty when nothing does. A device holds it when an unstage would still have
+     * something of it to undo: it is not detaching itself, or it is mounted here. Left out are a
+     * device detaching itself that only a process or another mount namespace's copy of a mount
+     * keeps (an unstage leaves it so too), and one whose backing file was deleted (a former
+     * image of the same name, which this image's deletion does not touch). One lookup of the
+     * devices by the image's name, not a read of every device.
+     */
+    public Optional<Holders> holders(Path image) {
+        List<LoopDevice> devices = new ArrayList<>();
+        List<Path> mountPoints = new ArrayList<>();
+        for (LoopDevice device : loops.boundTo(image)) {
+            List<MountInfo> users = usersOf(device);
+            if (!device.backingFileDeleted() && (!device.autoclear() || !users.isEmpty())) {
+                devices.add(device);
+                users.forEach(user -> mountPoints.add(user.mountPoint()));
+            }
+        }
+        return devices.isEmpty() ? Optional.empty() : Optional.of(new Holders(devices, mountPoints));
     }
 
     /** Every bound loop device of this host, the driver's or not. */

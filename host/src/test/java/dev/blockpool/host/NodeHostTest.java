@@ -240,14 +240,7 @@ class NodeHostTest {
         host.publishing().publishFilesystem(image, staging, pod, false, List.of(), false);
         List<MountInfo> before = fake.mounts();
         host.publishing().unpublish(image, pod);
-        fake.loops.replaceAll((name, l) -> new LoopDevice(
-                l.name(),
-                l.device(),
-                l.number(),
-                l.backingFile(),
-                l.backingFileId(),
-                Set.of(LoopDevice.Flag.AUTOCLEAR),
-                l.sizeBytes()));
+        flagEveryDevice(LoopDevice.Flag.AUTOCLEAR);
         MountTable readBefore = new MountTable() {
             @Override
             public List<MountInfo> mounts() {
@@ -265,18 +258,69 @@ class NodeHostTest {
                 .satisfies(p -> assertThat(p.message()).contains("in use at " + staging));
     }
 
+    /** Gives every fake device these flags alone, as the kernel would show them. */
+    private void flagEveryDevice(LoopDevice.Flag... flags) {
+        fake.loops.replaceAll((name, l) -> new LoopDevice(
+                l.name(), l.device(), l.number(), l.backingFile(), l.backingFileId(), Set.of(flags), l.sizeBytes()));
+    }
+
+    /** What DeleteVolume on a node-local pool asks: whether the volume is staged or published here. */
+    @Test
+    void aStagedOrPublishedImageIsHeldByItsDeviceAndItsMounts() {
+        assertThat(host.loops().holders(image)).isEmpty();
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        Path pod = dir.resolve("pod");
+        host.publishing().publishFilesystem(image, staging, pod, false, List.of(), false);
+        assertThat(host.loops().holders(image)).get().satisfies(held -> {
+            assertThat(held.devices()).extracting(LoopDevice::name).containsExactly("loop0");
+            assertThat(held.mountPoints()).containsExactlyInAnyOrder(staging, pod);
+            assertThat(held.describe()).contains(dir.resolve("dev/loop0").toString(), staging.toString());
+        });
+        host.publishing().unpublish(image, pod);
+        assertThat(host.loops().holders(image))
+                .get()
+                .satisfies(held -> assertThat(held.mountPoints()).containsExactly(staging));
+        host.staging().unstage(image, staging);
+        assertThat(host.loops().holders(image)).isEmpty();
+    }
+
+    @Test
+    void aStagedRawBlockImageIsHeldByItsDeviceAlone() {
+        host.staging().stageBlock(image, staging, false);
+        assertThat(host.loops().holders(image)).get().satisfies(held -> {
+            assertThat(held.mountPoints()).isEmpty();
+            assertThat(held.describe()).endsWith("loop0, mounted nowhere");
+        });
+    }
+
+    /**
+     * A device detaching itself holds the image only while it is mounted here: kept open by a
+     * process or another namespace's copy of a mount alone, an unstage leaves it as it is too.
+     */
+    @Test
+    void aDeviceDetachingItselfHoldsTheImageOnlyWhileMountedHere() {
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        flagEveryDevice(LoopDevice.Flag.AUTOCLEAR);
+        assertThat(host.loops().holders(image))
+                .get()
+                .satisfies(held -> assertThat(held.mountPoints()).containsExactly(staging));
+        fake.mounts.clear();
+        assertThat(host.loops().holders(image)).isEmpty();
+    }
+
+    /** A device still bound to a former image of the name, deleted, does not hold the image there now. */
+    @Test
+    void aDeviceOfADeletedImageOfTheSameNameDoesNotHoldTheImage() {
+        host.staging().stageBlock(image, staging, false);
+        flagEveryDevice(LoopDevice.Flag.BACKING_FILE_DELETED);
+        assertThat(host.loops().holders(image)).isEmpty();
+    }
+
     @Test
     void neverAttachesASecondDeviceWhileADetachedOneStillHoldsTheImage() {
         host.staging().stageFilesystem(image, staging, ext4(false));
         host.publishing().unpublish(image, staging); // as an administrator's umount would
-        fake.loops.replaceAll((name, l) -> new LoopDevice(
-                l.name(),
-                l.device(),
-                l.number(),
-                l.backingFile(),
-                l.backingFileId(),
-                Set.of(LoopDevice.Flag.AUTOCLEAR),
-                l.sizeBytes())); // losetup -d while still open elsewhere
+        flagEveryDevice(LoopDevice.Flag.AUTOCLEAR); // losetup -d while still open elsewhere
         assertCode(() -> host.staging().stageFilesystem(image, staging, ext4(false)), Kind.PRECONDITION);
         assertThat(fake.loops).hasSize(1);
     }

@@ -8,6 +8,7 @@ import java.time.Clock;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -115,6 +116,15 @@ public final class Volumes {
 
     /** Deletes the volume; an unknown one is already deleted. Refused while it is attached. */
     public void delete(String volumeId) {
+        delete(volumeId, volume -> {});
+    }
+
+    /**
+     * {@link #delete(String)}, refused also when {@code requireUnused} throws: what the pool does
+     * not record of where the volume is in use. It is asked only of a volume that exists, so a
+     * volume already deleted stays deleted whatever holds an image of its name.
+     */
+    public void delete(String volumeId, Consumer<Volume> requireUnused) {
         Optional<Volume> volume = find(volumeId);
         if (volume.isEmpty()) {
             return;
@@ -125,6 +135,7 @@ public final class Volumes {
                     volumeId,
                     volume.get().attachments().stream().map(Attachment::nodeId).toList());
         }
+        requireUnused.accept(volume.get());
         records.delete(volumeId);
         log.info("deleted volume {}", volumeId);
     }

@@ -1,0 +1,163 @@
+package dev.blockpool.driver;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import csi.v1.ControllerGrpc;
+import csi.v1.GroupControllerGrpc;
+import csi.v1.NodeGrpc;
+import dev.blockpool.common.CommandRunner;
+import dev.blockpool.common.Endpoint;
+import dev.blockpool.common.HostRequirements;
+import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.csi.PoolScope;
+import dev.blockpool.pool.ReconcileSteps;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
+import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.stream.Stream;
+
+/**
+ * A driver as the base deploys it on every node (--mode=all --pool-scope=node), started in this
+ * process on a pool in a temporary directory of its own, and a client of it. {@link #close}
+ * stops it and removes the directory, with whatever a failed test left there: file systems
+ * thawed, unmounted, loop devices detached. It touches nothing outside that directory.
+ */
+final class NodeLocalDriver implements AutoCloseable {
+
+    static final CommandRunner RUNNER = new ProcessCommandRunner();
+
+    private final Path dir;
+    private Driver.Running driver;
+    private EventLoopGroup clientLoop;
+    private ManagedChannel channel;
+
+    private NodeLocalDriver(Path dir) {
+        this.dir = dir;
+    }
+
+    /**
+     * Started on a new directory named {@code prefix}...; closed again if it cannot start. The
+     * test is skipped where the host lacks root, loop devices or mkfs.ext4.
+     */
+    static NodeLocalDriver start(String prefix, String nodeId) throws IOException {
+        HostRequirements.assumeRootWithLoopDevices();
+        HostRequirements.assumeCommand("mkfs.ext4");
+        NodeLocalDriver started = new NodeLocalDriver(Files.createTempDirectory(prefix));
+        try {
+            started.start(nodeId);
+            return started;
+        } catch (IOException | RuntimeException e) {
+            started.close();
+            throw e;
+        }
+    }
+
+    private void start(String nodeId) throws IOException {
+        Endpoint socket = Endpoint.parse(dir.resolve("csi.sock").toString());
+        driver = new Driver(
+                        new DriverConfig(
+                                socket,
+                                nodeId,
+                                "blockpool.csi.dev",
+                                pool(),
+                                Mode.ALL,
+                                8,
+                                PoolScope.Kind.NODE,
+                                Optional.empty()),
+                        "test",
+                        new Driver.Background(Duration.ofDays(1), ReconcileSteps.ALL))
+                .start();
+        clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+        channel = NettyChannelBuilder.forAddress(
+                        new DomainSocketAddress(socket.socketPath().toString()))
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(clientLoop)
+                .usePlaintext()
+                .build();
+    }
+
+    /** The test's directory. */
+    Path dir() {
+        return dir;
+    }
+
+    /** The driver's pool directory. */
+    Path pool() {
+        return dir.resolve("pool");
+    }
+
+    ManagedChannel channel() {
+        return channel;
+    }
+
+    ControllerGrpc.ControllerBlockingStub controller() {
+        return ControllerGrpc.newBlockingStub(channel);
+    }
+
+    GroupControllerGrpc.GroupControllerBlockingStub groupController() {
+        return GroupControllerGrpc.newBlockingStub(channel);
+    }
+
+    NodeGrpc.NodeBlockingStub node() {
+        return NodeGrpc.newBlockingStub(channel);
+    }
+
+    @Override
+    public void close() throws IOException {
+        if (channel != null) {
+            channel.shutdownNow();
+            clientLoop.shutdownGracefully();
+        }
+        if (driver != null) {
+            driver.stop(Duration.ofSeconds(10));
+        }
+        cleanUp();
+    }
+
+    /** Whatever a failed test left: thawed, unmounted and detached, then removed. */
+    private void cleanUp() throws IOException {
+        List<String> mounts = mountPointsUnder(dir);
+        for (String mountPoint : mounts) {
+            RUNNER.run("fsfreeze", "--unfreeze", mountPoint);
+        }
+        for (String mountPoint : mounts) {
+            if (!RUNNER.run("umount", mountPoint).ok()) {
+                RUNNER.run("umount", "--lazy", mountPoint);
+            }
+        }
+        String loops = RUNNER.run("losetup", "--noheadings", "--output", "NAME,BACK-FILE")
+                .stdout();
+        for (String line : loops.lines().toList()) {
+            String[] fields = line.trim().split("\\s+", 2);
+            if (fields.length == 2 && fields[1].startsWith(dir.toString() + "/")) {
+                RUNNER.run("losetup", "--detach", fields[0]);
+            }
+        }
+        assertThat(mountPointsUnder(dir)).as("mounts left").isEmpty();
+        try (Stream<Path> walk = Files.walk(dir)) {
+            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        }
+    }
+
+    private static List<String> mountPointsUnder(Path dir) throws IOException {
+        String prefix = dir.toRealPath() + "/";
+        return Files.readAllLines(Path.of("/proc/self/mountinfo")).stream()
+                .map(line -> line.split(" ")[4])
+                .filter(mountPoint -> mountPoint.startsWith(prefix))
+                .sorted(Comparator.reverseOrder())
+                .toList();
+    }
+}
