@@ -214,6 +214,11 @@ public final class Libc {
         public long availableBytes() {
             return availableBlocks * fragmentSize;
         }
+
+        /** The filesystem's size, as statvfs(2) counts it. */
+        public long totalBytes() {
+            return blocks * fragmentSize;
+        }
     }
 
     static final long ST_RDONLY = 1;

@@ -336,9 +336,10 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void getCapacity(GetCapacityRequest request, StreamObserver<GetCapacityResponse> response) {
         request.getVolumeCapabilitiesList().forEach(Capability::parseServed);
+        // What the pool may still promise, so that CSIStorageCapacity never sends a claim the create refuses.
         long available = scope.capacityFor(
                 request.hasAccessibleTopology() ? Optional.of(request.getAccessibleTopology()) : Optional.empty(),
-                pool.space().availableBytes());
+                Sizes.roundDown(pool.capacity().read().promisableBytes()));
         UnaryReply.send(
                 response,
                 GetCapacityResponse.newBuilder()

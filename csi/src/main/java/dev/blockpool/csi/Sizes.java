@@ -17,6 +17,14 @@ public final class Sizes {
 
     private Sizes() {}
 
+    /**
+     * The most a volume can be asked for within {@code bytes} and be given no more: sizes round up
+     * to the alignment, so capacity is told rounded down to it.
+     */
+    public static long roundDown(long bytes) {
+        return bytes / ALIGNMENT * ALIGNMENT;
+    }
+
     /** The size to provision: the required bytes (or the default) rounded up to a MiB, within the limit. */
     public static long choose(CapacityRange range) {
         return choose(range, 0);

@@ -5,6 +5,7 @@ import dev.blockpool.csi.PoolScope;
 import dev.blockpool.driver.LogConfigurator.LogFormat;
 import dev.blockpool.driver.LogConfigurator.LogLevel;
 import dev.blockpool.metrics.HttpAddress;
+import dev.blockpool.pool.CapacityPolicy;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
@@ -43,7 +44,8 @@ record Arguments(
         int shutdownGraceSeconds,
         Optional<HttpAddress> httpEndpoint,
         Action action,
-        PoolScope.Kind poolScope) {
+        PoolScope.Kind poolScope,
+        CapacityPolicy capacity) {
 
     /** What the command line asks for: the driver, or only its help or version (help first, when both are asked). */
     enum Action {
@@ -81,6 +83,21 @@ record Arguments(
                     + "mounts (NFS, GlusterFS) (default: node).");
     private static final Option MAX_VOLUMES =
             valued("max-volumes-per-node", "N", "Volumes this node can have attached at once (default: 64).");
+    private static final Option OVERCOMMIT = valued(
+            "overcommit-ratio",
+            "RATIO",
+            "How many times its filesystem's size the pool may promise to volumes and snapshots; above 1, writes "
+                    + "into sparse volumes can fill it (default: 1, no over-commit).");
+    private static final Option RESERVE = valued(
+            "pool-reserve",
+            "AMOUNT",
+            "What the pool never promises, kept for its records: a percentage of its size or bytes, e.g. 2% or 1Gi "
+                    + "(default: 1%).");
+    private static final Option WARN_FREE = valued(
+            "pool-warn-free",
+            "AMOUNT",
+            "Below this much free space an over-committed pool reports PoolNearlyFull in health and logs an error "
+                    + "(default: 10%).");
     private static final Option LOG_LEVEL = valued("log-level", "LEVEL", "error, warn, info or debug (default: info).");
     private static final Option LOG_FORMAT = valued(
             "log-format", "FORMAT", "text, or json: one JSON object per line for a log collector (default: text).");
@@ -111,6 +128,9 @@ record Arguments(
             POOL_SCOPE,
             MODE,
             MAX_VOLUMES,
+            OVERCOMMIT,
+            RESERVE,
+            WARN_FREE,
             LOG_LEVEL,
             LOG_FORMAT,
             HTTP_ENDPOINT,
@@ -172,7 +192,32 @@ record Arguments(
                         ? Optional.empty()
                         : Optional.of(convert(HTTP_ENDPOINT, httpEndpoint, HttpAddress::parse)),
                 line.hasOption(HELP) ? Action.HELP : line.hasOption(VERSION) ? Action.VERSION : Action.SERVE,
-                oneOf(POOL_SCOPE, line.getOptionValue(POOL_SCOPE, "node"), PoolScope.Kind.class));
+                oneOf(POOL_SCOPE, line.getOptionValue(POOL_SCOPE, "node"), PoolScope.Kind.class),
+                capacity(line));
+    }
+
+    private static CapacityPolicy capacity(CommandLine line) throws Usage {
+        CapacityPolicy defaults = CapacityPolicy.DEFAULT;
+        String ratio = line.getOptionValue(OVERCOMMIT, Double.toString(defaults.overcommitRatio()));
+        double overcommit = convert(OVERCOMMIT, ratio, value -> {
+            try {
+                double parsed = Double.parseDouble(value);
+                if (!(parsed >= 1.0 && parsed <= 100.0)) {
+                    throw new IllegalArgumentException("a ratio from 1 (no over-commit) to 100");
+                }
+                return parsed;
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("a ratio from 1 (no over-commit) to 100");
+            }
+        });
+        return new CapacityPolicy(
+                overcommit,
+                line.hasOption(RESERVE)
+                        ? convert(RESERVE, line.getOptionValue(RESERVE), CapacityPolicy.Amount::parse)
+                        : defaults.reserve(),
+                line.hasOption(WARN_FREE)
+                        ? convert(WARN_FREE, line.getOptionValue(WARN_FREE), CapacityPolicy.Amount::parse)
+                        : defaults.warnBelow());
     }
 
     /** The help, on standard output: usage, options in the order above, and the FlexVolume entry. */

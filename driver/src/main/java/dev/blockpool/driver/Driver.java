@@ -275,7 +275,8 @@ public final class Driver {
             Runnable beforeEachStep) {
         requireWritableDirectory(config.poolDir());
         beforeEachStep.run();
-        Pool pool = Pool.open(config.poolDir(), commands, Clock.systemUTC(), RECONCILE_SETTLE_TIME, blocking);
+        Pool pool = Pool.open(
+                config.poolDir(), commands, Clock.systemUTC(), RECONCILE_SETTLE_TIME, blocking, config.capacity());
         MemberFreeze freeze = MemberFreeze.NONE;
         if (config.mode().servesNode()
                 && config.mode().servesController()

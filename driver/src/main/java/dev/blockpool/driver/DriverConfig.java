@@ -3,6 +3,7 @@ package dev.blockpool.driver;
 import dev.blockpool.common.Endpoint;
 import dev.blockpool.csi.PoolScope;
 import dev.blockpool.metrics.HttpAddress;
+import dev.blockpool.pool.CapacityPolicy;
 import java.nio.file.Path;
 import java.util.Optional;
 
@@ -15,7 +16,30 @@ public record DriverConfig(
         Mode mode,
         int maxVolumesPerNode,
         PoolScope.Kind poolScope,
-        Optional<HttpAddress> httpEndpoint) {
+        Optional<HttpAddress> httpEndpoint,
+        CapacityPolicy capacity) {
+
+    /** A driver whose pool promises what the default policy allows. */
+    public DriverConfig(
+            Endpoint endpoint,
+            String nodeId,
+            String driverName,
+            Path poolDir,
+            Mode mode,
+            int maxVolumesPerNode,
+            PoolScope.Kind poolScope,
+            Optional<HttpAddress> httpEndpoint) {
+        this(
+                endpoint,
+                nodeId,
+                driverName,
+                poolDir,
+                mode,
+                maxVolumesPerNode,
+                poolScope,
+                httpEndpoint,
+                CapacityPolicy.DEFAULT);
+    }
 
     /** A driver on a shared pool that serves no metrics. */
     public DriverConfig(

@@ -123,7 +123,8 @@ public final class Main {
                 arguments.mode(),
                 maxVolumesPerNode,
                 arguments.poolScope(),
-                arguments.httpEndpoint());
+                arguments.httpEndpoint(),
+                arguments.capacity());
     }
 
     /** The kernel's host name: what a node is called, without a DNS lookup that may fail. */

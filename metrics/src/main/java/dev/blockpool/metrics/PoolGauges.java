@@ -47,13 +47,20 @@ final class PoolGauges {
                 PoolCensus.Images::sharedBytes);
         census.gauge(
                 registry,
+                "blockpool_pool_promised_bytes",
+                "Bytes the pool has promised: the volumes' sizes and the blocks the snapshots hold, which become their"
+                        + " own when their volumes rewrite them",
+                f -> f.promisedBytes());
+        census.gauge(
+                registry,
+                "blockpool_pool_promise_limit_bytes",
+                "The most the pool may promise: its size times --overcommit-ratio, less --pool-reserve",
+                f -> f.promiseLimitBytes());
+        census.gauge(
+                registry,
                 "blockpool_pool_overcommit_ratio",
-                "Bytes the volumes and snapshots promise over the pool's size: above 1, they cannot all be filled",
-                f -> f.sizeBytes() == 0
-                        ? 0
-                        : (double) (f.volumes().provisionedBytes()
-                                        + f.snapshots().provisionedBytes())
-                                / f.sizeBytes());
+                "Bytes the pool has promised over its size: above 1, they cannot all be written",
+                f -> f.sizeBytes() == 0 ? 0 : (double) f.promisedBytes() / f.sizeBytes());
         census.gauge(
                 registry,
                 "blockpool_pool_volumes",

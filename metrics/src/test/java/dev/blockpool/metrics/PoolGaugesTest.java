@@ -5,13 +5,18 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;
+import dev.blockpool.pool.CapacityPolicy;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.PoolCensus;
 import dev.blockpool.pool.VolumeSpec;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -51,6 +56,31 @@ class PoolGaugesTest {
         assertThat(Scrape.values(after, "blockpool_pool_volumes")).containsExactly(1.0);
         double size = Scrape.values(after, "blockpool_pool_size_bytes").getFirst();
         assertThat(Scrape.values(after, "blockpool_pool_overcommit_ratio")).containsExactly(64 * MiB / size);
+        assertThat(Scrape.values(before, "blockpool_pool_promised_bytes")).containsExactly(0.0);
+        assertThat(Scrape.values(after, "blockpool_pool_promised_bytes")).containsExactly((double) (64 * MiB));
+        assertThat(Scrape.values(after, "blockpool_pool_promise_limit_bytes"))
+                .containsExactly((double) CapacityPolicy.DEFAULT.limitBytes((long) size));
+    }
+
+    @Test
+    void aSnapshotPromisesTheBlocksItHoldsNotItsSize() throws Exception {
+        Pool pool = Pool.open(root, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ofMinutes(10));
+        var volume = pool.volumes().create(spec("pvc-1", 64 * MiB));
+        try (var image = FileChannel.open(pool.volumes().imagePath(volume.id()), StandardOpenOption.WRITE)) {
+            byte[] data = new byte[(int) MiB];
+            Arrays.fill(data, (byte) 1);
+            image.write(ByteBuffer.wrap(data), 0);
+        }
+        pool.snapshots().create("snap-1", volume.id(), pool.volumes());
+        LastCensus<PoolCensus.Figures> gauges = LastCensus.byHand("pool", pool::census);
+        PoolGauges.register(registry, gauges);
+        gauges.refresh();
+        String scrape = Scrape.of(registry);
+
+        double snapshotHolds = Scrape.values(scrape, "blockpool_pool_allocated_bytes{kind=\"snapshot\"}")
+                .getFirst();
+        assertThat(snapshotHolds).isBetween((double) MiB, 2.0 * MiB);
+        assertThat(Scrape.values(scrape, "blockpool_pool_promised_bytes")).containsExactly(64 * MiB + snapshotHolds);
     }
 
     @Test
@@ -88,7 +118,8 @@ class PoolGaugesTest {
                 1024 * MiB,
                 512 * MiB,
                 sharingTold,
-                Duration.ofMillis(1));
+                Duration.ofMillis(1),
+                900 * MiB);
     }
 
     private static PrometheusRegistry registryOf(PoolCensus.Figures figures) {

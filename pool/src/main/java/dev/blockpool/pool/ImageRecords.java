@@ -34,19 +34,25 @@ final class ImageRecords<T> {
     private final Predicate<String> isId;
     private final Path directory;
     private final MetadataStore<T> metadata;
-    private final PoolSpace space;
+    private final PoolCapacity capacity;
     private final RecordLock lock;
 
     /**
      * @param kind what a record is called in messages ("volume", "snapshot")
      * @param isId which IDs this driver could have issued; no other ID ever reaches a path
      */
-    ImageRecords(String kind, Predicate<String> isId, Path directory, Class<T> type, PoolSpace space, RecordLock lock) {
+    ImageRecords(
+            String kind,
+            Predicate<String> isId,
+            Path directory,
+            Class<T> type,
+            PoolCapacity capacity,
+            RecordLock lock) {
         this.kind = kind;
         this.isId = isId;
         this.directory = directory;
         this.metadata = new MetadataStore<>(directory, type);
-        this.space = space;
+        this.capacity = capacity;
         this.lock = lock;
     }
 
@@ -83,7 +89,7 @@ final class ImageRecords<T> {
      * that its space counts as free. When making the image or writing the metadata fails, what
      * this create made is removed again before the failure is rethrown.
      *
-     * @param bytes the room the new image needs in the pool
+     * @param bytes what the new image promises; see {@link PoolCapacity}
      */
     T create(String id, long bytes, T record, Consumer<Path> makeImage) {
         Path image = imagePath(id);
@@ -94,15 +100,16 @@ final class ImageRecords<T> {
         if (DurableFiles.delete(image)) {
             log.info("removed the image an unfinished create of {} {} left", kind, id);
         }
-        space.requireRoomFor(bytes);
-        try {
-            makeImage.accept(image);
-            commit(id, record, image);
-            return record;
-        } catch (RuntimeException failure) {
-            undoCreate(id, failure);
-            throw failure;
-        }
+        return capacity.promising(image, bytes, kind + " " + id, () -> {
+            try {
+                makeImage.accept(image);
+                commit(id, record, image);
+                return record;
+            } catch (RuntimeException failure) {
+                undoCreate(id, failure);
+                throw failure;
+            }
+        });
     }
 
     /**

@@ -27,6 +27,7 @@ public final class Pool {
 
     private final Path root;
     private final PoolSpace space;
+    private final PoolCapacity capacity;
     private final Volumes volumes;
     private final Snapshots snapshots;
     private final GroupSnapshots groups;
@@ -38,20 +39,27 @@ public final class Pool {
     private final Clock clock;
     private final Duration settleTime;
 
-    private Pool(Path root, CommandRunner commands, Clock clock, Duration settleTime, BlockingCalls blocking) {
+    private Pool(
+            Path root,
+            CommandRunner commands,
+            Clock clock,
+            Duration settleTime,
+            BlockingCalls blocking,
+            CapacityPolicy policy) {
         this.root = root;
         this.clock = clock;
         this.settleTime = settleTime;
         this.space = new PoolSpace(root);
+        this.capacity = new PoolCapacity(root, space, policy);
         ImageFiles images = new ImageFiles(commands);
         RecordLock recordLock = new RecordLock(root);
-        this.snapshots = new Snapshots(root.resolve("snapshots"), images, space, clock, recordLock);
-        this.volumes = new Volumes(root.resolve("volumes"), images, space, snapshots, clock, recordLock);
+        this.snapshots = new Snapshots(root.resolve("snapshots"), images, capacity, clock, recordLock);
+        this.volumes = new Volumes(root.resolve("volumes"), images, capacity, snapshots, clock, recordLock);
         this.groups = new GroupSnapshots(root.resolve("groups"), snapshots, volumes, clock);
         this.nodes = new Nodes(root.resolve("nodes"));
         this.attachments = new Attachments(volumes, nodes, recordLock, new AttachmentIndex(root));
         this.controllerClaim = new ControllerClaim(root, clock);
-        this.health = new PoolHealth(root, volumes, blocking, clock, settleTime);
+        this.health = new PoolHealth(root, volumes, capacity, blocking, clock, settleTime);
         this.snapshotMetadata = new SnapshotMetadata(snapshots, blocking);
     }
 
@@ -67,6 +75,17 @@ public final class Pool {
     /** {@link #open}, its system calls that can hang on the threads of {@code blocking}. */
     public static Pool open(
             Path root, CommandRunner commands, Clock clock, Duration settleTime, BlockingCalls blocking) {
+        return open(root, commands, clock, settleTime, blocking, CapacityPolicy.DEFAULT);
+    }
+
+    /** {@link #open}, promising what {@code policy} allows; see {@link PoolCapacity}. */
+    public static Pool open(
+            Path root,
+            CommandRunner commands,
+            Clock clock,
+            Duration settleTime,
+            BlockingCalls blocking,
+            CapacityPolicy policy) {
         try {
             for (String dir : new String[] {"volumes", "snapshots", "groups", "nodes", "frozen"}) {
                 Files.createDirectories(root.resolve(dir));
@@ -76,7 +95,7 @@ public final class Pool {
                 PoolLockFile.tryTake(root.resolve(RecordLock.FILE_NAME)).ifPresent(PoolLockFile::close);
             }
             // Every path of the pool is then named without symlinks, as the kernel names files.
-            return new Pool(root.toRealPath(), commands, clock, settleTime, blocking);
+            return new Pool(root.toRealPath(), commands, clock, settleTime, blocking, policy);
         } catch (IOException e) {
             throw StorageException.io(e, "cannot create the pool directories under %s", root);
         }
@@ -149,8 +168,13 @@ public final class Pool {
         return space;
     }
 
+    /** What the pool has promised and may still promise; see {@link PoolCapacity}. */
+    public PoolCapacity capacity() {
+        return capacity;
+    }
+
     /** Counts what the pool holds now, reading no record; see {@link PoolCensus}. */
     public PoolCensus.Figures census() {
-        return new PoolCensus(root, space).take();
+        return new PoolCensus(root, space, capacity.policy()).take();
     }
 }

@@ -8,6 +8,8 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 
 /**
  * What the pool holds, counted from its directories and the images' sizes, without reading a
@@ -43,14 +45,23 @@ public final class PoolCensus {
             long sizeBytes,
             long availableBytes,
             boolean sharingTold,
-            Duration took) {}
+            Duration took,
+            long promiseLimitBytes) {
+
+        /** What the pool has promised, as {@link PoolCapacity} counts it: volumes' sizes, snapshots' blocks. */
+        public long promisedBytes() {
+            return volumes.provisionedBytes() + snapshots.allocatedBytes();
+        }
+    }
 
     private final Path root;
     private final PoolSpace space;
+    private final CapacityPolicy policy;
 
-    PoolCensus(Path root, PoolSpace space) {
+    PoolCensus(Path root, PoolSpace space, CapacityPolicy policy) {
         this.root = root;
         this.space = space;
+        this.policy = policy;
     }
 
     /** Counts the pool as it is now. */
@@ -69,7 +80,8 @@ public final class PoolCensus {
                 size,
                 available,
                 sharing.answer == Sharing.Answer.TOLD,
-                Duration.ofNanos(System.nanoTime() - started));
+                Duration.ofNanos(System.nanoTime() - started),
+                policy.limitBytes(size));
     }
 
     /**
@@ -77,38 +89,51 @@ public final class PoolCensus {
      * bytes when {@code sharing} is given (records without images when null).
      */
     private static Images images(Path directory, Sharing sharing) {
-        long count = 0;
-        long provisioned = 0;
-        long allocated = 0;
-        long shared = 0;
-        try (DirectoryStream<Path> entries = Files.newDirectoryStream(directory, "*" + MetadataStore.SUFFIX)) {
-            for (Path record : entries) {
-                count++;
-                if (sharing == null) {
-                    continue;
+        long[] figures = new long[4];
+        if (sharing == null) {
+            forEachRecord(directory, record -> figures[0]++);
+            return new Images(figures[0], 0, 0, 0);
+        }
+        forEachImage(directory, (image, held) -> {
+            figures[0]++;
+            figures[1] += held.size();
+            figures[2] += held.allocated();
+            figures[3] += sharing.sharedBytes(image, held);
+        });
+        return new Images(figures[0], figures[1], figures[2], figures[3]);
+    }
+
+    /**
+     * Each committed record's image in {@code directory} with its size and allocated bytes, one
+     * statx(2) each; an image missing or deleted since the listing holds nothing (the health calls
+     * report it).
+     */
+    static void forEachImage(Path directory, BiConsumer<Path, Libc.FileSpace> visit) {
+        forEachRecord(directory, record -> {
+            String name = record.getFileName().toString();
+            Path image = directory.resolve(
+                    name.substring(0, name.length() - MetadataStore.SUFFIX.length()) + ImageRecords.IMAGE_SUFFIX);
+            Libc.FileSpace held;
+            try {
+                held = Libc.space(image.toString());
+            } catch (Libc.ErrnoException e) {
+                if (e.errno() != Libc.ENOENT) {
+                    throw StorageException.io(e, "cannot read the size of %s", image);
                 }
-                String name = record.getFileName().toString();
-                String image =
-                        name.substring(0, name.length() - MetadataStore.SUFFIX.length()) + ImageRecords.IMAGE_SUFFIX;
-                try {
-                    Libc.FileSpace held = Libc.space(directory.resolve(image).toString());
-                    provisioned += held.size();
-                    allocated += held.allocated();
-                    shared += sharing.sharedBytes(directory.resolve(image), held);
-                } catch (Libc.ErrnoException e) {
-                    // an image missing or deleted since the listing: counted, holding nothing (the health calls report
-                    // it)
-                    if (e.errno() != Libc.ENOENT) {
-                        throw StorageException.io(e, "cannot read the size of %s", directory.resolve(image));
-                    }
-                }
+                held = new Libc.FileSpace(0, 0);
             }
+            visit.accept(image, held);
+        });
+    }
+
+    private static void forEachRecord(Path directory, Consumer<Path> visit) {
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(directory, "*" + MetadataStore.SUFFIX)) {
+            entries.forEach(visit);
         } catch (NoSuchFileException e) {
-            return new Images(0, 0, 0, 0);
+            // a pool not yet made holds nothing
         } catch (IOException e) {
             throw StorageException.io(e, "cannot list %s", directory);
         }
-        return new Images(count, provisioned, allocated, shared);
     }
 
     /**

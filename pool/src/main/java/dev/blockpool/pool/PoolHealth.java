@@ -16,6 +16,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * What is wrong with the pool and its volumes, read from the pool as it is now: nothing is
@@ -24,27 +26,40 @@ import java.util.Optional;
  */
 public final class PoolHealth {
 
+    private static final Logger log = LoggerFactory.getLogger(PoolHealth.class);
+
     /**
      * Below this much free space a sparse volume's next writes into holes may fail with ENOSPC:
      * the pool is called full. A filesystem keeps a little to itself even when "full".
      */
     static final long FULL_BELOW_BYTES = 1 << 20;
+    /** A thin pool short of room: sparse volumes' writes may soon fail. */
+    static final String NEARLY_FULL = "PoolNearlyFull";
     /** The reason of every problem that makes the whole pool unusable. */
     private static final String UNAVAILABLE = "PoolUnavailable";
 
     private final Path root;
     private final Volumes volumes;
+    private final PoolCapacity capacity;
     private final BlockingCalls blocking;
     private final Clock clock;
     private final Duration settleTime;
+    private final Warnings warnings = new Warnings();
 
     /**
      * {@code settleTime}: how long an image longer than its record may be an expansion in
      * progress, or one interrupted that the resizer's retry completes, rather than a problem.
      */
-    PoolHealth(Path root, Volumes volumes, BlockingCalls blocking, Clock clock, Duration settleTime) {
+    PoolHealth(
+            Path root,
+            Volumes volumes,
+            PoolCapacity capacity,
+            BlockingCalls blocking,
+            Clock clock,
+            Duration settleTime) {
         this.root = root;
         this.volumes = volumes;
+        this.capacity = capacity;
         this.blocking = blocking;
         this.clock = clock;
         this.settleTime = settleTime;
@@ -94,6 +109,10 @@ public final class PoolHealth {
                     "PoolFull",
                     "the pool's filesystem at " + root + " has " + statfs.availableBytes()
                             + " bytes free: writes into a sparse volume's unwritten blocks fail"));
+        } else {
+            Optional<String> nearlyFull = capacity.nearlyFull(statfs.totalBytes(), statfs.availableBytes());
+            nearlyFull.ifPresent(why -> problems.add(HealthProblem.degraded(NEARLY_FULL, why)));
+            warnings.seen(nearlyFull);
         }
         return problems;
     }
@@ -149,11 +168,32 @@ public final class PoolHealth {
         List<HealthProblem> problems = new ArrayList<>(image(volume.get()));
         for (HealthProblem problem : pool) {
             // a preallocated image has every block it needs already
-            if (!problem.reason().equals("PoolFull") || volume.get().allocation() == Allocation.SPARSE) {
+            if (!spaceProblem(problem) || volume.get().allocation() == Allocation.SPARSE) {
                 problems.add(problem);
             }
         }
         return Optional.of(new VolumeHealth(volumeId, problems));
+    }
+
+    private static boolean spaceProblem(HealthProblem problem) {
+        return problem.reason().equals("PoolFull") || problem.reason().equals(NEARLY_FULL);
+    }
+
+    /**
+     * Says at ERROR when the pool comes near to full and at INFO when it has room again, once
+     * each: the line an operator's log alerting turns into an event.
+     */
+    private final class Warnings {
+        private boolean warned;
+
+        synchronized void seen(Optional<String> nearlyFull) {
+            if (nearlyFull.isPresent() && !warned) {
+                log.error("{}", nearlyFull.get());
+            } else if (nearlyFull.isEmpty() && warned) {
+                log.info("the pool's filesystem at {} has room again above its warning level", root);
+            }
+            warned = nearlyFull.isPresent();
+        }
     }
 
     /**

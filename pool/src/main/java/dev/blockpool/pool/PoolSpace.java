@@ -7,11 +7,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * The room left on the pool's filesystem. Sparse images make the pool thinly provisioned: each
- * new volume must fit in what is free now (larger than the whole filesystem is out of range,
- * larger than the free space exhausts the pool), but the sum of all volumes may exceed the
- * filesystem, and writes into a full pool fail with ENOSPC inside the pod. Use the
- * {@code preallocated} allocation where that is not acceptable.
+ * The pool filesystem's size and free bytes, as statvfs(2) answers them now. What the pool may
+ * promise of them is {@link PoolCapacity}'s.
  */
 public final class PoolSpace {
 
@@ -35,22 +32,6 @@ public final class PoolSpace {
             return store().getTotalSpace();
         } catch (IOException e) {
             throw StorageException.io(e, "cannot read the size of the pool %s", root);
-        }
-    }
-
-    /** Refuses a size that cannot fit; compares only, so sizes near 2^63 cannot overflow. */
-    void requireRoomFor(long bytes) {
-        if (bytes < 0) {
-            throw StorageException.invalid("%d bytes is not a size", bytes);
-        }
-        long total = totalBytes();
-        if (bytes > total) {
-            throw StorageException.outOfRange(
-                    "%d bytes is more than the pool's filesystem holds (%d bytes)", bytes, total);
-        }
-        long available = availableBytes();
-        if (bytes > available) {
-            throw StorageException.noSpace("the pool has %d bytes free, %d bytes were asked for", available, bytes);
         }
     }
 

@@ -23,8 +23,8 @@ public final class Snapshots {
     private final ImageFiles images;
     private final Clock clock;
 
-    Snapshots(Path directory, ImageFiles images, PoolSpace space, Clock clock, RecordLock lock) {
-        this.records = new ImageRecords<>("snapshot", Ids::isSnapshotId, directory, Snapshot.class, space, lock);
+    Snapshots(Path directory, ImageFiles images, PoolCapacity capacity, Clock clock, RecordLock lock) {
+        this.records = new ImageRecords<>("snapshot", Ids::isSnapshotId, directory, Snapshot.class, capacity, lock);
         this.images = images;
         this.clock = clock;
     }
@@ -96,7 +96,9 @@ public final class Snapshots {
         }
         Snapshot snapshot = new Snapshot(id, name, source.id(), source.capacityBytes(), clock.instant(), groupId);
         AtomicReference<ImageFiles.CopyMethod> method = new AtomicReference<>();
-        records.create(id, source.capacityBytes(), snapshot, image -> method.set(images.copy(sourceImage, image)));
+        // A snapshot promises the blocks it holds: those it shares with its volume become its own when rewritten.
+        long holds = PoolCapacity.allocatedBytes(sourceImage);
+        records.create(id, holds, snapshot, image -> method.set(images.copy(sourceImage, image)));
         log.info("created snapshot {} ({}) of volume {} by {}", id, name, source.id(), method.get());
         return snapshot;
     }

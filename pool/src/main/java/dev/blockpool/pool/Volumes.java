@@ -26,14 +26,20 @@ public final class Volumes {
 
     private final ImageRecords<Volume> records;
     private final ImageFiles images;
-    private final PoolSpace space;
+    private final PoolCapacity capacity;
     private final Snapshots snapshots;
     private final Clock clock;
 
-    Volumes(Path directory, ImageFiles images, PoolSpace space, Snapshots snapshots, Clock clock, RecordLock lock) {
-        this.records = new ImageRecords<>("volume", Ids::isVolumeId, directory, Volume.class, space, lock);
+    Volumes(
+            Path directory,
+            ImageFiles images,
+            PoolCapacity capacity,
+            Snapshots snapshots,
+            Clock clock,
+            RecordLock lock) {
+        this.records = new ImageRecords<>("volume", Ids::isVolumeId, directory, Volume.class, capacity, lock);
         this.images = images;
-        this.space = space;
+        this.capacity = capacity;
         this.snapshots = snapshots;
         this.clock = clock;
     }
@@ -151,12 +157,14 @@ public final class Volumes {
         if (newCapacity <= volume.capacityBytes()) {
             return volume;
         }
-        space.requireRoomFor(newCapacity - volume.capacityBytes());
-        images.grow(imagePath(volumeId), newCapacity, volume.allocation());
-        DurableFiles.fsync(imagePath(volumeId)); // the new size is on disk before the metadata says so
-        TestKillPoint.reached("expand.image-grown");
-        Volume grown =
-                update(volumeId, current -> current.withCapacity(newCapacity)).orElseThrow(() -> missing(volumeId));
+        Path image = imagePath(volumeId);
+        Volume grown = capacity.promising(image, newCapacity, "volume " + volumeId, () -> {
+            images.grow(image, newCapacity, volume.allocation());
+            DurableFiles.fsync(image); // the new size is on disk before the metadata says so
+            TestKillPoint.reached("expand.image-grown");
+            return update(volumeId, current -> current.withCapacity(newCapacity))
+                    .orElseThrow(() -> missing(volumeId));
+        });
         log.info("expanded volume {} to {} bytes", volumeId, newCapacity);
         return grown;
     }

@@ -38,7 +38,7 @@ class CommitOrderTest {
                 Ids::isSnapshotId,
                 directory,
                 Snapshot.class,
-                new PoolSpace(directory),
+                new PoolCapacity(directory, new PoolSpace(directory), CapacityPolicy.DEFAULT),
                 new RecordLock(directory));
         String id = Ids.snapshotIdFor("snap");
         Snapshot snapshot = new Snapshot(id, "snap", Ids.volumeIdFor("vol"), 1 << 20, Instant.EPOCH, Optional.empty());

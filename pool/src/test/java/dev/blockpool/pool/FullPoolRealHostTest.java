@@ -3,6 +3,7 @@ package dev.blockpool.pool;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.HealthProblem;
 import dev.blockpool.common.NeedsRoot;
@@ -48,7 +49,14 @@ class FullPoolRealHostTest {
     @BeforeEach
     void setUp() {
         mountPoint = filesystems.make(work, 64 * MIB, "mkfs.ext4", "-q", "-F", "-m", "0");
-        pool = Pool.open(mountPoint.resolve("pool"), commands, Clock.systemUTC(), Duration.ZERO);
+        // Over-committed: a pool that promises no more than it holds never fills from its volumes' writes.
+        pool = Pool.open(
+                mountPoint.resolve("pool"),
+                commands,
+                Clock.systemUTC(),
+                Duration.ZERO,
+                new BlockingCalls(),
+                CapacityPolicy.overcommitted(4.0));
     }
 
     @Test
