@@ -624,6 +624,8 @@ def node_local_phase(t):
                  ("node-local: a WaitForFirstConsumer claim lands in its pod's node's pool only",
                   nl.lands_on_its_pods_node),
                  ("node-local: a claim that fits only node b's pool is scheduled to node b", nl.fits_only_node_b),
+                 ("node-local: a claim beyond every pool's remaining promise stays Pending, saying why",
+                  nl.fits_no_nodes_remaining_promise),
                  ("node-local: snapshot, restore and clone on the source's node, data read back",
                   nl.snapshot_restore_clone),
                  ("node-local: raw block claim", nl.raw_block),

@@ -20,6 +20,7 @@ from cluster import (
     ON_HOST,
     POD,
     RECONCILED,
+    SCHEDULER,
     STARTED,
     pvc,
     quantity,
@@ -30,10 +31,13 @@ BASE = "sidecars-deploy/base"
 NODE_SIDECARS = ["csi-provisioner", "csi-snapshotter", "csi-resizer"]
 TOPOLOGY = "topology.blockpool.csi.dev/node"
 GI = 1 << 30
+# csi-provisioner asks each node's GetCapacity again this often (its --capacity-poll-interval default).
+CAPACITY_POLL = 60
 NS = "default"
 EXT4 = "blockpool-ext4"  # the StorageClass of the claims here
-# Node a's pool holds 2 GiB, node b's 6 GiB: a 3 GiB claim fits only node b's.
-NODES = {"e2e-node-a": 2, "e2e-node-b": 6}
+# Node a's pool holds 5 GiB, node b's 8 GiB, and each promises no more than 99 % of it: a 5 GiB
+# claim fits only node b's, after which a 4 GiB one fits neither's remaining promise.
+NODES = {"e2e-node-a": 5, "e2e-node-b": 8}
 
 
 class Node:
@@ -163,17 +167,19 @@ class NodeLocal:
 
     # ---- flows -----------------------------------------------------------------------------
 
+    def capacities(self):
+        """Each node's CSIStorageCapacity object of the ext4 StorageClass, by node name."""
+        caps = self.c.items("csistoragecapacities", "-n", NAMESPACE)
+        return {cap["nodeTopology"]["matchLabels"].get(TOPOLOGY): cap for cap in caps
+                if cap["storageClassName"] == EXT4 and cap.get("capacity")}
+
     def capacity(self):
-        def per_node():
-            caps = self.c.items("csistoragecapacities", "-n", NAMESPACE)
-            by_node = {cap["nodeTopology"]["matchLabels"].get(TOPOLOGY): cap for cap in caps
-                       if cap["storageClassName"] == "blockpool-ext4" and cap.get("capacity")}
-            return set(self.nodes) <= by_node.keys() and by_node
-        caps = wait_for("CSIStorageCapacity of each node", per_node, RECONCILED)
+        caps = wait_for("CSIStorageCapacity of each node",
+                        lambda: set(self.nodes) <= self.capacities().keys() and self.capacities(), RECONCILED)
         for name, node in self.nodes.items():
             owners = [o["kind"] for o in caps[name]["metadata"].get("ownerReferences", [])]
             assert owners == ["DaemonSet"], f"{name}: capacity owned by {owners}"
-            assert 0 < quantity(caps[name]["capacity"]) <= host.fs_size(node.pool), f"{name}: {caps[name]}"
+            assert 0 < quantity(caps[name]["capacity"]) < host.fs_size(node.pool), f"{name}: {caps[name]}"
 
     def lands_on_its_pods_node(self):
         began = time.monotonic()
@@ -188,9 +194,33 @@ class NodeLocal:
             os.fsync(f.fileno())
 
     def fits_only_node_b(self):
-        self.c.apply([pvc("big", EXT4, "3Gi"), pod("app-big", "big")])
+        self.c.apply([pvc("big", EXT4, "5Gi"), pod("app-big", "big")])
         self.placed("big", "e2e-node-b")
         assert self.running("app-big")["spec"]["nodeName"] == "e2e-node-b"
+
+    def fits_no_nodes_remaining_promise(self):
+        """A 4 GiB claim: each pool was large enough when empty, but neither may still promise
+        it (node a holds a 1 GiB claim, node b the 5 GiB one). Once csi-provisioner's next look
+        has published what each pool may still promise, the scheduler leaves the pod Pending,
+        saying why, and no pool makes a volume for it."""
+        wait_for("node b's CSIStorageCapacity counts the 5 GiB claim",
+                 lambda: quantity(self.capacities()["e2e-node-b"]["capacity"]) < 4 * GI,
+                 RECONCILED + CAPACITY_POLL)
+        before = {name: host.pool_records(node.pool) for name, node in self.nodes.items()}
+        self.c.apply([pvc("beyond-promise", EXT4, "4Gi"), pod("app-beyond-promise", "beyond-promise")])
+
+        def not_scheduled():
+            events = self.c.items("events", "-n", NS, "--field-selector",
+                                  "involvedObject.name=app-beyond-promise,reason=FailedScheduling")
+            return [e["message"] for e in events if "did not have enough free storage" in e["message"]]
+        messages = wait_for("FailedScheduling for lack of storage capacity", not_scheduled, SCHEDULER)
+        assert "2 node(s) did not have enough free storage" in messages[-1], messages
+        assert not self.c.get("pod", "app-beyond-promise", "-n", NS)["spec"].get("nodeName")
+        assert self.c.get("pvc", "beyond-promise", "-n", NS)["status"]["phase"] == "Pending"
+        assert {name: host.pool_records(node.pool) for name, node in self.nodes.items()} == before, \
+            "a pool changed for a claim that fits no node"
+        self.c.kubectl("delete", "pod", "app-beyond-promise", "-n", NS, "--wait=true", "--timeout=120s")
+        self.c.kubectl("delete", "pvc", "beyond-promise", "-n", NS, "--wait=true", "--timeout=120s")
 
     def snapshot_restore_clone(self):
         self.c.apply({"apiVersion": "snapshot.storage.k8s.io/v1", "kind": "VolumeSnapshot",

@@ -336,10 +336,14 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     @Override
     public void getCapacity(GetCapacityRequest request, StreamObserver<GetCapacityResponse> response) {
         request.getVolumeCapabilitiesList().forEach(Capability::parseServed);
-        // What the pool may still promise, so that CSIStorageCapacity never sends a claim the create refuses.
+        // What the pool may still promise to a volume of this class, so that CSIStorageCapacity never sends a
+        // claim the create refuses.
+        Allocation allocation = Optional.ofNullable(request.getParametersMap().get(CsiKeys.ALLOCATION))
+                .map(Allocation::parse)
+                .orElse(Allocation.SPARSE);
         long available = scope.capacityFor(
                 request.hasAccessibleTopology() ? Optional.of(request.getAccessibleTopology()) : Optional.empty(),
-                Sizes.roundDown(pool.capacity().read().promisableBytes()));
+                Sizes.roundDown(pool.capacity().read().promisableBytes(allocation)));
         UnaryReply.send(
                 response,
                 GetCapacityResponse.newBuilder()

@@ -90,8 +90,9 @@ final class ImageRecords<T> {
      * this create made is removed again before the failure is rethrown.
      *
      * @param bytes what the new image promises; see {@link PoolCapacity}
+     * @param allocation whether {@code makeImage} takes the image's blocks at once
      */
-    T create(String id, long bytes, T record, Consumer<Path> makeImage) {
+    T create(String id, long bytes, Allocation allocation, T record, Consumer<Path> makeImage) {
         Path image = imagePath(id);
         if (metadata.exists(id)) {
             // Never reached through find-then-create; it guards an existing record's image all the same.
@@ -100,7 +101,7 @@ final class ImageRecords<T> {
         if (DurableFiles.delete(image)) {
             log.info("removed the image an unfinished create of {} {} left", kind, id);
         }
-        return capacity.promising(image, bytes, kind + " " + id, () -> {
+        return capacity.promising(image, bytes, allocation, kind + " " + id, () -> {
             try {
                 makeImage.accept(image);
                 commit(id, record, image);

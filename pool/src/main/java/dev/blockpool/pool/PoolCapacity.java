@@ -26,14 +26,19 @@ public final class PoolCapacity {
      * The pool at one look: its filesystem's size and free bytes, the most it may promise and what
      * it has promised.
      */
-    public record Reading(long sizeBytes, long availableBytes, long limitBytes, long promisedBytes) {
+    public record Reading(long sizeBytes, long availableBytes, long limitBytes, long promisedBytes, boolean thin) {
 
         /**
-         * What one more volume may still promise: within the policy, and no more than is free now,
-         * which every new image is held to (a preallocated one takes it at once).
+         * What one more volume may still promise: within the policy, and within what is free now
+         * when its image takes its blocks at once ({@code preallocated}) or when the pool is not
+         * thin (every promise is then backed, so other files that took the room shrink it).
          */
-        public long promisableBytes() {
-            return Math.max(0, Math.min(limitBytes - promisedBytes, availableBytes));
+        public long promisableBytes(Allocation allocation) {
+            long left = limitBytes - promisedBytes;
+            if (allocation == Allocation.PREALLOCATED || !thin) {
+                left = Math.min(left, availableBytes);
+            }
+            return Math.max(0, left);
         }
 
         /** Whether the promises exceed what the filesystem holds: then writes can fill it. */
@@ -70,10 +75,11 @@ public final class PoolCapacity {
      * when the policy or the free space cannot. An image that already promises some (an
      * expansion) is asked only for the difference.
      *
+     * @param allocation how the work provides the image's blocks: preallocated ones must be free now
      * @param what the volume or snapshot, for the message
      */
-    <T> T promising(Path image, long bytes, String what, Supplier<T> work) {
-        hold(image, bytes, what);
+    <T> T promising(Path image, long bytes, Allocation allocation, String what, Supplier<T> work) {
+        hold(image, bytes, allocation, what);
         try {
             return work.get();
         } finally {
@@ -81,7 +87,7 @@ public final class PoolCapacity {
         }
     }
 
-    private synchronized void hold(Path image, long bytes, String what) {
+    private synchronized void hold(Path image, long bytes, Allocation allocation, String what) {
         if (bytes < 0) {
             throw StorageException.invalid("%d bytes is not a size", bytes);
         }
@@ -110,7 +116,7 @@ public final class PoolCapacity {
                             : "with no over-commit",
                     policy.reserve());
         }
-        if (more > now.availableBytes()) {
+        if (more > now.promisableBytes(allocation)) {
             throw StorageException.noSpace(
                     "the pool has %d bytes free, %d bytes were asked for", now.availableBytes(), more);
         }
@@ -149,7 +155,7 @@ public final class PoolCapacity {
 
     private Reading reading(Tally tally) {
         long size = space.totalBytes();
-        return new Reading(size, space.availableBytes(), policy.limitBytes(size), tally.promised);
+        return new Reading(size, space.availableBytes(), policy.limitBytes(size), tally.promised, policy.thin());
     }
 
     /** What the committed records promise, and those of the calls under way; {@code image}'s share apart. */

@@ -97,8 +97,10 @@ public final class Snapshots {
         Snapshot snapshot = new Snapshot(id, name, source.id(), source.capacityBytes(), clock.instant(), groupId);
         AtomicReference<ImageFiles.CopyMethod> method = new AtomicReference<>();
         // A snapshot promises the blocks it holds: those it shares with its volume become its own when rewritten.
+        // Counted as taken at once: a copy where the filesystem cannot share extents takes them.
         long holds = PoolCapacity.allocatedBytes(sourceImage);
-        records.create(id, holds, snapshot, image -> method.set(images.copy(sourceImage, image)));
+        records.create(
+                id, holds, Allocation.PREALLOCATED, snapshot, image -> method.set(images.copy(sourceImage, image)));
         log.info("created snapshot {} ({}) of volume {} by {}", id, name, source.id(), method.get());
         return snapshot;
     }

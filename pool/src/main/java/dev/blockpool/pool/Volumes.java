@@ -102,7 +102,7 @@ public final class Volumes {
                 spec.source(),
                 clock.instant(),
                 List.of());
-        records.create(id, spec.capacityBytes(), volume, image -> {
+        records.create(id, spec.capacityBytes(), spec.allocation(), volume, image -> {
             if (source.isPresent()) {
                 copyFrom(source.get(), image, spec);
             } else {
@@ -158,7 +158,7 @@ public final class Volumes {
             return volume;
         }
         Path image = imagePath(volumeId);
-        Volume grown = capacity.promising(image, newCapacity, "volume " + volumeId, () -> {
+        Volume grown = capacity.promising(image, newCapacity, volume.allocation(), "volume " + volumeId, () -> {
             images.grow(image, newCapacity, volume.allocation());
             DurableFiles.fsync(image); // the new size is on disk before the metadata says so
             TestKillPoint.reached("expand.image-grown");

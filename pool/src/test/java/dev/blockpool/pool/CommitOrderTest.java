@@ -44,8 +44,8 @@ class CommitOrderTest {
         Snapshot snapshot = new Snapshot(id, "snap", Ids.volumeIdFor("vol"), 1 << 20, Instant.EPOCH, Optional.empty());
         Path image = records.imagePath(id);
 
-        CompletableFuture<Snapshot> create =
-                CompletableFuture.supplyAsync(() -> records.create(id, 0, snapshot, CommitOrderTest::mkfifo));
+        CompletableFuture<Snapshot> create = CompletableFuture.supplyAsync(
+                () -> records.create(id, 0, Allocation.SPARSE, snapshot, CommitOrderTest::mkfifo));
         // The record's temporary file is there, flushed, before the image's flush (which waits for a reader).
         long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
         while (temporaryFiles().isEmpty() && !create.isDone() && System.nanoTime() < deadline) {
@@ -69,7 +69,8 @@ class CommitOrderTest {
                 .isEmpty();
 
         // The retry of the same create starts clean and commits.
-        assertThat(records.create(id, 0, snapshot, CommitOrderTest::touch)).isEqualTo(snapshot);
+        assertThat(records.create(id, 0, Allocation.SPARSE, snapshot, CommitOrderTest::touch))
+                .isEqualTo(snapshot);
         assertThat(records.find(id)).contains(snapshot);
         assertThat(files())
                 .containsExactlyInAnyOrder(id + ImageRecords.IMAGE_SUFFIX, id + ImageRecords.METADATA_SUFFIX);

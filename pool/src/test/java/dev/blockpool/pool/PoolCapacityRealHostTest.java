@@ -75,7 +75,7 @@ class PoolCapacityRealHostTest {
         Volume first = pool.volumes().create(sparse("first", 200 * MIB));
         PoolCapacity.Reading one = pool.capacity().read();
         assertThat(one.promisedBytes()).isEqualTo(200 * MIB);
-        assertThat(one.promisableBytes()).isEqualTo(empty.limitBytes() - 200 * MIB);
+        assertThat(one.promisableBytes(Allocation.SPARSE)).isEqualTo(empty.limitBytes() - 200 * MIB);
 
         assertThatThrownBy(() -> pool.volumes().create(sparse("second", 200 * MIB)))
                 .isInstanceOfSatisfying(StorageException.class, e -> {
@@ -91,9 +91,9 @@ class PoolCapacityRealHostTest {
         assertThat(pool.volumes().list()).containsExactly(first);
 
         // What the capacity says is left can be made, exactly; then nothing more.
-        long left = one.promisableBytes() / MIB * MIB;
+        long left = one.promisableBytes(Allocation.SPARSE) / MIB * MIB;
         pool.volumes().create(sparse("rest", left));
-        assertThat(pool.capacity().read().promisableBytes()).isLessThan(MIB);
+        assertThat(pool.capacity().read().promisableBytes(Allocation.SPARSE)).isLessThan(MIB);
         assertThatThrownBy(() -> pool.volumes().create(sparse("one-more", MIB)))
                 .isInstanceOfSatisfying(
                         StorageException.class, e -> assertThat(e.kind()).isEqualTo(Kind.EXHAUSTED));
