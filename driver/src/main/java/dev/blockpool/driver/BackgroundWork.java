@@ -88,6 +88,28 @@ final class BackgroundWork {
         return work;
     }
 
+    /**
+     * Runs {@code look} every {@code period} until the stop, on a thread of its own; a look that
+     * fails is logged and the next one runs.
+     */
+    synchronized void every(Duration period, String name, Runnable look) {
+        Thread thread = Thread.ofPlatform().daemon().name(name).unstarted(() -> {
+            try {
+                while (!stopRequested.await(period.toMillis(), TimeUnit.MILLISECONDS)) {
+                    try {
+                        look.run();
+                    } catch (RuntimeException e) {
+                        log.warn("{} failed: {}", name, e.getMessage());
+                    }
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        threads.add(thread);
+        thread.start();
+    }
+
     /** Adds a thread for {@link #stop} to wait for; it must end by itself, soon. */
     synchronized void add(Thread thread) {
         threads.add(thread);

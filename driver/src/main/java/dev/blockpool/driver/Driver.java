@@ -28,6 +28,7 @@ import dev.blockpool.identity.PoolLookWithin;
 import dev.blockpool.identity.Readiness;
 import dev.blockpool.metrics.BuildInfo;
 import dev.blockpool.metrics.DriverMetrics;
+import dev.blockpool.node.FullPoolGuard;
 import dev.blockpool.node.NodeCensus;
 import dev.blockpool.node.NodeIdentity;
 import dev.blockpool.node.NodeService;
@@ -63,6 +64,11 @@ public final class Driver {
     private static final Logger log = LoggerFactory.getLogger(Driver.class);
     /** Files younger than this are left alone by the pool's reconcile; the controller repeats it this often. */
     private static final Duration RECONCILE_SETTLE_TIME = Duration.ofMinutes(10);
+    /**
+     * How often a node looks whether its pool is short of room (one statfs, and only then its
+     * staged volumes): the warning level must exceed what writers can write in this time.
+     */
+    private static final Duration FULL_POOL_LOOK = Duration.ofSeconds(5);
     /**
      * The reconcile reads every record in the pool (docs/performance.md, "Against the targets", for
      * what that costs): it waits this long after the server is up, so that the driver's start and the
@@ -412,6 +418,8 @@ public final class Driver {
                 background.reconcileSteps());
         if (config.mode().servesNode()) {
             work.add(NodeHost.prepareInBackground());
+            FullPoolGuard guard = new FullPoolGuard(nodeHost, new PoolVolumeCatalog(open.pool(), config.scope()));
+            work.every(FULL_POOL_LOOK, "full-pool-guard", guard::look);
         }
         running.background = work;
         log.info(

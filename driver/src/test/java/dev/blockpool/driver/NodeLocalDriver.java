@@ -10,6 +10,7 @@ import dev.blockpool.common.Endpoint;
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.csi.PoolScope;
+import dev.blockpool.pool.CapacityPolicy;
 import dev.blockpool.pool.ReconcileSteps;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
@@ -51,11 +52,24 @@ final class NodeLocalDriver implements AutoCloseable {
      * test is skipped where the host lacks root, loop devices or mkfs.ext4.
      */
     static NodeLocalDriver start(String prefix, String nodeId) throws IOException {
+        return start(prefix, nodeId, CapacityPolicy.DEFAULT, 0);
+    }
+
+    /**
+     * {@link #start(String, String)}, its pool promising what {@code policy} allows on an ext4
+     * filesystem of {@code poolBytes} of its own (in the test's directory), or in the directory
+     * when 0.
+     */
+    static NodeLocalDriver start(String prefix, String nodeId, CapacityPolicy policy, long poolBytes)
+            throws IOException {
         HostRequirements.assumeRootWithLoopDevices();
         HostRequirements.assumeCommand("mkfs.ext4");
         NodeLocalDriver started = new NodeLocalDriver(Files.createTempDirectory(prefix));
         try {
-            started.start(nodeId);
+            if (poolBytes > 0) {
+                started.mountPoolFilesystem(poolBytes);
+            }
+            started.start(nodeId, policy);
             return started;
         } catch (IOException | RuntimeException e) {
             started.close();
@@ -63,7 +77,15 @@ final class NodeLocalDriver implements AutoCloseable {
         }
     }
 
-    private void start(String nodeId) throws IOException {
+    private void mountPoolFilesystem(long bytes) throws IOException {
+        Path image = dir.resolve("pool-filesystem.img");
+        RUNNER.runChecked("truncate", "--size", Long.toString(bytes), image.toString());
+        RUNNER.runChecked("mkfs.ext4", "-q", "-F", image.toString());
+        Files.createDirectories(pool());
+        RUNNER.runChecked("mount", "-o", "loop", image.toString(), pool().toString());
+    }
+
+    private void start(String nodeId, CapacityPolicy policy) throws IOException {
         Endpoint socket = Endpoint.parse(dir.resolve("csi.sock").toString());
         driver = new Driver(
                         new DriverConfig(
@@ -74,7 +96,8 @@ final class NodeLocalDriver implements AutoCloseable {
                                 Mode.ALL,
                                 8,
                                 PoolScope.Kind.NODE,
-                                Optional.empty()),
+                                Optional.empty(),
+                                policy),
                         "test",
                         new Driver.Background(Duration.ofDays(1), ReconcileSteps.ALL))
                 .start();
@@ -125,29 +148,47 @@ final class NodeLocalDriver implements AutoCloseable {
         cleanUp();
     }
 
-    /** Whatever a failed test left: thawed, unmounted and detached, then removed. */
+    /**
+     * Whatever a failed test left: thawed, unmounted and detached, then removed. A pool on a
+     * filesystem of its own is unmounted last, once no loop device holds an image in it.
+     */
     private void cleanUp() throws IOException {
         List<String> mounts = mountPointsUnder(dir);
         for (String mountPoint : mounts) {
             RUNNER.run("fsfreeze", "--unfreeze", mountPoint);
         }
+        String poolMount = dir.toRealPath().resolve("pool").toString();
         for (String mountPoint : mounts) {
-            if (!RUNNER.run("umount", mountPoint).ok()) {
-                RUNNER.run("umount", "--lazy", mountPoint);
+            if (!mountPoint.equals(poolMount)) {
+                unmount(mountPoint);
             }
         }
+        detachLoopsUnder(dir);
+        if (mounts.contains(poolMount)) {
+            unmount(poolMount);
+            detachLoopsUnder(dir);
+        }
+        assertThat(mountPointsUnder(dir)).as("mounts left").isEmpty();
+        try (Stream<Path> walk = Files.walk(dir)) {
+            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+                Files.deleteIfExists(p);
+            }
+        }
+    }
+
+    private static void unmount(String mountPoint) {
+        if (!RUNNER.run("umount", mountPoint).ok()) {
+            RUNNER.run("umount", "--lazy", mountPoint);
+        }
+    }
+
+    private static void detachLoopsUnder(Path dir) {
         String loops = RUNNER.run("losetup", "--noheadings", "--output", "NAME,BACK-FILE")
                 .stdout();
         for (String line : loops.lines().toList()) {
             String[] fields = line.trim().split("\\s+", 2);
             if (fields.length == 2 && fields[1].startsWith(dir.toString() + "/")) {
                 RUNNER.run("losetup", "--detach", fields[0]);
-            }
-        }
-        assertThat(mountPointsUnder(dir)).as("mounts left").isEmpty();
-        try (Stream<Path> walk = Files.walk(dir)) {
-            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(p);
             }
         }
     }

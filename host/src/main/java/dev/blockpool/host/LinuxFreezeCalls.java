@@ -31,7 +31,7 @@ final class LinuxFreezeCalls implements FreezeCalls {
         blocking.run(
                 DEADLINE,
                 "FIFREEZE of " + mountPoint,
-                () -> onMountPoint(mountPoint, fd -> {
+                () -> MountPointCalls.onMountPoint(mountPoint, fd -> {
                     try {
                         Libc.ioctl(fd, FIFREEZE, 0L);
                     } catch (Libc.ErrnoException e) {
@@ -47,7 +47,7 @@ final class LinuxFreezeCalls implements FreezeCalls {
         return blocking.call(
                 DEADLINE,
                 "FITHAW of " + mountPoint,
-                () -> onMountPoint(mountPoint, fd -> {
+                () -> MountPointCalls.onMountPoint(mountPoint, fd -> {
                     try {
                         Libc.ioctl(fd, FITHAW, 0L);
                         return true;
@@ -59,23 +59,5 @@ final class LinuxFreezeCalls implements FreezeCalls {
                                 "cannot thaw the file system mounted at %s: %s", mountPoint, e.getMessage());
                     }
                 }));
-    }
-
-    private interface OnDescriptor {
-        boolean call(int fd);
-    }
-
-    private static boolean onMountPoint(Path mountPoint, OnDescriptor call) {
-        int fd;
-        try {
-            fd = Libc.open(mountPoint.toString(), Libc.O_RDONLY | Libc.O_DIRECTORY | Libc.O_NOFOLLOW, 0);
-        } catch (Libc.ErrnoException e) {
-            throw StorageException.internal("cannot open the mount point %s: %s", mountPoint, e.getMessage());
-        }
-        try {
-            return call.call(fd);
-        } finally {
-            Libc.close(fd);
-        }
     }
 }

@@ -16,10 +16,20 @@ public record NodeHost(
         VolumeStats stats,
         MountHealth health,
         VolumeResizer resizer,
-        LoopAttachments loops) {
+        LoopAttachments loops,
+        JournalCheckpoints journals) {
 
     /** The host side over the given primitives (fakes in unit tests). */
     public static NodeHost of(MountTable table, LoopDevices loopDevices, Filesystems filesystems, Mounter mounter) {
+        return of(table, loopDevices, filesystems, mounter, new BlockingCalls());
+    }
+
+    private static NodeHost of(
+            MountTable table,
+            LoopDevices loopDevices,
+            Filesystems filesystems,
+            Mounter mounter,
+            BlockingCalls blocking) {
         LoopAttachments loops = new LoopAttachments(loopDevices, table);
         SafeFormatAndMount formatAndMount = new SafeFormatAndMount(loops, filesystems, mounter, table);
         return new NodeHost(
@@ -28,7 +38,8 @@ public record NodeHost(
                 new VolumeStats(loops, filesystems, table),
                 new MountHealth(loops, table, filesystems),
                 new VolumeResizer(loops, filesystems, table),
-                loops);
+                loops,
+                new JournalCheckpoints(loops, blocking));
     }
 
     /**
@@ -38,7 +49,7 @@ public record NodeHost(
     public static NodeHost onThisHost(CommandRunner runner, BlockingCalls blocking) {
         MountTable table = new ProcMountTable();
         LoopDevices loops = new HostLoopDevices(blocking);
-        return of(table, loops, new HostFilesystems(runner, blocking), new HostMounter(blocking, table));
+        return of(table, loops, new HostFilesystems(runner, blocking), new HostMounter(blocking, table), blocking);
     }
 
     /**

@@ -46,10 +46,7 @@ public final class NodeCensus {
 
     public Figures take() {
         long started = System.nanoTime();
-        Map<Path, Integer> staged = new LinkedHashMap<>();
-        for (LoopDevice device : host.loops().all()) {
-            imageOf(device).ifPresent(image -> staged.merge(image, 1, Integer::sum));
-        }
+        Map<Path, Integer> staged = boundImages(host, volumes);
         Map<Condition, Integer> problems = new LinkedHashMap<>();
         for (Path image : staged.keySet()) {
             host.health().problems(image, List.of()).stream()
@@ -69,11 +66,20 @@ public final class NodeCensus {
                 Duration.ofNanos(System.nanoTime() - started));
     }
 
+    /** The pool's volume images with a loop device bound on this node, each with how many. */
+    static Map<Path, Integer> boundImages(NodeHost host, VolumeCatalog volumes) {
+        Map<Path, Integer> bound = new LinkedHashMap<>();
+        for (LoopDevice device : host.loops().all()) {
+            imageOf(host, volumes, device).ifPresent(image -> bound.merge(image, 1, Integer::sum));
+        }
+        return bound;
+    }
+
     /**
      * The pool image the device is bound to, if it is one: the image of the volume its backing
      * file is named for, bound by device and inode (the path the kernel prints is only a hint).
      */
-    private Optional<Path> imageOf(LoopDevice device) {
+    private static Optional<Path> imageOf(NodeHost host, VolumeCatalog volumes, LoopDevice device) {
         Path name = device.backingFile().getFileName();
         if (name == null) {
             return Optional.empty();

@@ -71,6 +71,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
     private final NodeHost host;
     private final KubeletPaths paths;
     private final OperationLocks locks;
+    private final FullPoolGuard fullPoolGuard;
 
     public NodeService(
             NodeIdentity identity, VolumeCatalog volumes, NodeHost host, KubeletPaths paths, OperationLocks locks) {
@@ -79,6 +80,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         this.host = host;
         this.paths = paths;
         this.locks = locks;
+        this.fullPoolGuard = new FullPoolGuard(host, volumes);
     }
 
     @Override
@@ -284,6 +286,8 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                     RequestFields.absolutePath("staging_target_path", request.getStagingTargetPath())));
         }
         List<HealthProblem> problems = new ArrayList<>(volumes.health(volumeId));
+        // A pool short of room is found here as soon as in the background look: act on it at once.
+        fullPoolGuard.look(problems);
         // On a pool that does not answer, even where its image is cannot be resolved: that is the answer.
         if (!PoolHealth.unavailable(problems)) {
             volumes.imageOf(volumeId)
