@@ -3,6 +3,7 @@ package dev.blockpool.pool;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.ProcessCommandRunner;
@@ -96,7 +97,10 @@ class ImageFilesRealHostTest {
     @Test
     void ext4TakesTheSparseCopyPathAndA1GibSnapshotStaysSparse() throws IOException {
         Pool pool =
-                open(filesystems.make(work, 3 * GIB, "mkfs.ext4", "-q", "-F").resolve("pool"));
+                // over-committed: its sparse volumes are larger than the filesystem, to see what they hold
+                open(
+                        filesystems.make(work, 3 * GIB, "mkfs.ext4", "-q", "-F").resolve("pool"),
+                        CapacityPolicy.overcommitted(4.0));
 
         Path plain = pool.root().resolve("plain.img");
         writeRandom(plain, 0, 8 * MIB, 1);
@@ -207,7 +211,11 @@ class ImageFilesRealHostTest {
     }
 
     private Pool open(Path root) {
-        return Pool.open(root, commands, Clock.systemUTC(), Duration.ZERO);
+        return open(root, CapacityPolicy.DEFAULT);
+    }
+
+    private Pool open(Path root, CapacityPolicy policy) {
+        return Pool.open(root, commands, Clock.systemUTC(), Duration.ZERO, new BlockingCalls(), policy);
     }
 
     private static VolumeSpec spec(String name, long bytes) {
