@@ -152,6 +152,7 @@ final class ImageRecords<T> {
             T changed = change.apply(current.get());
             if (!changed.equals(current.get())) {
                 metadata.write(id, changed);
+                capacity.landed(imagePath(id));
             }
             return Optional.of(changed);
         });
@@ -167,6 +168,7 @@ final class ImageRecords<T> {
             DurableFiles.delete(GrowthMarker.beside(imagePath(id)));
             metadata.delete(id);
             DurableFiles.delete(imagePath(id));
+            capacity.landed(imagePath(id));
         }
     }
 

@@ -2,7 +2,12 @@ package dev.blockpool.pool;
 
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.HashMap;
 import java.util.Locale;
 import java.util.Map;
@@ -11,14 +16,21 @@ import java.util.function.Supplier;
 
 /**
  * The pool's promises, kept within its {@link CapacityPolicy}. What is promised is read from the
- * pool at each look, never remembered: each committed volume's image promises its size, each
- * committed snapshot's image the bytes it holds. So a crash, a restart or another process's work
+ * pool, never trusted to memory alone: each committed volume's image promises its size, each
+ * committed snapshot's image the blocks it holds. So a crash, a restart or another process's work
  * changes nothing of the count, and a create that never committed promises nothing.
  *
- * <p>The only memory is of promises being made now: a create, expansion or snapshot holds its
- * bytes from its check until its record is committed, so two calls at once cannot both take the
- * last room. Checks are serialised in this process; one process acts on a pool's records (the node
- * plugin of a node-local pool, the acting controller of a shared one).
+ * <p>Counting means a statx(2) of every image, so the count is kept as a ledger and taken again
+ * only when the {@code volumes} or {@code snapshots} directory has changed since (a record
+ * committed, rewritten or removed, by any process); this process's own changes update the ledger
+ * as they land. The pool has one writer of its images (the node plugin of a node-local pool, the
+ * acting controller of a shared one), so no change of another process can fall between one of
+ * ours and the ledger's update. Linux 6.13 and newer give a directory whose change time was read a
+ * new one at its next change (multigrain timestamps on ext4, XFS, btrfs, tmpfs); older kernels
+ * keep it to their clock tick, within which a second change goes unseen until the next.
+ *
+ * <p>Calls under way hold their bytes from their check until they end, committed or not, so two
+ * calls at once cannot both take the last room. Checks are serialised in this process.
  */
 public final class PoolCapacity {
 
@@ -52,6 +64,8 @@ public final class PoolCapacity {
     private final CapacityPolicy policy;
     /** Image path to the bytes it will promise once committed, for the calls under way. */
     private final Map<Path, Long> underWay = new HashMap<>();
+    /** The committed records' promises as last counted; null until the first look. */
+    private Ledger ledger;
 
     PoolCapacity(Path root, PoolSpace space, CapacityPolicy policy) {
         this.root = root;
@@ -151,6 +165,33 @@ public final class PoolCapacity {
 
     private synchronized void release(Path image) {
         underWay.remove(image);
+        landed(image);
+    }
+
+    /**
+     * The image's promise as its record now stands, after a change of this process to it (a
+     * commit, a growth, a removal, a rewrite of the record), written into the ledger, which then
+     * holds the directories as they are now.
+     */
+    synchronized void landed(Path image) {
+        if (ledger == null) {
+            return;
+        }
+        Path directory = image.getParent();
+        String name = image.getFileName().toString();
+        Path record = directory.resolve(
+                name.substring(0, name.length() - ImageRecords.IMAGE_SUFFIX.length()) + MetadataStore.SUFFIX);
+        long promise = 0;
+        if (Files.exists(record, LinkOption.NOFOLLOW_LINKS)) {
+            try {
+                Libc.FileSpace held = Libc.space(image.toString());
+                promise = directory.endsWith("snapshots") ? held.allocated() : held.size();
+            } catch (Libc.ErrnoException e) {
+                promise = 0; // a committed record without its image promises nothing (the health calls report it)
+            }
+        }
+        ledger.set(image, promise);
+        ledger.stamp = stamp();
     }
 
     private Reading reading(Tally tally) {
@@ -160,29 +201,72 @@ public final class PoolCapacity {
 
     /** What the committed records promise, and those of the calls under way; {@code image}'s share apart. */
     private Tally tally(Path image) {
+        Stamp now = stamp();
+        if (ledger == null || !ledger.stamp.equals(now)) {
+            ledger = count(now);
+        }
         Tally tally = new Tally();
-        Map<Path, Long> pending = new HashMap<>(underWay);
-        PoolCensus.forEachImage(
-                root.resolve("volumes"), (path, held) -> tally.add(path, held.size(), pending.remove(path), image));
-        PoolCensus.forEachImage(
-                root.resolve("snapshots"),
-                (path, held) -> tally.add(path, held.allocated(), pending.remove(path), image));
-        pending.forEach((path, bytes) -> tally.add(path, 0, bytes, image)); // not committed yet
+        tally.promised = ledger.total;
+        long committed = image == null ? 0 : ledger.promises.getOrDefault(image, 0L);
+        tally.ofImage = committed;
+        for (Map.Entry<Path, Long> call : underWay.entrySet()) {
+            long held = ledger.promises.getOrDefault(call.getKey(), 0L);
+            tally.promised += Math.max(0, call.getValue() - held);
+            if (call.getKey().equals(image)) {
+                tally.ofImage = Math.max(committed, call.getValue());
+            }
+        }
         return tally;
+    }
+
+    /** Every committed record's promise, counted from the pool. */
+    private static Ledger count(Stamp stamp) {
+        Ledger counted = new Ledger(stamp);
+        PoolCensus.forEachImage(stamp.volumes, (path, held) -> counted.set(path, held.size()));
+        PoolCensus.forEachImage(stamp.snapshots, (path, held) -> counted.set(path, held.allocated()));
+        return counted;
+    }
+
+    private Stamp stamp() {
+        Path volumes = root.resolve("volumes");
+        Path snapshots = root.resolve("snapshots");
+        return new Stamp(volumes, changed(volumes), snapshots, changed(snapshots));
+    }
+
+    /** When a directory last changed, to the nanosecond the filesystem keeps; a missing one never did. */
+    private static long changed(Path directory) {
+        try {
+            Instant modified = Files.getLastModifiedTime(directory, LinkOption.NOFOLLOW_LINKS)
+                    .toInstant();
+            return modified.getEpochSecond() * 1_000_000_000L + modified.getNano();
+        } catch (NoSuchFileException e) {
+            return 0;
+        } catch (IOException e) {
+            throw StorageException.io(e, "cannot read the change time of %s", directory);
+        }
+    }
+
+    /** The directories and when they last changed, as the ledger counted them. */
+    private record Stamp(Path volumes, long volumesChanged, Path snapshots, long snapshotsChanged) {}
+
+    private static final class Ledger {
+        final Map<Path, Long> promises = new HashMap<>();
+        long total;
+        Stamp stamp;
+
+        Ledger(Stamp stamp) {
+            this.stamp = stamp;
+        }
+
+        void set(Path image, long promise) {
+            Long before = promise == 0 ? promises.remove(image) : promises.put(image, promise);
+            total += promise - (before == null ? 0 : before);
+        }
     }
 
     private static final class Tally {
         long promised;
         long ofImage;
-
-        /** Counts what a committed image promises, or more when a call under way will make it promise more. */
-        void add(Path path, long committed, Long underWay, Path image) {
-            long promise = underWay == null ? committed : Math.max(committed, underWay);
-            promised += promise;
-            if (path.equals(image)) {
-                ofImage = promise;
-            }
-        }
     }
 
     /** The bytes an image holds now, for a snapshot's promise before it is made. */

@@ -13,6 +13,7 @@ import dev.blockpool.common.StorageException.Kind;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Clock;
@@ -208,6 +209,23 @@ class PoolCapacityRealHostTest {
                         StorageException.class, e -> assertThat(e.kind()).isEqualTo(Kind.EXHAUSTED));
         assertThat(reopened.snapshots().list()).containsExactly(snapshot);
         assertThat(reopened.snapshots().imagePath(Ids.snapshotIdFor("snap-2"))).doesNotExist();
+    }
+
+    @Test
+    void whatAnotherProcessChangesInThePoolIsCounted() throws IOException {
+        Pool pool = open(CapacityPolicy.DEFAULT);
+        Pool other = open(CapacityPolicy.DEFAULT);
+        pool.volumes().create(sparse("mine", 40 * MIB));
+        assertThat(pool.capacity().read().promisedBytes()).isEqualTo(40 * MIB);
+
+        Volume theirs = other.volumes().create(sparse("theirs", 60 * MIB));
+        assertThat(pool.capacity().read().promisedBytes()).isEqualTo(100 * MIB);
+        other.volumes().expand(theirs.id(), 80 * MIB);
+        assertThat(pool.capacity().read().promisedBytes()).isEqualTo(120 * MIB);
+
+        // A record removed behind both (by hand): what is left in the pool is what counts.
+        Files.delete(mountPoint.resolve("pool/volumes/" + theirs.id() + ".json"));
+        assertThat(pool.capacity().read().promisedBytes()).isEqualTo(40 * MIB);
     }
 
     @Test
