@@ -151,8 +151,10 @@ final class ImageRecords<T> {
             }
             T changed = change.apply(current.get());
             if (!changed.equals(current.get())) {
-                metadata.write(id, changed);
-                capacity.landed(imagePath(id));
+                capacity.changing(imagePath(id), () -> {
+                    metadata.write(id, changed);
+                    return changed;
+                });
             }
             return Optional.of(changed);
         });
@@ -165,10 +167,11 @@ final class ImageRecords<T> {
      */
     void delete(String id) {
         if (isId.test(id)) {
-            DurableFiles.delete(GrowthMarker.beside(imagePath(id)));
-            metadata.delete(id);
-            DurableFiles.delete(imagePath(id));
-            capacity.landed(imagePath(id));
+            capacity.changing(imagePath(id), () -> {
+                DurableFiles.delete(GrowthMarker.beside(imagePath(id)));
+                metadata.delete(id);
+                return DurableFiles.delete(imagePath(id));
+            });
         }
     }
 

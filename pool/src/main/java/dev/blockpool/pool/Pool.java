@@ -50,7 +50,7 @@ public final class Pool {
         this.clock = clock;
         this.settleTime = settleTime;
         this.space = new PoolSpace(root);
-        this.capacity = new PoolCapacity(root, space, policy);
+        this.capacity = new PoolCapacity(root, space, policy, clock);
         ImageFiles images = new ImageFiles(commands);
         RecordLock recordLock = new RecordLock(root);
         this.snapshots = new Snapshots(root.resolve("snapshots"), images, capacity, clock, recordLock);

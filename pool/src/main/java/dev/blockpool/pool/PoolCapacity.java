@@ -7,6 +7,8 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
 import java.util.Locale;
@@ -22,10 +24,10 @@ import java.util.function.Supplier;
  *
  * <p>Counting means a statx(2) of every image, so the count is kept as a ledger and taken again
  * only when the {@code volumes} or {@code snapshots} directory has changed since (a record
- * committed, rewritten or removed, by any process); this process's own changes update the ledger
- * as they land. The pool has one writer of its images (the node plugin of a node-local pool, the
- * acting controller of a shared one), so no change of another process can fall between one of
- * ours and the ledger's update. Linux 6.13 and newer give a directory whose change time was read a
+ * committed, rewritten or removed, by any process) while none of this process's own is under way,
+ * or once it is a minute old; this process's own changes update the ledger as they land. The pool
+ * has one writer of its images (the node plugin of a node-local pool, the acting controller of a
+ * shared one), so a change of another process among ours is an accident, seen within the minute. Linux 6.13 and newer give a directory whose change time was read a
  * new one at its next change (multigrain timestamps on ext4, XFS, btrfs, tmpfs); older kernels
  * keep it to their clock tick, within which a second change goes unseen until the next.
  *
@@ -33,6 +35,9 @@ import java.util.function.Supplier;
  * calls at once cannot both take the last room. Checks are serialised in this process.
  */
 public final class PoolCapacity {
+
+    /** How old a ledger may be and still be used without a count; a count of 10,000 images takes some 70 ms. */
+    static final Duration RECOUNT_AFTER = Duration.ofMinutes(1);
 
     /**
      * The pool at one look: its filesystem's size and free bytes, the most it may promise and what
@@ -62,15 +67,19 @@ public final class PoolCapacity {
     private final Path root;
     private final PoolSpace space;
     private final CapacityPolicy policy;
+    private final Clock clock;
     /** Image path to the bytes it will promise once committed, for the calls under way. */
     private final Map<Path, Long> underWay = new HashMap<>();
     /** The committed records' promises as last counted; null until the first look. */
     private Ledger ledger;
+    /** This process's changes to images and records begun and not yet in the ledger. */
+    private int changesUnderWay;
 
-    PoolCapacity(Path root, PoolSpace space, CapacityPolicy policy) {
+    PoolCapacity(Path root, PoolSpace space, CapacityPolicy policy, Clock clock) {
         this.root = root;
         this.space = space;
         this.policy = policy;
+        this.clock = clock;
     }
 
     public CapacityPolicy policy() {
@@ -97,8 +106,25 @@ public final class PoolCapacity {
         try {
             return work.get();
         } finally {
-            release(image);
+            landed(image);
         }
+    }
+
+    /**
+     * Runs {@code change}, a change of this process to the record or the image at {@code image}
+     * that promises nothing more (a rewrite, a removal), and counts the image as it then is.
+     */
+    <T> T changing(Path image, Supplier<T> change) {
+        began();
+        try {
+            return change.get();
+        } finally {
+            landed(image);
+        }
+    }
+
+    private synchronized void began() {
+        changesUnderWay++;
     }
 
     private synchronized void hold(Path image, long bytes, Allocation allocation, String what) {
@@ -135,6 +161,7 @@ public final class PoolCapacity {
                     "the pool has %d bytes free, %d bytes were asked for", now.availableBytes(), more);
         }
         underWay.merge(image, bytes, Math::max);
+        changesUnderWay++;
     }
 
     /**
@@ -163,17 +190,14 @@ public final class PoolCapacity {
                 sizeBytes));
     }
 
-    private synchronized void release(Path image) {
-        underWay.remove(image);
-        landed(image);
-    }
-
     /**
-     * The image's promise as its record now stands, after a change of this process to it (a
-     * commit, a growth, a removal, a rewrite of the record), written into the ledger, which then
-     * holds the directories as they are now.
+     * The end of a change of this process to the image (its promise, if it held one, released):
+     * the image's promise as its record now stands is written into the ledger, which then holds
+     * the directories as they are now.
      */
-    synchronized void landed(Path image) {
+    private synchronized void landed(Path image) {
+        underWay.remove(image);
+        changesUnderWay--;
         if (ledger == null) {
             return;
         }
@@ -201,9 +225,8 @@ public final class PoolCapacity {
 
     /** What the committed records promise, and those of the calls under way; {@code image}'s share apart. */
     private Tally tally(Path image) {
-        Stamp now = stamp();
-        if (ledger == null || !ledger.stamp.equals(now)) {
-            ledger = count(now);
+        if (stale()) {
+            ledger = count(stamp(), clock.millis());
         }
         Tally tally = new Tally();
         tally.promised = ledger.total;
@@ -219,9 +242,25 @@ public final class PoolCapacity {
         return tally;
     }
 
+    /**
+     * Whether the ledger must be counted again: never counted; or, while none of this process's
+     * changes is under way (whose own landing changes the directories), the directories changed
+     * since it was, or it is older than {@link #RECOUNT_AFTER}, the bound on how long a change of
+     * another process that fell among ours can go unseen.
+     */
+    private boolean stale() {
+        if (ledger == null) {
+            return true;
+        }
+        if (changesUnderWay > 0) {
+            return false;
+        }
+        return clock.millis() - ledger.countedAt > RECOUNT_AFTER.toMillis() || !ledger.stamp.equals(stamp());
+    }
+
     /** Every committed record's promise, counted from the pool. */
-    private static Ledger count(Stamp stamp) {
-        Ledger counted = new Ledger(stamp);
+    private static Ledger count(Stamp stamp, long now) {
+        Ledger counted = new Ledger(stamp, now);
         PoolCensus.forEachImage(stamp.volumes, (path, held) -> counted.set(path, held.size()));
         PoolCensus.forEachImage(stamp.snapshots, (path, held) -> counted.set(path, held.allocated()));
         return counted;
@@ -251,11 +290,13 @@ public final class PoolCapacity {
 
     private static final class Ledger {
         final Map<Path, Long> promises = new HashMap<>();
+        final long countedAt;
         long total;
         Stamp stamp;
 
-        Ledger(Stamp stamp) {
+        Ledger(Stamp stamp, long countedAt) {
             this.stamp = stamp;
+            this.countedAt = countedAt;
         }
 
         void set(Path image, long promise) {

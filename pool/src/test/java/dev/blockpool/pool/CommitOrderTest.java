@@ -9,6 +9,7 @@ import java.io.FileInputStream;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -38,7 +39,7 @@ class CommitOrderTest {
                 Ids::isSnapshotId,
                 directory,
                 Snapshot.class,
-                new PoolCapacity(directory, new PoolSpace(directory), CapacityPolicy.DEFAULT),
+                new PoolCapacity(directory, new PoolSpace(directory), CapacityPolicy.DEFAULT, Clock.systemUTC()),
                 new RecordLock(directory));
         String id = Ids.snapshotIdFor("snap");
         Snapshot snapshot = new Snapshot(id, "snap", Ids.volumeIdFor("vol"), 1 << 20, Instant.EPOCH, Optional.empty());
