@@ -10,7 +10,6 @@ import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.csi.CsiRequests;
 import io.grpc.Status;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.BeforeEach;
@@ -41,16 +40,8 @@ class DeleteStagedVolumeRealHostTest {
     @Test
     void aStagedAndPublishedVolumeIsDeletedOnlyOnceUnstaged() throws IOException {
         String volumeId = create("pvc-staged", EXT4, null);
-        Path staging = stage(volumeId, EXT4);
-        Path target = Files.createDirectories(driver.dir().resolve("kubelet/pods/pod-a"))
-                .resolve("mount");
-        driver.node()
-                .nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
-                        .setVolumeId(volumeId)
-                        .setStagingTargetPath(staging.toString())
-                        .setTargetPath(target.toString())
-                        .setVolumeCapability(EXT4)
-                        .build());
+        Path staging = driver.stage(volumeId, EXT4);
+        Path target = driver.publish(volumeId, EXT4, "pod-a");
 
         assertThat(refusedDelete(volumeId))
                 .contains(volumeId, "in use on node " + NODE, "/dev/loop", staging.toString(), target.toString())
@@ -101,7 +92,7 @@ class DeleteStagedVolumeRealHostTest {
     @Test
     void aStagedRawBlockVolumeIsDeletedOnlyOnceUnstaged() throws IOException {
         String volumeId = create("pvc-block", BLOCK, null);
-        Path staging = stage(volumeId, BLOCK);
+        Path staging = driver.stage(volumeId, BLOCK);
 
         assertThat(refusedDelete(volumeId)).contains(volumeId, "/dev/loop", "mounted nowhere");
 
@@ -139,18 +130,6 @@ class DeleteStagedVolumeRealHostTest {
             request.setVolumeContentSource(source);
         }
         return driver.controller().createVolume(request.build()).getVolume().getVolumeId();
-    }
-
-    /** Staged at a staging path of its own, as kubelet stages it. */
-    private Path stage(String volumeId, VolumeCapability capability) throws IOException {
-        Path staging = Files.createDirectories(driver.dir().resolve("kubelet/staging/" + volumeId));
-        driver.node()
-                .nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                        .setVolumeId(volumeId)
-                        .setStagingTargetPath(staging.toString())
-                        .setVolumeCapability(capability)
-                        .build());
-        return staging;
     }
 
     private void delete(String volumeId) {

@@ -3,6 +3,8 @@ package dev.blockpool.driver;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import csi.v1.ControllerGrpc;
+import csi.v1.Csi;
+import csi.v1.Csi.VolumeCapability;
 import csi.v1.GroupControllerGrpc;
 import csi.v1.NodeGrpc;
 import dev.blockpool.common.CommandRunner;
@@ -134,6 +136,46 @@ final class NodeLocalDriver implements AutoCloseable {
 
     NodeGrpc.NodeBlockingStub node() {
         return NodeGrpc.newBlockingStub(channel);
+    }
+
+    /** The volume staged at a staging path of its own in the test's directory, as kubelet stages it; that path. */
+    Path stage(String volumeId, VolumeCapability capability) throws IOException {
+        Path staging = Files.createDirectories(staging(volumeId));
+        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId(volumeId)
+                .setStagingTargetPath(staging.toString())
+                .setVolumeCapability(capability)
+                .build());
+        return staging;
+    }
+
+    /** Where {@link #stage} stages the volume. */
+    Path staging(String volumeId) {
+        return dir.resolve("kubelet/staging/" + volumeId);
+    }
+
+    /**
+     * The staged volume published for the pod {@code pod} as kubelet publishes it, at
+     * {@code kubelet/pods/<pod>/mount} in the test's directory; that path.
+     */
+    Path publish(String volumeId, VolumeCapability capability, String pod) throws IOException {
+        Path target =
+                Files.createDirectories(dir.resolve("kubelet/pods/" + pod)).resolve("mount");
+        node().nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId(volumeId)
+                .setStagingTargetPath(staging(volumeId).toString())
+                .setTargetPath(target.toString())
+                .setVolumeCapability(capability)
+                .build());
+        return target;
+    }
+
+    /** The volume unstaged from where {@link #stage} staged it. */
+    void unstage(String volumeId) {
+        node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
+                .setVolumeId(volumeId)
+                .setStagingTargetPath(staging(volumeId).toString())
+                .build());
     }
 
     @Override

@@ -137,25 +137,10 @@ class PoolCapacityRealHostTest {
         }
     }
 
-    /** Staged and published as kubelet does it; the pod's target path. */
+    /** Staged and published as kubelet does it, for a pod named after the volume; the pod's target path. */
     private Path publish(String volumeId) throws IOException {
-        Path staging = Files.createDirectories(driver.dir().resolve("kubelet/staging/" + volumeId));
-        Path target = target(volumeId);
-        Files.createDirectories(target.getParent());
-        driver.node()
-                .nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                        .setVolumeId(volumeId)
-                        .setStagingTargetPath(staging.toString())
-                        .setVolumeCapability(EXT4)
-                        .build());
-        driver.node()
-                .nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
-                        .setVolumeId(volumeId)
-                        .setStagingTargetPath(staging.toString())
-                        .setTargetPath(target.toString())
-                        .setVolumeCapability(EXT4)
-                        .build());
-        return target;
+        driver.stage(volumeId, EXT4);
+        return driver.publish(volumeId, EXT4, volumeId);
     }
 
     private void unpublishAndUnstage(String volumeId) {
@@ -164,13 +149,7 @@ class PoolCapacityRealHostTest {
                         .setVolumeId(volumeId)
                         .setTargetPath(target(volumeId).toString())
                         .build());
-        driver.node()
-                .nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
-                        .setVolumeId(volumeId)
-                        .setStagingTargetPath(driver.dir()
-                                .resolve("kubelet/staging/" + volumeId)
-                                .toString())
-                        .build());
+        driver.unstage(volumeId);
     }
 
     private Path target(String volumeId) {
