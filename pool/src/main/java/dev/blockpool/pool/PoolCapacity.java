@@ -27,16 +27,17 @@ import java.util.function.Supplier;
  * committed, rewritten or removed, by any process) while none of this process's own is under way,
  * or once it is a minute old; this process's own changes update the ledger as they land. The pool
  * has one writer of its images (the node plugin of a node-local pool, the acting controller of a
- * shared one), so a change of another process among ours is an accident, seen within the minute. Linux 6.13 and newer give a directory whose change time was read a
- * new one at its next change (multigrain timestamps on ext4, XFS, btrfs, tmpfs); older kernels
- * keep it to their clock tick, within which a second change goes unseen until the next.
+ * shared one), so a change of another process among ours is an accident, seen within the minute.
+ * Linux 6.13 and newer give a directory whose change time was read a new one at its next change
+ * (multigrain timestamps on ext4, XFS, btrfs, tmpfs); older kernels keep it to their clock tick,
+ * within which a second change goes unseen until the next.
  *
  * <p>Calls under way hold their bytes from their check until they end, committed or not, so two
  * calls at once cannot both take the last room. Checks are serialised in this process.
  */
 public final class PoolCapacity {
 
-    /** How old a ledger may be and still be used without a count; a count of 10,000 images takes some 70 ms. */
+    /** How old a ledger may be and still be used without a count (docs/performance.md: what a count costs). */
     static final Duration RECOUNT_AFTER = Duration.ofMinutes(1);
 
     /**
