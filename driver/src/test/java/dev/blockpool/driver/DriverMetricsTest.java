@@ -25,13 +25,21 @@ import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.grpc.stub.ClientCalls;
+import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -99,6 +107,96 @@ class DriverMetricsTest {
             loop.shutdownGracefully();
             running.stop(Duration.ofSeconds(5));
         }
+    }
+
+    /**
+     * A thousand connections to the metrics port, each sending 180 headers of 2,000 bytes and never
+     * ending its request, as a pod with no credentials can: the driver answers its CSI calls all
+     * the while, and once they let go the next scrape answers.
+     */
+    @Test
+    void aThousandHostileConnectionsToTheMetricsPortLeaveTheDriverServing() throws Exception {
+        Path socket = dir.resolve("csi.sock");
+        Driver.Running running = new Driver(
+                        new DriverConfig(
+                                Endpoint.parse(socket.toString()),
+                                "node-1",
+                                "blockpool.csi.dev",
+                                dir.resolve("pool"),
+                                Mode.CONTROLLER,
+                                8,
+                                PoolScope.Kind.SHARED,
+                                Optional.of(new HttpAddress("127.0.0.1", 0))),
+                        "1.2.3")
+                .start();
+        EventLoopGroup loop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+        ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(loop)
+                .usePlaintext()
+                .build();
+        List<SocketChannel> hostile = new ArrayList<>();
+        try {
+            int port = running.metrics().orElseThrow().port();
+            // Connected without waiting: beyond the server's bound they wait in the listen backlog or are closed.
+            for (int i = 0; i < 1000; i++) {
+                SocketChannel client = SocketChannel.open();
+                hostile.add(client);
+                client.configureBlocking(false);
+                client.connect(new InetSocketAddress("127.0.0.1", port));
+            }
+            ByteBuffer request = hostileRequest();
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (System.nanoTime() < until) {
+                for (SocketChannel client : hostile) {
+                    sendOnceConnected(client, request);
+                }
+                assertThat(IdentityGrpc.newBlockingStub(channel)
+                                .withDeadlineAfter(10, TimeUnit.SECONDS)
+                                .probe(ProbeRequest.getDefaultInstance())
+                                .getReady()
+                                .getValue())
+                        .as("Probe while the metrics port is under attack")
+                        .isTrue();
+                Thread.sleep(200);
+            }
+            for (SocketChannel client : hostile) {
+                client.close();
+            }
+            assertThat(scrape(port)).contains("# TYPE blockpool_pool_volumes gauge");
+        } finally {
+            for (SocketChannel client : hostile) {
+                client.close();
+            }
+            channel.shutdownNow();
+            loop.shutdownGracefully();
+            running.stop(Duration.ofSeconds(5));
+        }
+    }
+
+    /** The hostile request, once the channel has connected; what the socket takes, so it never blocks. */
+    private static void sendOnceConnected(SocketChannel client, ByteBuffer request) {
+        try {
+            if (client.isConnectionPending() && client.finishConnect()) {
+                client.write(request.duplicate());
+            }
+        } catch (IOException closed) {
+            // refused or closed by the server: nothing more to send
+        }
+    }
+
+    /** A request line and 180 headers of 2,000 bytes, with no end. */
+    private static ByteBuffer hostileRequest() {
+        StringBuilder request = new StringBuilder("GET /metrics HTTP/1.1\r\nHost: scraper\r\n");
+        for (int i = 0; i < 180; i++) {
+            request.append("X-Pad-")
+                    .append(i)
+                    .append(": ")
+                    .append("a".repeat(2000))
+                    .append("\r\n");
+        }
+        return ByteBuffer.wrap(request.toString().getBytes(StandardCharsets.US_ASCII))
+                .asReadOnlyBuffer();
     }
 
     private static String scrape(int port) throws Exception {
