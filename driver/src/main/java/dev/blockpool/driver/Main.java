@@ -1,6 +1,7 @@
 package dev.blockpool.driver;
 
 import dev.blockpool.common.StorageException;
+import dev.blockpool.csi.PoolScope;
 import dev.blockpool.flexvolume.FlexVolume;
 import dev.blockpool.pool.Ids;
 import java.io.IOException;
@@ -11,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
 import java.util.Properties;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -107,6 +109,14 @@ public final class Main {
         int maxVolumesPerNode = arguments.maxVolumesPerNode();
         if (maxVolumesPerNode < 1) {
             throw new IllegalArgumentException("--max-volumes-per-node must be at least 1");
+        }
+        if (arguments.poolScope() == PoolScope.Kind.NODE && arguments.mode() != Mode.ALL) {
+            // DeleteVolume looks at this node's mounts, and group snapshots freeze them: one process must do both.
+            throw new IllegalArgumentException(
+                    "--mode " + arguments.mode().name().toLowerCase(Locale.ROOT)
+                            + " cannot serve a node-local pool (--pool-scope node, the default): its controller and node"
+                            + " services must run in one process, with --mode all; for one pool every node mounts, add"
+                            + " --pool-scope shared");
         }
         String node = arguments.nodeId().isPresent() ? arguments.nodeId().get() : hostName();
         if (!Ids.isNodeId(node)) {

@@ -91,6 +91,25 @@ class MainTest {
     }
 
     @Test
+    void aNodeLocalPoolIsServedByOneProcessOnly() {
+        for (String mode : new String[] {"controller", "node"}) {
+            assertThat(Main.run(
+                            "--endpoint",
+                            dir.resolve("csi.sock").toString(),
+                            "--pool-dir",
+                            dir.resolve("pool").toString(),
+                            "--mode",
+                            mode))
+                    .isEqualTo(1);
+        }
+        assertThat(stderr())
+                .contains("--mode controller cannot serve a node-local pool", "--mode node cannot serve")
+                .contains("with --mode all", "--pool-scope shared")
+                .hasLineCount(2);
+        assertThat(dir.resolve("csi.sock")).doesNotExist();
+    }
+
+    @Test
     void badLogFormatIsOneLine() {
         assertThat(Main.run(
                         "--endpoint",
@@ -116,6 +135,8 @@ class MainTest {
                             dir.resolve("pool").toString(),
                             "--mode",
                             "controller",
+                            "--pool-scope",
+                            "shared",
                             "--node-id",
                             "n1",
                             "--log-format",
