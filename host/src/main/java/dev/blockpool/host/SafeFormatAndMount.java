@@ -113,6 +113,14 @@ public final class SafeFormatAndMount {
                     "the volume holds an %s filesystem, but %s was requested",
                     found.get(), request.requestedType().get());
         }
+        // A growth cut short leaves a filesystem only a repair on a writable device makes whole:
+        // mounted read-only as it is, its pod would read what resize2fs left half-moved.
+        if (readOnlyDevice && Files.exists(GrowthMarker.beside(image))) {
+            throw StorageException.precondition(
+                    "the volume's filesystem was being grown when its growth was cut short, and a read-only stage"
+                            + " cannot repair it; stage it read-write once (a pod that writes to it), which repairs"
+                            + " and finishes the growth");
+        }
         // Never fsck a filesystem that is mounted (somewhere else on this node): e2fsck would
         // repair it under the kernel's feet.
         if (!readOnlyDevice && loops.usersOf(loop).isEmpty()) {

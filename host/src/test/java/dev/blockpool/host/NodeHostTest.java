@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.FilesystemAnswer;
 import dev.blockpool.common.FsType;
+import dev.blockpool.common.GrowthMarker;
 import dev.blockpool.common.HealthProblem;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.common.StorageException.Kind;
@@ -111,6 +112,21 @@ class NodeHostTest {
         host.staging().stageFilesystem(image, staging, ext4(true));
         assertThat(fake.log).containsExactly("mount loop0 ext4 [noatime, ro]");
         assertCode(() -> host.staging().stageFilesystem(image, staging, ext4(false)), Kind.CONFLICT);
+    }
+
+    @Test
+    void aReadOnlyStageRefusesAGrowthCutShortThatOnlyAReadWriteOneRepairs() throws IOException {
+        fake.content.put(dir.resolve("dev/loop0"), new Probe(Optional.of("ext4"), Optional.empty(), Optional.empty()));
+        Files.createFile(GrowthMarker.beside(image));
+
+        assertCode(() -> host.staging().stageFilesystem(image, staging, ext4(true)), Kind.PRECONDITION);
+        assertThat(fake.mounts).isEmpty();
+        assertThat(fake.loops)
+                .as("the device attached for the refused stage is detached again")
+                .isEmpty();
+
+        host.staging().stageFilesystem(image, staging, ext4(false));
+        assertThat(fake.log).contains("check loop0 ext4", "mount loop0 ext4 [noatime]");
     }
 
     @Test
