@@ -365,7 +365,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
     }
 
     private <T> T locked(String volumeId, Supplier<T> work) {
-        return locks.withLock(work, volumeId);
+        return locks.withLock(work, volumes.lockKey(volumeId));
     }
 
     /**
@@ -374,7 +374,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
      * expansion have the volume to themselves. {@code alone}: this one has too.
      */
     private <T> T publishing(String volumeId, Path target, boolean alone, Supplier<T> work) {
-        return alone ? locked(volumeId, work) : locks.withShared(work, volumeId, target.toString());
+        return alone ? locked(volumeId, work) : locks.withShared(work, volumes.lockKey(volumeId), target.toString());
     }
 
     /** A staging or target path from kubelet, as the mount table will list it, once it is one the node may use. */

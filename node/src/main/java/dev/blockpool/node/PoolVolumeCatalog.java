@@ -73,6 +73,11 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
     }
 
     /** The pool's ID of the volume: the ID itself, or that of the inline volume made for kubelet's handle. */
+    @Override
+    public String lockKey(String volumeId) {
+        return poolIdOf(volumeId);
+    }
+
     private static String poolIdOf(String volumeId) {
         return Ids.isVolumeId(volumeId) ? volumeId : Ids.volumeIdFor(EPHEMERAL_NAME_PREFIX + volumeId);
     }

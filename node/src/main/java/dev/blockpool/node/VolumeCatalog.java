@@ -29,6 +29,12 @@ public interface VolumeCatalog {
      */
     java.nio.file.Path imageFor(String volumeId);
 
+    /**
+     * What calls on the volume are serialised under: its ID, and for the handle of an inline
+     * volume the ID the pool gave it, which the controller's calls on it lock too.
+     */
+    String lockKey(String volumeId);
+
     /** An ID the pool could issue; such an ID never names an ephemeral inline volume. */
     default boolean isVolumeId(String volumeId) {
         return imageOf(volumeId).isPresent();

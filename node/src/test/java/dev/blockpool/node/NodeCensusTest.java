@@ -46,6 +46,11 @@ class NodeCensusTest {
             }
 
             @Override
+            public String lockKey(String volumeId) {
+                return volumeId.startsWith("vol-") ? volumeId : "vol-eph-" + volumeId;
+            }
+
+            @Override
             public Path imageFor(String volumeId) {
                 return pool.resolve(volumeId + ".img");
             }

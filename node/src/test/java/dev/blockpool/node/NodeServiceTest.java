@@ -64,6 +64,11 @@ class NodeServiceTest {
             }
 
             @Override
+            public String lockKey(String volumeId) {
+                return volumeId.startsWith("vol-") ? volumeId : "vol-eph-" + volumeId;
+            }
+
+            @Override
             public Path imageFor(String volumeId) {
                 return find(volumeId).map(NodeVolume::image).orElse(dir.resolve(volumeId + ".img"));
             }
@@ -339,6 +344,26 @@ class NodeServiceTest {
                 .setReadonly(readOnly)
                 .putVolumeContext(CsiKeys.EPHEMERAL, "true")
                 .build();
+    }
+
+    @Test
+    void anInlineVolumeIsLockedUnderThePoolsIdAsTheControllerLocksIt() {
+        // A controller call on the volume the pool made for the handle (a DeleteVolume, the reconcile).
+        locks.withLock(
+                () -> assertCode(() -> node.nodePublishVolume(inline("csi-abc", false)), Status.Code.ABORTED),
+                "vol-eph-csi-abc");
+        assertThat(fake.log).isEmpty();
+
+        node.nodePublishVolume(inline("csi-abc", false));
+        locks.withLock(
+                () -> assertCode(
+                        () -> node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
+                                .setVolumeId("csi-abc")
+                                .setTargetPath(target())
+                                .build()),
+                        Status.Code.ABORTED),
+                "vol-eph-csi-abc");
+        assertThat(catalog).containsKey("csi-abc");
     }
 
     @Test

@@ -67,6 +67,9 @@ class PoolVolumeCatalogTest {
         assertThat(catalog.isVolumeId(created.id())).isTrue();
         assertThat(catalog.isVolumeId("csi-0123abcd")).isFalse();
         assertThat(catalog.find("csi-other")).isEmpty();
+        // the node's calls on the handle lock what the controller's on the volume do
+        assertThat(catalog.lockKey("csi-0123abcd")).isEqualTo(created.id());
+        assertThat(catalog.lockKey(created.id())).isEqualTo(created.id());
     }
 
     @Test
