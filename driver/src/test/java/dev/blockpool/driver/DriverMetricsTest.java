@@ -54,25 +54,9 @@ class DriverMetricsTest {
 
     @Test
     void theCallsAreCountedAsTheCoSawThemBesideThePoolAndTheBuild() throws Exception {
-        Path socket = dir.resolve("csi.sock");
-        Driver.Running running = new Driver(
-                        new DriverConfig(
-                                Endpoint.parse(socket.toString()),
-                                "node-1",
-                                "blockpool.csi.dev",
-                                dir.resolve("pool"),
-                                Mode.CONTROLLER,
-                                8,
-                                PoolScope.Kind.SHARED,
-                                Optional.of(new HttpAddress("127.0.0.1", 0))),
-                        "1.2.3")
-                .start();
+        Driver.Running running = startWithMetrics();
         EventLoopGroup loop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
-        ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
-                .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(loop)
-                .usePlaintext()
-                .build();
+        ManagedChannel channel = channel(loop);
         try {
             // refused by the guard in front of the service: the CO sees INVALID_ARGUMENT, and so does the histogram
             StatusRuntimeException malformed = catchThrowableOfType(
@@ -116,25 +100,9 @@ class DriverMetricsTest {
      */
     @Test
     void aThousandHostileConnectionsToTheMetricsPortLeaveTheDriverServing() throws Exception {
-        Path socket = dir.resolve("csi.sock");
-        Driver.Running running = new Driver(
-                        new DriverConfig(
-                                Endpoint.parse(socket.toString()),
-                                "node-1",
-                                "blockpool.csi.dev",
-                                dir.resolve("pool"),
-                                Mode.CONTROLLER,
-                                8,
-                                PoolScope.Kind.SHARED,
-                                Optional.of(new HttpAddress("127.0.0.1", 0))),
-                        "1.2.3")
-                .start();
+        Driver.Running running = startWithMetrics();
         EventLoopGroup loop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
-        ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
-                .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(loop)
-                .usePlaintext()
-                .build();
+        ManagedChannel channel = channel(loop);
         List<SocketChannel> hostile = new ArrayList<>();
         try {
             int port = running.metrics().orElseThrow().port();
@@ -197,6 +165,31 @@ class DriverMetricsTest {
         }
         return ByteBuffer.wrap(request.toString().getBytes(StandardCharsets.US_ASCII))
                 .asReadOnlyBuffer();
+    }
+
+    /** A controller on a shared pool in the test's directory, serving metrics on a port of its own. */
+    private Driver.Running startWithMetrics() throws IOException {
+        return new Driver(
+                        new DriverConfig(
+                                Endpoint.parse(dir.resolve("csi.sock").toString()),
+                                "node-1",
+                                "blockpool.csi.dev",
+                                dir.resolve("pool"),
+                                Mode.CONTROLLER,
+                                8,
+                                PoolScope.Kind.SHARED,
+                                Optional.of(new HttpAddress("127.0.0.1", 0))),
+                        "1.2.3")
+                .start();
+    }
+
+    private ManagedChannel channel(EventLoopGroup loop) {
+        return NettyChannelBuilder.forAddress(
+                        new DomainSocketAddress(dir.resolve("csi.sock").toString()))
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(loop)
+                .usePlaintext()
+                .build();
     }
 
     private static String scrape(int port) throws Exception {
