@@ -209,8 +209,7 @@ public final class PoolCapacity {
         long promise = 0;
         if (Files.exists(record, LinkOption.NOFOLLOW_LINKS)) {
             try {
-                Libc.FileSpace held = Libc.space(image.toString());
-                promise = directory.endsWith("snapshots") ? held.allocated() : held.size();
+                promise = promiseOf(image, Libc.space(image.toString()));
             } catch (Libc.ErrnoException e) {
                 promise = 0; // a committed record without its image promises nothing (the health calls report it)
             }
@@ -262,9 +261,17 @@ public final class PoolCapacity {
     /** Every committed record's promise, counted from the pool. */
     private static Ledger count(Stamp stamp, long now) {
         Ledger counted = new Ledger(stamp, now);
-        PoolCensus.forEachImage(stamp.volumes, (path, held) -> counted.set(path, held.size()));
-        PoolCensus.forEachImage(stamp.snapshots, (path, held) -> counted.set(path, held.allocated()));
+        PoolCensus.forEachImage(stamp.volumes, (path, held) -> counted.set(path, promiseOf(path, held)));
+        PoolCensus.forEachImage(stamp.snapshots, (path, held) -> counted.set(path, promiseOf(path, held)));
         return counted;
+    }
+
+    /**
+     * What a committed image promises: a volume's its size, a snapshot's the blocks it holds,
+     * which become its own when its volume rewrites what they share.
+     */
+    private static long promiseOf(Path image, Libc.FileSpace held) {
+        return image.getParent().endsWith("snapshots") ? held.allocated() : held.size();
     }
 
     private Stamp stamp() {
