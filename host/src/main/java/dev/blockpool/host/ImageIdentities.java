@@ -13,7 +13,8 @@ import java.util.Optional;
 
 /**
  * The one rule for whether a loop device is bound to a pool image: the device and inode of its
- * backing file are those of the image in the pool ({@link FileId}). An image the pool no longer
+ * backing file are those of the image in the pool ({@link FileId}), or, once the pool's filesystem
+ * was mounted anew and numbered anew, its inode and name are. An image the pool no longer
  * has (deleted, or deleted and made anew, while a device still holds it) is recognised by the
  * device's own account: its backing file was deleted, had the image's name and was on the pool's
  * filesystem.
@@ -121,6 +122,14 @@ final class ImageIdentities {
         Optional<FileId> now = pool.idOf(image);
         now.ifPresentOrElse(id -> known.put(image, id), () -> known.remove(image));
         if (now.isPresent() && now.get().equals(loop.backingFileId())) {
+            return true;
+        }
+        // A pool mounted anew (its FUSE client restarted, its NFS share remounted) has a new device
+        // number, while a device bound before keeps the old one; the server's inode number stays.
+        // Same name, same inode, not deleted since: the same image, which unstage must still find.
+        if (now.isPresent()
+                && !loop.backingFileDeleted()
+                && now.get().inode() == loop.backingFileId().inode()) {
             return true;
         }
         return loop.backingFileDeleted() && loop.backingFileId().device().equals(pool.filesystemOf(image.getParent()));
