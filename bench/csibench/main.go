@@ -34,6 +34,8 @@ type config struct {
 	oldJar                               string
 	pods, podRounds                      int
 	metadataIters                        int
+	hostpath                             string
+	peerRounds, peerCalls                int
 }
 
 var cfg config
@@ -49,9 +51,10 @@ var sections = map[string]func(){
 	"pods":       sectionPods,
 	"metadata":   sectionMetadata,
 	"metrics":    sectionMetrics,
+	"peer":       sectionPeer,
 }
 
-var sectionOrder = []string{"start", "memory", "node", "snapshot", "metadata", "list", "fio", "flexvolume", "pods", "metrics"}
+var sectionOrder = []string{"start", "memory", "node", "snapshot", "metadata", "list", "fio", "flexvolume", "pods", "metrics", "peer"}
 
 func main() {
 	flag.StringVar(&cfg.work, "work", "", "the bench's own temporary directory on the disk under test (required)")
@@ -80,6 +83,9 @@ func main() {
 	flag.StringVar(&cfg.oldJar, "old-jar", "", "another build's blockpool-csi.jar (its AOT cache beside it), measured in alternating rounds (pods)")
 	flag.IntVar(&cfg.pods, "pods", 8, "pods sharing the volume (pods)")
 	flag.IntVar(&cfg.podRounds, "pod-rounds", 10, "rounds per build (pods)")
+	flag.StringVar(&cfg.hostpath, "hostpath", "", "the csi-driver-host-path binary, built from its repository (peer; see docs/performance.md)")
+	flag.IntVar(&cfg.peerRounds, "peer-rounds", 3, "rounds, each driver fresh in each (peer)")
+	flag.IntVar(&cfg.peerCalls, "peer-calls", 200, "sequential calls of each kind per round (peer)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: csibench -work DIR -driver PATH [flags] [%s]...\n", strings.Join(sectionOrder, "|"))
 		flag.PrintDefaults()

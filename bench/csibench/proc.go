@@ -25,11 +25,16 @@ type kind string
 const (
 	blockpool kind = "blockpool"
 	gomock    kind = "gomock"
+	hostpath  kind = "hostpath"
 )
 
 // attachLimit is what csi-sanity's attach-limit spec needs (as in sanity-tests/run-sanity.sh);
 // no other section has more than two volumes attached at once.
 const attachLimit = 6
+
+// maxAttached is the attach limit the next launched driver gets: attachLimit, unless a section
+// that keeps more volumes attached raises it.
+var maxAttached = attachLimit
 
 // proc is one started driver process with a client connection to its socket.
 type proc struct {
@@ -59,7 +64,7 @@ func launch(k kind, tag, pool string) *proc {
 	case blockpool:
 		// A shared pool: the benchmark's flows publish through the controller.
 		p.cmd = exec.Command(cfg.driver, "--endpoint", "unix://"+p.sock, "--pool-dir", pool, "--pool-scope", "shared",
-			"--node-id", "bench-node", "--max-volumes-per-node", strconv.Itoa(attachLimit), "--log-level", "warn")
+			"--node-id", "bench-node", "--max-volumes-per-node", strconv.Itoa(maxAttached), "--log-level", "warn")
 		p.cmd.Args = append(p.cmd.Args, launchArgs...)
 		if launchJar != "" {
 			p.cmd.Env = append(os.Environ(), "BLOCKPOOL_JAR="+launchJar)
@@ -69,6 +74,13 @@ func launch(k kind, tag, pool string) *proc {
 			fatalf("-mock is required")
 		}
 		p.cmd = exec.Command(cfg.mock, "-endpoint", "unix://"+p.sock)
+	case hostpath:
+		if cfg.hostpath == "" {
+			fatalf("-hostpath is required")
+		}
+		// As its own deployment runs it, with attach on so that ControllerPublishVolume is served.
+		p.cmd = exec.Command(cfg.hostpath, "-endpoint", "unix://"+p.sock, "-nodeid", "bench-node",
+			"-statedir", pool, "-enable-attach", "-maxvolumespernode", strconv.Itoa(maxAttached), "-v", "0")
 	}
 	logFile, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	must(err)
