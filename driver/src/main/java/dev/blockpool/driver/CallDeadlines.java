@@ -1,6 +1,5 @@
 package dev.blockpool.driver;
 
-import csi.v1.IdentityGrpc;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.csi.StatusInterceptor;
 import io.grpc.Context;
@@ -31,9 +30,13 @@ import org.slf4j.LoggerFactory;
  * did, every call being idempotent, or the volume's lock still held ({@code ABORTED}).
  *
  * <p>Calls past their deadlines hold their threads, so they are counted: while {@link #MOST_STUCK}
- * run on, new calls are refused at once rather than adding threads that may never return. Probe is
- * never refused: livenessprobe restarts a driver that does not answer it, and its own look at the
- * pool has a short deadline. The calls answered in place run no such work and are left alone.
+ * run on, new calls are refused at once rather than adding threads that may never return. A call
+ * whose client gave it longer than {@link #WITHOUT_DEADLINE} counts from then on too, although it is
+ * answered only at its own deadline. The calls that let go of a volume and Probe are never refused
+ * ({@link CallThreads#RELEASING}): unpublish and unstage work without the pool, and livenessprobe
+ * restarts a driver that does not answer Probe, whose own look at the pool has a short deadline. A
+ * call that finds no thread of its own free is refused here too. The calls answered in place run
+ * no such work and are left alone.
  */
 final class CallDeadlines implements ServerInterceptor {
 
@@ -49,8 +52,6 @@ final class CallDeadlines implements ServerInterceptor {
     /** How many calls past their deadlines may hold their threads before new calls are refused. */
     static final int MOST_STUCK = 64;
 
-    private static final String PROBE = IdentityGrpc.getProbeMethod().getFullMethodName();
-
     /**
      * How often the calls under way are looked at. A timer per call would wake a thread for every
      * call (each new deadline the nearest), which costs a node call more than the rest of this.
@@ -60,18 +61,26 @@ final class CallDeadlines implements ServerInterceptor {
     private static final Duration SWEEPER_KEEP_ALIVE = Duration.ofSeconds(10);
 
     private final int mostStuck;
+    /** How many calls the driver's threads take at once, for the refusal that says they are all taken. */
+    private final int mostThreads;
+
     private final AtomicInteger stuck = new AtomicInteger();
     /** The calls under way, each until it is answered. */
     private final Set<Answered<?, ?>> underWay = ConcurrentHashMap.newKeySet();
     /** Whether a thread looks at {@link #underWay}; one starts with the first call after a quiet time. */
     private final AtomicBoolean sweeping = new AtomicBoolean();
 
+    /** How long a call may run before it counts as stuck, when its deadline is later or it has none. */
+    private final Duration withoutDeadline;
+
     CallDeadlines() {
-        this(MOST_STUCK);
+        this(MOST_STUCK, CallThreads.MOST, WITHOUT_DEADLINE);
     }
 
-    CallDeadlines(int mostStuck) {
+    CallDeadlines(int mostStuck, int mostThreads, Duration withoutDeadline) {
         this.mostStuck = mostStuck;
+        this.mostThreads = mostThreads;
+        this.withoutDeadline = withoutDeadline;
     }
 
     /** Calls past their deadlines whose threads have not returned yet. */
@@ -83,24 +92,29 @@ final class CallDeadlines implements ServerInterceptor {
     public <Q, R> ServerCall.Listener<Q> interceptCall(
             ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
         String method = call.getMethodDescriptor().getFullMethodName();
+        if (CallPlacement.refusedForWantOfThreads(method)) {
+            return refused(
+                    call,
+                    "refused: all %d threads for calls are busy, most likely with calls waiting on a pool whose "
+                            + "filesystem does not answer; retry later",
+                    mostThreads);
+        }
         if (CallPlacement.IN_PLACE.contains(method)) {
             return next.startCall(call, headers);
         }
         int held = stuck.get();
-        if (held >= mostStuck && !method.equals(PROBE)) {
-            call.close(
-                    Status.fromCode(StatusInterceptor.RETRY_LATER)
-                            .withDescription(("refused: %d calls are still running past their deadlines, most likely "
-                                            + "waiting in the kernel on a pool whose filesystem does not answer; retry "
-                                            + "later")
-                                    .formatted(held)),
-                    new Metadata());
-            return new ServerCall.Listener<>() {};
+        if (held >= mostStuck && !CallThreads.RELEASING.contains(method)) {
+            return refused(
+                    call,
+                    "refused: %d calls are still running past their deadlines, most likely waiting in the kernel on "
+                            + "a pool whose filesystem does not answer; retry later",
+                    held);
         }
         Deadline deadline = Context.current().getDeadline();
-        long left = deadline == null ? WITHOUT_DEADLINE.toNanos() : deadline.timeRemaining(TimeUnit.NANOSECONDS);
+        long left = deadline == null ? withoutDeadline.toNanos() : deadline.timeRemaining(TimeUnit.NANOSECONDS);
         long answerIn = Math.max(0, left - Math.min(left / 4, AHEAD.toNanos()));
-        Answered<Q, R> answered = new Answered<>(call, Duration.ofNanos(answerIn));
+        Answered<Q, R> answered =
+                new Answered<>(call, Duration.ofNanos(answerIn), Math.min(answerIn, withoutDeadline.toNanos()));
         underWay.add(answered);
         if (sweeping.compareAndSet(false, true)) {
             Thread.ofPlatform().name("call-deadlines").daemon().start(this::sweep);
@@ -133,6 +147,12 @@ final class CallDeadlines implements ServerInterceptor {
         };
     }
 
+    private static <Q, R> ServerCall.Listener<Q> refused(ServerCall<Q, R> call, String why, int count) {
+        call.close(
+                Status.fromCode(StatusInterceptor.RETRY_LATER).withDescription(why.formatted(count)), new Metadata());
+        return new ServerCall.Listener<>() {};
+    }
+
     /** Answers the calls past their deadlines, every {@link #SWEEP}, until no call has come for a while. */
     private void sweep() {
         long quietSince = System.nanoTime();
@@ -145,6 +165,9 @@ final class CallDeadlines implements ServerInterceptor {
             }
             long now = System.nanoTime();
             for (Answered<?, ?> call : underWay) {
+                if (now - call.stuckFrom >= 0) {
+                    call.countIfStillRunning();
+                }
                 if (now - call.answerBy >= 0) {
                     underWay.remove(call);
                     call.expire();
@@ -166,14 +189,19 @@ final class CallDeadlines implements ServerInterceptor {
     private final class Answered<Q, R> extends ForwardingServerCall.SimpleForwardingServerCall<Q, R> {
         private final Duration within;
         private final long answerBy;
+        /** When a call still running counts as stuck: at its deadline, or sooner for a far one. */
+        private final long stuckFrom;
+
         private boolean closed;
         private boolean running;
         private boolean heldPastDeadline;
 
-        Answered(ServerCall<Q, R> call, Duration within) {
+        Answered(ServerCall<Q, R> call, Duration within, long stuckAfterNanos) {
             super(call);
             this.within = within;
-            this.answerBy = System.nanoTime() + within.toNanos();
+            long now = System.nanoTime();
+            this.answerBy = now + within.toNanos();
+            this.stuckFrom = now + stuckAfterNanos;
         }
 
         @Override
@@ -215,20 +243,25 @@ final class CallDeadlines implements ServerInterceptor {
             }
         }
 
+        /** Counts the call as stuck once, if its service still runs it. */
+        synchronized void countIfStillRunning() {
+            if (running && !heldPastDeadline) {
+                heldPastDeadline = true;
+                int now = stuck.incrementAndGet();
+                log.warn(
+                        "{} has not finished within {}; {} calls run past their deadlines",
+                        getMethodDescriptor().getFullMethodName(),
+                        BlockingCalls.describe(Duration.ofNanos(System.nanoTime() - (answerBy - within.toNanos()))),
+                        now);
+            }
+        }
+
         synchronized void expire() {
             if (closed) {
                 return;
             }
             String method = getMethodDescriptor().getFullMethodName();
-            if (running) {
-                heldPastDeadline = true;
-                int now = stuck.incrementAndGet();
-                log.warn(
-                        "{} has not finished within {}; {} calls run past their deadlines",
-                        method,
-                        BlockingCalls.describe(within),
-                        now);
-            }
+            countIfStillRunning();
             close(
                     Status.fromCode(StatusInterceptor.RETRY_LATER)
                             .withDescription(("%s did not finish within %s, its deadline: what it waits on, most "

@@ -4,6 +4,7 @@ import csi.v1.ControllerGrpc;
 import csi.v1.GroupControllerGrpc;
 import csi.v1.IdentityGrpc;
 import csi.v1.NodeGrpc;
+import dev.blockpool.common.NoWaiting;
 import dev.blockpool.csi.InPlaceCalls;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
@@ -23,6 +24,9 @@ import java.util.stream.Stream;
  * call itself (docs/performance.md, "Where a node call's time goes"). NodeGetVolumeStats is answered in place when the volume's path, looked up from the
  * kernel's caches, is its mount; else it goes on on a thread of its own. What waits refuses to run
  * in place, so a call listed here that is ever given such work fails in its tests.
+ *
+ * <p>Every other call runs on {@link CallThreads}; one that comes when all threads of its kind are
+ * taken is placed in place too, to be refused there at once ({@link #refusedForWantOfThreads}).
  */
 final class CallPlacement implements ServerCallExecutorSupplier {
 
@@ -38,15 +42,28 @@ final class CallPlacement implements ServerCallExecutorSupplier {
             .map(MethodDescriptor::getFullMethodName)
             .collect(Collectors.toUnmodifiableSet());
 
-    private final Executor ownThreads;
+    private final CallThreads threads;
 
-    /** {@code ownThreads}: where every other call runs, each on a thread of its own. */
-    CallPlacement(Executor ownThreads) {
-        this.ownThreads = ownThreads;
+    /** {@code threads}: where every other call runs, each on a thread of its own. */
+    CallPlacement(CallThreads threads) {
+        this.threads = threads;
     }
 
     @Override
     public <ReqT, RespT> Executor getExecutor(ServerCall<ReqT, RespT> call, Metadata headers) {
-        return IN_PLACE.contains(call.getMethodDescriptor().getFullMethodName()) ? InPlaceCalls.EXECUTOR : ownThreads;
+        String method = call.getMethodDescriptor().getFullMethodName();
+        if (IN_PLACE.contains(method)) {
+            return InPlaceCalls.EXECUTOR;
+        }
+        Executor lane = threads.forCall(method);
+        return lane != null ? lane : InPlaceCalls.EXECUTOR;
+    }
+
+    /**
+     * Whether a call of {@code method}, running on the calling thread, was placed in place for want
+     * of a thread of its own: then it is to be answered at once, without doing anything.
+     */
+    static boolean refusedForWantOfThreads(String method) {
+        return NoWaiting.here() && !IN_PLACE.contains(method);
     }
 }

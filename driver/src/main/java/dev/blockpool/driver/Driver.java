@@ -203,10 +203,11 @@ public final class Driver {
         Optional<PoolOpening.Opened> openAtStart = opening.awaitWithin(POOL_ANSWERS_WITHIN);
         // One operation per volume at a time, whichever service it comes through.
         OperationLocks locks = new OperationLocks();
+        CallThreads threads = new CallThreads();
 
         List<ServerServiceDefinition> services = new ArrayList<>();
         openAtStart.ifPresent(open -> {
-            services.addAll(poolServices(open, nodeHost, locks));
+            services.addAll(poolServices(open, nodeHost, locks, threads));
             opening.serving();
         });
         List<PluginCapability> capabilities = new ArrayList<>();
@@ -243,8 +244,10 @@ public final class Driver {
                     services,
                     openAtStart.isPresent() ? List.of() : opening.standIns(poolServiceDescriptors()),
                     List.of(new StatusInterceptor(), new CallDeadlines(), new CallLoggingInterceptor(), memory),
-                    metrics.map(m -> List.of(m.calls())).orElse(List.of()));
+                    metrics.map(m -> List.of(m.calls())).orElse(List.of()),
+                    threads);
         } catch (IOException | RuntimeException e) {
+            threads.close();
             opening.stop().ifPresent(PoolOpening.Opened::release);
             memory.close();
             metrics.ifPresent(DriverMetrics::close);
@@ -260,7 +263,7 @@ public final class Driver {
                     config.poolDir(),
                     BlockingCalls.describe(POOL_ANSWERS_WITHIN));
             opening.whenOpen(open -> {
-                server.serve(poolServices(open, nodeHost, locks));
+                server.serve(poolServices(open, nodeHost, locks, threads));
                 opening.serving();
                 serveInBackground(open, nodeHost, locks, running);
             });
@@ -368,7 +371,7 @@ public final class Driver {
     }
 
     private List<ServerServiceDefinition> poolServices(
-            PoolOpening.Opened open, NodeHost nodeHost, OperationLocks locks) {
+            PoolOpening.Opened open, NodeHost nodeHost, OperationLocks locks, CallThreads threads) {
         List<ServerServiceDefinition> services = new ArrayList<>();
         if (config.mode().servesController()) {
             NodeHolds holds = NodeHolds.NONE;
@@ -387,7 +390,9 @@ public final class Driver {
             KubeletPaths paths =
                     new KubeletPaths(config.poolDir(), config.endpoint().socketPath());
             PoolVolumeCatalog catalog = new PoolVolumeCatalog(open.pool(), config.scope());
-            services.add(new NodeService(nodeIdentity(), catalog, nodeHost, paths, locks).bindService());
+            services.add(
+                    new NodeService(nodeIdentity(), catalog, nodeHost, paths, locks, threads.forRestOfInPlaceCall())
+                            .bindService());
         }
         return services;
     }

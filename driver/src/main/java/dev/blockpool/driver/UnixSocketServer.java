@@ -28,9 +28,6 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.SynchronousQueue;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
@@ -46,11 +43,18 @@ public final class UnixSocketServer {
 
     private static final Logger log = LoggerFactory.getLogger(UnixSocketServer.class);
 
+    /** Calls at once on one connection: beyond, the client's next call waits for one to end. */
+    static final int MOST_CALLS_PER_CONNECTION = 256;
+    /** The largest request taken; larger ones are refused with RESOURCE_EXHAUSTED. */
+    static final int MOST_REQUEST_BYTES = 4 << 20;
+    /** The most bytes of a call's headers. */
+    static final int MOST_HEADER_BYTES = 8 << 10;
+
     private final Path socket;
     private final Server server;
     private final EventLoopGroup boss;
     private final EventLoopGroup workers;
-    private final ExecutorService calls;
+    private final CallThreads calls;
     private final HealthStatusManager health;
     /** The services served after the start, each through {@link #around}. */
     private final MutableHandlerRegistry later;
@@ -62,7 +66,7 @@ public final class UnixSocketServer {
             Server server,
             EventLoopGroup boss,
             EventLoopGroup workers,
-            ExecutorService calls,
+            CallThreads calls,
             HealthStatusManager health,
             MutableHandlerRegistry later,
             UnaryOperator<ServerServiceDefinition> around) {
@@ -110,6 +114,18 @@ public final class UnixSocketServer {
             List<ServerInterceptor> interceptors,
             List<ServerInterceptor> observers)
             throws IOException {
+        return start(endpoint, services, standIns, interceptors, observers, new CallThreads());
+    }
+
+    /** {@link #start(Endpoint, List, List, List, List)}, the calls running on {@code threads}, which it closes at its stop. */
+    static UnixSocketServer start(
+            Endpoint endpoint,
+            List<ServerServiceDefinition> services,
+            List<ServerServiceDefinition> standIns,
+            List<ServerInterceptor> interceptors,
+            List<ServerInterceptor> observers,
+            CallThreads threads)
+            throws IOException {
         if (!Epoll.isAvailable()) {
             throw new IOException("the epoll transport is unavailable on this host: " + Epoll.unavailabilityCause());
         }
@@ -120,22 +136,19 @@ public final class UnixSocketServer {
         EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
         EventLoopGroup workers = new MultiThreadIoEventLoopGroup(2, EpollIoHandler.newFactory());
         // A call is looked up on the transport thread, and then placed (CallPlacement): most on a
-        // platform thread of their own, made as calls come and ended after 10 s without one. A call
-        // left in a system call on a pool that does not answer holds that thread alone; on a virtual
-        // thread it would hold a carrier, and with it other calls. CallDeadlines answers it in time.
-        ExecutorService calls = new ThreadPoolExecutor(
-                0,
-                Integer.MAX_VALUE,
-                10,
-                TimeUnit.SECONDS,
-                new SynchronousQueue<>(),
-                Thread.ofPlatform().name("call-", 0).daemon().factory());
+        // platform thread of their own (CallThreads), which CallDeadlines answers in time.
         NettyServerBuilder builder = NettyServerBuilder.forAddress(new DomainSocketAddress(socket.toString()))
                 .channelType(EpollServerDomainSocketChannel.class)
                 .bossEventLoopGroup(boss)
                 .workerEventLoopGroup(workers)
                 .directExecutor()
-                .callExecutor(new CallPlacement(calls));
+                .callExecutor(new CallPlacement(threads))
+                // What one client can hold: calls at once on a connection (the sidecars' workers
+                // share one), and the bytes of a request and of its headers, the gRPC defaults
+                // stated here; a CSI request is a few KiB.
+                .maxConcurrentCallsPerConnection(MOST_CALLS_PER_CONNECTION)
+                .maxInboundMessageSize(MOST_REQUEST_BYTES)
+                .maxInboundMetadataSize(MOST_HEADER_BYTES);
         MalformedRequestGuard malformed = new MalformedRequestGuard();
         UnaryOperator<ServerServiceDefinition> around = service -> ServerInterceptors.intercept(
                 malformed.wrap(ServerInterceptors.intercept(service, interceptors)), observers);
@@ -151,7 +164,7 @@ public final class UnixSocketServer {
         Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-rw----"));
         health.setStatus("", HealthCheckResponse.ServingStatus.SERVING);
         log.info("listening on unix://{}", socket);
-        return new UnixSocketServer(socket, server, boss, workers, calls, health, later, around);
+        return new UnixSocketServer(socket, server, boss, workers, threads, health, later, around);
     }
 
     /** Serves {@code services} from now on, through the same interceptors, each in place of its stand-in. */
@@ -210,7 +223,7 @@ public final class UnixSocketServer {
         } finally {
             boss.shutdownGracefully(0, 1, TimeUnit.SECONDS);
             workers.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-            calls.shutdownNow();
+            calls.close();
             try {
                 Files.deleteIfExists(socket);
             } catch (IOException e) {

@@ -36,7 +36,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * A call whose thread waits on what does not answer (a pool whose server is gone) is answered
  * UNAVAILABLE before the client's deadline, other calls go on, the late answer is dropped, and once
- * too many calls run past their deadlines new ones are refused at once, Probe excepted.
+ * too many calls run past their deadlines, or all threads for calls are taken, new ones are refused
+ * at once, unstage and Probe excepted.
  */
 class CallDeadlinesTest {
 
@@ -82,12 +83,19 @@ class CallDeadlinesTest {
     private ManagedChannel channel;
 
     private CallDeadlines serve(int mostStuck) throws Exception {
-        CallDeadlines deadlines = new CallDeadlines(mostStuck);
+        return serve(mostStuck, new CallThreads(), CallDeadlines.WITHOUT_DEADLINE);
+    }
+
+    private CallDeadlines serve(int mostStuck, CallThreads threads, Duration withoutDeadline) throws Exception {
+        CallDeadlines deadlines = new CallDeadlines(mostStuck, threads.most(), withoutDeadline);
         Path socket = dir.resolve("csi.sock");
         server = UnixSocketServer.start(
                 Endpoint.parse(socket.toString()),
                 List.of(node.bindService(), new ReadyIdentity().bindService()),
-                List.of(new StatusInterceptor(), deadlines, new CallLoggingInterceptor()));
+                List.of(),
+                List.of(new StatusInterceptor(), deadlines, new CallLoggingInterceptor()),
+                List.of(),
+                threads);
         channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
                 .channelType(EpollDomainSocketChannel.class)
                 .eventLoopGroup(clientLoop)
@@ -159,15 +167,62 @@ class CallDeadlinesTest {
     }
 
     @Test
-    void onceTooManyCallsRunPastTheirDeadlinesOthersAreRefusedAtOnceButProbe() throws Exception {
+    void onceTooManyCallsRunPastTheirDeadlinesOthersAreRefusedAtOnceButUnstageAndProbe() throws Exception {
         CallDeadlines deadlines = serve(1);
         assertRetryLater(this::stage, "did not finish within");
 
-        assertRetryLater(this::unstage, "refused: 1 calls are still running past their deadlines");
+        assertRetryLater(this::stage, "refused: 1 calls are still running past their deadlines");
+        unstage(); // lets go of a volume without the pool: never refused for stuck calls
         probe();
 
         node.poolAnswers.countDown();
         awaitTrue("the call's thread returned", () -> deadlines.stuck() == 0);
+        stage();
+    }
+
+    @Test
+    void aCallGivenAFarDeadlineCountsAsStuckOnceItRunsLongerThanACallWithoutOne() throws Exception {
+        CallDeadlines deadlines = serve(1, new CallThreads(), Duration.ofMillis(300));
+        NodeGrpc.NodeStub async = NodeGrpc.newStub(channel).withDeadlineAfter(1, TimeUnit.HOURS);
+        async.nodeStageVolume(NodeStageVolumeRequest.getDefaultInstance(), new NoReply<>());
+
+        awaitTrue("a call an hour from its deadline counted as stuck", () -> deadlines.stuck() == 1);
+        assertRetryLater(this::stage, "refused: 1 calls are still running past their deadlines");
+
+        node.poolAnswers.countDown();
+        awaitTrue("the call's thread returned", () -> deadlines.stuck() == 0);
+    }
+
+    @Test
+    void callsBeyondTheThreadCeilingAreRefusedAtOnceWhileUnstageAndProbeHaveThreadsOfTheirOwn() throws Exception {
+        CallThreads threads = new CallThreads(2, 1, CallThreads.KEEP_ALIVE);
+        serve(CallDeadlines.MOST_STUCK, threads, CallDeadlines.WITHOUT_DEADLINE);
+        NodeGrpc.NodeStub async =
+                NodeGrpc.newStub(channel).withDeadlineAfter(CLIENT_DEADLINE_MS, TimeUnit.MILLISECONDS);
+        async.nodeStageVolume(NodeStageVolumeRequest.getDefaultInstance(), new NoReply<>());
+        async.nodeStageVolume(NodeStageVolumeRequest.getDefaultInstance(), new NoReply<>());
+        awaitTrue("both threads for calls taken", () -> threads.forCall(STAGE) == null);
+
+        assertRetryLater(this::stage, "refused: all 2 threads for calls are busy");
         unstage();
+        probe();
+
+        node.poolAnswers.countDown();
+        awaitTrue("the threads are free again", () -> threads.forCall(STAGE) != null);
+        stage();
+    }
+
+    private static final String STAGE = NodeGrpc.getNodeStageVolumeMethod().getFullMethodName();
+
+    /** A client that does not wait for the answer. */
+    private static final class NoReply<T> implements StreamObserver<T> {
+        @Override
+        public void onNext(T value) {}
+
+        @Override
+        public void onError(Throwable t) {}
+
+        @Override
+        public void onCompleted() {}
     }
 }

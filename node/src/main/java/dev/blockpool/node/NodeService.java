@@ -47,6 +47,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.Executor;
 import java.util.function.Supplier;
 
 /**
@@ -72,10 +73,21 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
     private final KubeletPaths paths;
     private final OperationLocks locks;
     private final FullPoolGuard fullPoolGuard;
+    private final Executor restOfInPlaceCalls;
 
+    /**
+     * {@code restOfInPlaceCalls}: where a stats call answered in place goes on when the kernel's
+     * caches do not resolve its path; it refuses when its threads are all taken.
+     */
     public NodeService(
-            NodeIdentity identity, VolumeCatalog volumes, NodeHost host, KubeletPaths paths, OperationLocks locks) {
+            NodeIdentity identity,
+            VolumeCatalog volumes,
+            NodeHost host,
+            KubeletPaths paths,
+            OperationLocks locks,
+            Executor restOfInPlaceCalls) {
         this.identity = identity;
+        this.restOfInPlaceCalls = restOfInPlaceCalls;
         this.volumes = volumes;
         this.host = host;
         this.paths = paths;
@@ -254,10 +266,11 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             UnaryReply.send(response, VolumeStatsMapper.toResponse(cached.get()));
             return;
         }
-        InPlaceCalls.elsewhere(() -> UnaryReply.sendFrom(
+        InPlaceCalls.elsewhere(
+                restOfInPlaceCalls,
                 response,
                 NodeGrpc.getNodeGetVolumeStatsMethod().getFullMethodName(),
-                () -> VolumeStatsMapper.toResponse(usageInMountTable(volumeId, image, volumePath))));
+                () -> VolumeStatsMapper.toResponse(usageInMountTable(volumeId, image, volumePath)));
     }
 
     private VolumeStats.Usage usageInMountTable(String volumeId, Path image, String volumePath) {

@@ -68,7 +68,8 @@ class NodePathSafetyRealHostTest {
                 new PoolVolumeCatalog(pool),
                 NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()),
                 new KubeletPaths(pool.root(), socket),
-                new OperationLocks()));
+                new OperationLocks(),
+                Runnable::run));
         node = NodeGrpc.newBlockingStub(served.channel());
     }
 

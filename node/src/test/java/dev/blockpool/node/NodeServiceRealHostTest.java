@@ -93,7 +93,8 @@ class NodeServiceRealHostTest {
                 new PoolVolumeCatalog(pool),
                 NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()),
                 new KubeletPaths(pool.root(), dir.resolve("csi.sock")),
-                locks);
+                locks,
+                Runnable::run);
         InProcessCsi server = InProcessCsi.serve(fresh);
         served.add(server);
         return NodeGrpc.newBlockingStub(server.channel());

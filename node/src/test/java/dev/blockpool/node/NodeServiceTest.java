@@ -115,7 +115,8 @@ class NodeServiceTest {
                 volumes,
                 fake.nodeHost(),
                 new KubeletPaths(dir.resolve("pool"), dir.resolve("csi.sock")),
-                locks));
+                locks,
+                Runnable::run));
         node = NodeGrpc.newBlockingStub(served.channel());
     }
 

@@ -98,7 +98,8 @@ class VolumeHealthRealHostTest {
                 new PoolVolumeCatalog(pool),
                 NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()),
                 new KubeletPaths(pool.root(), dir.resolve("csi.sock")),
-                locks));
+                locks,
+                Runnable::run));
         closing.add(server::close);
         return NodeGrpc.newBlockingStub(server.channel());
     }
