@@ -1,14 +1,19 @@
 package dev.blockpool.metrics;
 
-import io.prometheus.metrics.exporter.httpserver.HTTPServer;
+import com.sun.net.httpserver.Filter;
+import com.sun.net.httpserver.HttpServer;
+import io.prometheus.metrics.exporter.httpserver.MetricsHandler;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.util.Map;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
 /**
- * Serves a registry's metrics at {@code /metrics} in the Prometheus text format, through the
- * Prometheus client's exporter on the JDK's HTTP server. Each scrape runs on a virtual thread
+ * Serves a registry's metrics at {@code /metrics} in the Prometheus text format (or any format
+ * the scraper asks for), through the Prometheus client's handler on the JDK's HTTP server. Each scrape runs on a virtual thread
  * of its own: the server then keeps only its dispatcher thread between scrapes, where its
  * default pool would keep platform threads and their stacks (docs/performance.md).
  *
@@ -31,10 +36,15 @@ public final class MetricsEndpoint implements AutoCloseable {
             "sun.net.httpserver.maxReqTime", "10", // seconds to send a request
             "sun.net.httpserver.maxRspTime", "30"); // seconds to take the answer
 
-    private final HTTPServer server;
+    /** What answers {@code GET /-/healthy}, as the exporter's own server does: a check that writes no metrics. */
+    private static final byte[] HEALTHY = "Exporter is healthy.\n".getBytes(StandardCharsets.UTF_8);
 
-    private MetricsEndpoint(HTTPServer server) {
+    private final HttpServer server;
+    private final ExecutorService scrapes;
+
+    private MetricsEndpoint(HttpServer server, ExecutorService scrapes) {
         this.server = server;
+        this.scrapes = scrapes;
     }
 
     public static MetricsEndpoint start(HttpAddress address, PrometheusRegistry registry) throws IOException {
@@ -43,27 +53,50 @@ public final class MetricsEndpoint implements AutoCloseable {
         // classes initialise; a -D option still wins.
         System.getProperties().putIfAbsent("sun.net.httpserver.nodelay", "true");
         BOUNDS.forEach(System.getProperties()::putIfAbsent);
-        HTTPServer.Builder builder = HTTPServer.builder()
-                .port(address.port())
-                .registry(registry)
-                .executorService(Executors.newVirtualThreadPerTaskExecutor());
-        if (!address.host().isEmpty()) {
-            builder.hostname(address.host());
-        }
+        InetSocketAddress bind = address.host().isEmpty()
+                ? new InetSocketAddress(address.port())
+                : new InetSocketAddress(address.host(), address.port());
+        HttpServer server;
         try {
-            return new MetricsEndpoint(builder.buildAndStart());
+            server = HttpServer.create(bind, 0);
         } catch (IOException e) {
             throw new IOException("cannot serve metrics on " + address + ": " + e.getMessage(), e);
         }
+        ExecutorService scrapes = Executors.newVirtualThreadPerTaskExecutor();
+        server.setExecutor(scrapes);
+        server.createContext("/metrics", new MetricsHandler(registry))
+                .getFilters()
+                .add(ONE_EXCHANGE_PER_CONNECTION);
+        server.createContext("/-/healthy", exchange -> {
+                    exchange.sendResponseHeaders(200, HEALTHY.length);
+                    try (var body = exchange.getResponseBody()) {
+                        body.write(HEALTHY);
+                    }
+                })
+                .getFilters()
+                .add(ONE_EXCHANGE_PER_CONNECTION);
+        server.start();
+        return new MetricsEndpoint(server, scrapes);
     }
+
+    /**
+     * Each connection is closed after its answer: the server reads a connection's next request
+     * only when the answer before has gone, so a client that sends many at once (a pipeline) and
+     * goes would leave scrape after scrape to be made for nobody, and the port busy long after it.
+     * A scraper asks every few seconds; a connection each costs it nothing it would notice.
+     */
+    private static final Filter ONE_EXCHANGE_PER_CONNECTION = Filter.beforeHandler(
+            "one exchange per connection",
+            exchange -> exchange.getResponseHeaders().set("Connection", "close"));
 
     /** The port it listens on: the one asked for, or the one the system chose for port 0. */
     public int port() {
-        return server.getPort();
+        return server.getAddress().getPort();
     }
 
     @Override
     public void close() {
-        server.close();
+        server.stop(0);
+        scrapes.shutdownNow();
     }
 }

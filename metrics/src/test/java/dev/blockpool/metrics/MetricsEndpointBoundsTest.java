@@ -3,6 +3,7 @@ package dev.blockpool.metrics;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.prometheus.metrics.core.metrics.Gauge;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.io.IOException;
 import java.io.InputStream;
@@ -13,29 +14,38 @@ import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
  * What a client of the metrics port, which any pod can reach, can make the server hold: a
- * request's headers and the connections are bounded, and what goes beyond is closed, not kept.
+ * request's headers and the connections are bounded, and what goes beyond is closed, not kept; a
+ * connection gets one answer, however many requests it sent ahead.
  */
 class MetricsEndpointBoundsTest {
 
     private static final int SEVERAL_SECONDS = 5_000;
 
-    private static MetricsEndpoint endpoint;
+    private MetricsEndpoint endpoint;
+    /** Scrapes the server made: each reads this gauge once. */
+    private final AtomicInteger scrapes = new AtomicInteger();
 
-    @BeforeAll
-    static void start() throws IOException {
+    /** A server of its own for each test: what one test leaves open is no other's concern. */
+    @BeforeEach
+    void start() throws IOException {
         PrometheusRegistry registry = new PrometheusRegistry();
         Gauge.builder().name("bounds_test").register(registry).set(1);
+        GaugeWithCallback.builder()
+                .name("bounds_test_scrapes")
+                .callback(callback -> callback.call(scrapes.incrementAndGet()))
+                .register(registry);
         endpoint = MetricsEndpoint.start(new HttpAddress("127.0.0.1", 0), registry);
     }
 
-    @AfterAll
-    static void stop() {
+    @AfterEach
+    void stop() {
         endpoint.close();
     }
 
@@ -79,6 +89,22 @@ class MetricsEndpointBoundsTest {
         }
     }
 
+    @Test
+    void requestsSentAheadOnOneConnectionGetOneScrapeAndTheConnectionEnds() throws IOException {
+        try (Socket client = connect()) {
+            // A pipeline, from a client that may be gone by the time of the second answer.
+            client.getOutputStream()
+                    .write("GET /metrics HTTP/1.1\r\nHost: scraper\r\n\r\n"
+                            .repeat(20)
+                            .getBytes(StandardCharsets.US_ASCII));
+            // The answer itself may be lost: closed with requests unread, the connection is reset.
+            assertThat(answerOrEnd(client)).as("the server's answer").isEqualTo(Answer.ENDED);
+        }
+        assertThat(scrapes.get())
+                .as("scrapes made for 20 requests on one connection")
+                .isEqualTo(1);
+    }
+
     private enum Answer {
         /** Nothing came and the connection is still open. */
         WAITING,
@@ -86,7 +112,7 @@ class MetricsEndpointBoundsTest {
         ENDED
     }
 
-    private static Socket connect() throws IOException {
+    private Socket connect() throws IOException {
         Socket client = new Socket();
         client.connect(new InetSocketAddress("127.0.0.1", endpoint.port()), SEVERAL_SECONDS);
         client.setSoTimeout(SEVERAL_SECONDS);
