@@ -43,11 +43,20 @@ public final class UnixSocketServer {
 
     private static final Logger log = LoggerFactory.getLogger(UnixSocketServer.class);
 
-    /** Calls at once on one connection: beyond, the client's next call waits for one to end. */
-    static final int MOST_CALLS_PER_CONNECTION = 256;
-    /** The largest request taken; larger ones are refused with RESOURCE_EXHAUSTED. */
-    static final int MOST_REQUEST_BYTES = 4 << 20;
-    /** The most bytes of a call's headers. */
+    /**
+     * Calls at once on one connection: beyond, the client's next call waits for one to end (the
+     * sidecars' 100 workers share one). With {@link #MOST_REQUEST_BYTES}, what one connection can
+     * make the driver hold in requests.
+     */
+    static final int MOST_CALLS_PER_CONNECTION = 128;
+    /**
+     * The largest request taken, larger ones refused with RESOURCE_EXHAUSTED: a CSI request is a
+     * few KiB (the driver takes no secrets; a group snapshot of 1,000 volumes names them in 128
+     * KiB). A call holds its request while it runs, so this times the calls that can run at once
+     * is what requests can take of the heap.
+     */
+    static final int MOST_REQUEST_BYTES = 128 << 10;
+    /** The most bytes of a call's headers, as gRPC's default. */
     static final int MOST_HEADER_BYTES = 8 << 10;
 
     private final Path socket;
@@ -143,9 +152,7 @@ public final class UnixSocketServer {
                 .workerEventLoopGroup(workers)
                 .directExecutor()
                 .callExecutor(new CallPlacement(threads))
-                // What one client can hold: calls at once on a connection (the sidecars' workers
-                // share one), and the bytes of a request and of its headers, the gRPC defaults
-                // stated here; a CSI request is a few KiB.
+                // What one client can make the driver hold.
                 .maxConcurrentCallsPerConnection(MOST_CALLS_PER_CONNECTION)
                 .maxInboundMessageSize(MOST_REQUEST_BYTES)
                 .maxInboundMetadataSize(MOST_HEADER_BYTES);

@@ -3,7 +3,21 @@ package dev.blockpool.driver;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.google.protobuf.ByteString;
+import com.google.protobuf.UnknownFieldSet;
+import csi.v1.Csi.NodeGetInfoRequest;
+import csi.v1.Csi.NodeGetInfoResponse;
+import csi.v1.NodeGrpc;
 import dev.blockpool.common.Endpoint;
+import io.grpc.ManagedChannel;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
+import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
+import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
@@ -13,6 +27,7 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermission;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -48,6 +63,47 @@ class UnixSocketServerTest {
         Path notASocket = Files.writeString(dir.resolve("csi.sock"), "data");
         assertThatThrownBy(() -> UnixSocketServer.clearStaleSocket(notASocket)).hasMessageContaining("is not a socket");
         assertThat(notASocket).hasContent("data");
+    }
+
+    @Test
+    void aRequestLargerThanAnyCsiRequestIsRefusedAndTheNextOneServed() throws Exception {
+        Path socket = dir.resolve("csi.sock");
+        NodeGrpc.NodeImplBase node = new NodeGrpc.NodeImplBase() {
+            @Override
+            public void nodeGetInfo(NodeGetInfoRequest request, StreamObserver<NodeGetInfoResponse> response) {
+                response.onNext(NodeGetInfoResponse.newBuilder().setNodeId("n").build());
+                response.onCompleted();
+            }
+        };
+        UnixSocketServer server =
+                UnixSocketServer.start(Endpoint.parse(socket.toString()), List.of(node.bindService()), List.of());
+        ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
+                .channelType(EpollDomainSocketChannel.class)
+                .eventLoopGroup(new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory()))
+                .usePlaintext()
+                .build();
+        try {
+            NodeGrpc.NodeBlockingStub stub = NodeGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS);
+            // An unknown field of the size of a Kubernetes Secret: what parses is not what is bounded.
+            NodeGetInfoRequest large = NodeGetInfoRequest.newBuilder()
+                    .setUnknownFields(UnknownFieldSet.newBuilder()
+                            .addField(
+                                    99,
+                                    UnknownFieldSet.Field.newBuilder()
+                                            .addLengthDelimited(ByteString.copyFrom(new byte[1 << 20]))
+                                            .build())
+                            .build())
+                    .build();
+            assertThatThrownBy(() -> stub.nodeGetInfo(large))
+                    .isInstanceOfSatisfying(
+                            StatusRuntimeException.class,
+                            e -> assertThat(e.getStatus().getCode()).isEqualTo(Status.Code.RESOURCE_EXHAUSTED));
+            assertThat(stub.nodeGetInfo(NodeGetInfoRequest.getDefaultInstance()).getNodeId())
+                    .isEqualTo("n");
+        } finally {
+            channel.shutdownNow();
+            server.stop(Duration.ofSeconds(1));
+        }
     }
 
     @Test
