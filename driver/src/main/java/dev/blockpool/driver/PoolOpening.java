@@ -49,6 +49,15 @@ final class PoolOpening implements Readiness {
     /** What the opening gives: the open pool, what it took in it, and how ready it is from then on. */
     record Opened(Pool pool, MemberFreeze freeze, Optional<NodeClaim> nodeClaim, Readiness readiness) {
 
+        /**
+         * The driver has begun to stop: no claim on the pool is taken from now on, by a late call,
+         * Probe or the background work; those held stay until {@link #release}.
+         */
+        void stopClaiming() {
+            pool.controllerClaim().stopTaking();
+            nodeClaim.ifPresent(NodeClaim::stopTaking);
+        }
+
         /** Lets the pool's claims go for good: nothing of this driver takes them again. */
         void release() {
             pool.controllerClaim().close();
