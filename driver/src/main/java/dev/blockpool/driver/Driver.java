@@ -261,7 +261,7 @@ public final class Driver {
             serveInBackground(openAtStart.get(), nodeHost, locks, running);
         } else {
             log.warn(
-                    "the pool {} has not answered within {}: Probe answers not ready and every call but "
+                    "the pool {} has not opened within {}: Probe answers not ready and every call but "
                             + "Identity's UNAVAILABLE until it does; the start goes on then",
                     config.poolDir(),
                     BlockingCalls.describe(POOL_ANSWERS_WITHIN));

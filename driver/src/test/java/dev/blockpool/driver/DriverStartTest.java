@@ -24,7 +24,10 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The pool's reconcile runs once the driver serves, beside its calls rather than before them. */
+/**
+ * The pool's reconcile runs once the driver serves, beside its calls rather than before them; a
+ * pool that cannot be opened yet is tried again, not the end of the start.
+ */
 class DriverStartTest {
 
     @TempDir
@@ -71,5 +74,43 @@ class DriverStartTest {
         assertThat(orphan).as("an image without metadata, after start-up").doesNotExist();
         assertThat(pool.volumes().find(kept.id())).contains(kept);
         assertThat(pool.volumes().imagePath(kept.id())).exists();
+    }
+
+    @Test
+    void aPoolDirectoryThatCannotBeMadeYetIsTriedAgainUntilItCan() throws Exception {
+        // as a pool whose filesystem is not mounted yet fails, at once, within the start's wait
+        Path notYet = Files.writeString(dir.resolve("mount"), "");
+        Path poolDir = notYet.resolve("pool");
+        Driver.Running running = new Driver(
+                        new DriverConfig(
+                                Endpoint.parse(dir.resolve("csi.sock").toString()),
+                                "node-1",
+                                "blockpool.csi.dev",
+                                poolDir,
+                                Mode.CONTROLLER,
+                                8),
+                        "test",
+                        new Driver.Background(Duration.ofDays(1), step -> {}))
+                .start();
+        try {
+            while (!running.opening().problems().getFirst().contains("does not open")) {
+                Thread.sleep(50); // the first try fails at once; on a slow machine it may outlast the start's wait
+            }
+            assertThat(running.opening().problems())
+                    .singleElement()
+                    .asString()
+                    .contains("does not open", "cannot create pool directory " + poolDir)
+                    .endsWith("the driver tries again until it does");
+
+            Files.delete(notYet);
+            Files.createDirectory(notYet);
+            while (!running.opening().problems().isEmpty()) {
+                Thread.sleep(50); // the next try comes after its pause, however long the machine takes
+            }
+            assertThat(running.opening().served()).isPresent();
+            assertThat(poolDir.resolve("volumes")).isDirectory();
+        } finally {
+            running.stop(Duration.ofSeconds(5));
+        }
     }
 }
