@@ -2,7 +2,6 @@ package dev.blockpool.driver;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.blockpool.common.Endpoint;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;
@@ -185,17 +184,7 @@ class DriverStopTest {
 
     private Driver.Running start(Path poolDir, String name, Duration delay, dev.blockpool.pool.ReconcileSteps steps)
             throws Exception {
-        return new Driver(
-                        new DriverConfig(
-                                Endpoint.parse(dir.resolve(name + ".sock").toString()),
-                                "node-1",
-                                "blockpool.csi.dev",
-                                poolDir,
-                                Mode.CONTROLLER,
-                                8),
-                        "test",
-                        new Driver.Background(delay, steps))
-                .start();
+        return DriverStartTest.controller(dir.resolve(name + ".sock"), poolDir, delay, steps);
     }
 
     /** A pool with what crashes leave (a temporary file, two images without metadata) beside a committed volume. */
