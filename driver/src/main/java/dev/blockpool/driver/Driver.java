@@ -126,16 +126,19 @@ public final class Driver {
         }
 
         /**
-         * Stops serving and everything beside the calls, within {@code grace}: the background work
-         * is told to end first, the calls in flight are drained, and the background work is waited
-         * for. Then the controller's claim on the pool is let go for good: once this returns,
-         * nothing of this driver writes in the pool or takes the claim. A pool that has not opened
+         * Stops serving and everything beside the calls, within {@code grace}: no claim on the pool
+         * is taken from the moment it begins, the background work is told to end, the calls in
+         * flight are drained, and the background work is waited for. Then the claims are let go
+         * for good: once this returns, nothing of this driver writes in the pool or takes a claim. A pool that has not opened
          * yet is not waited for: its opening goes no further than the step it waits in.
          */
         public void stop(Duration grace) {
             long deadline = System.nanoTime() + grace.toNanos();
             Optional<PoolOpening.Opened> opened = opening.stop();
-            opened.ifPresent(_ -> background.requestStop());
+            opened.ifPresent(open -> {
+                open.stopClaiming(); // before anything else, so that nothing races the stop to a claim
+                background.requestStop();
+            });
             memory.close();
             server.stop(grace);
             boolean ended = opened.isEmpty() || background.stop(deadline);
@@ -258,7 +261,7 @@ public final class Driver {
             serveInBackground(openAtStart.get(), nodeHost, locks, running);
         } else {
             log.warn(
-                    "the pool {} has not answered within {}: Probe answers not ready and every call but "
+                    "the pool {} has not opened within {}: Probe answers not ready and every call but "
                             + "Identity's UNAVAILABLE until it does; the start goes on then",
                     config.poolDir(),
                     BlockingCalls.describe(POOL_ANSWERS_WITHIN));

@@ -1,6 +1,7 @@
 package dev.blockpool.driver;
 
 import dev.blockpool.common.BlockingCalls;
+import dev.blockpool.common.StorageException;
 import dev.blockpool.controller.MemberFreeze;
 import dev.blockpool.csi.StatusInterceptor;
 import dev.blockpool.identity.Readiness;
@@ -32,8 +33,10 @@ import org.slf4j.LoggerFactory;
  * livenessprobe find a socket that answers. Until the pool's services are served, Probe answers
  * not ready and every call but Identity's {@code UNAVAILABLE}, both naming the pool and since
  * when; once the pool answers, the start goes on from there, without a restart. A step that fails
- * once the start has stopped waiting (the waiting system call ended by an error, as a FUSE mount
- * whose daemon is gone ends it) is tried again, from the first step: each is idempotent.
+ * (the waiting system call ended by an error, as a FUSE mount whose daemon is gone ends it, or a
+ * pool directory not yet mounted) is tried again, from the first step, after a pause that grows:
+ * each is idempotent. A failure is never the end of the start, and never leaves it half open:
+ * what a failed try took is let go, and Probe says why the pool is not open yet.
  *
  * <p>A stop lets no further step begin: a step under way when it came (a system call waiting on
  * the pool) ends where it is once the pool answers, and what the opening took is let go.
@@ -48,6 +51,15 @@ final class PoolOpening implements Readiness {
 
     /** What the opening gives: the open pool, what it took in it, and how ready it is from then on. */
     record Opened(Pool pool, MemberFreeze freeze, Optional<NodeClaim> nodeClaim, Readiness readiness) {
+
+        /**
+         * The driver has begun to stop: no claim on the pool is taken from now on, by a late call,
+         * Probe or the background work; those held stay until {@link #release}.
+         */
+        void stopClaiming() {
+            pool.controllerClaim().stopTaking();
+            nodeClaim.ifPresent(NodeClaim::stopTaking);
+        }
 
         /** Lets the pool's claims go for good: nothing of this driver takes them again. */
         void release() {
@@ -64,16 +76,17 @@ final class PoolOpening implements Readiness {
 
     private final Path pool;
     private final Instant since;
-    private final CountDownLatch done = new CountDownLatch(1);
+    /** Counted down once the first try has ended, opened or failed. */
+    private final CountDownLatch firstTry = new CountDownLatch(1);
+
     private final Thread thread;
 
     // guarded by this
     private Opened opened;
-    private RuntimeException failure;
-    private Consumer<Opened> whenOpen;
-    /** Whether the start has stopped waiting: a failure is then tried again rather than thrown. */
-    private boolean notAwaited;
+    /** Why the last try failed; null while none has. */
+    private Throwable failure;
 
+    private Consumer<Opened> whenOpen;
     private boolean stopping;
     private boolean served;
 
@@ -90,18 +103,17 @@ final class PoolOpening implements Readiness {
         return opening;
     }
 
-    /** The pool once it has opened within {@code wait}, else empty; the opening's failure is thrown. */
+    /**
+     * The pool once it has opened within {@code wait}, else empty: while it does not answer, and
+     * at once when its first try failed (it is tried again; {@link #problems} says why).
+     */
     Optional<Opened> awaitWithin(Duration wait) {
         try {
-            done.await(wait.toNanos(), TimeUnit.NANOSECONDS);
+            firstTry.await(wait.toNanos(), TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
         synchronized (this) {
-            if (opened == null && failure != null) {
-                throw failure;
-            }
-            notAwaited = opened == null;
             return Optional.ofNullable(opened);
         }
     }
@@ -197,7 +209,7 @@ final class PoolOpening implements Readiness {
         }
         if (failure != null) {
             return "the pool " + pool + " does not open (since " + since + ", when the driver started): "
-                    + failure.getMessage() + "; the driver tries again until it does";
+                    + reason(failure) + "; the driver tries again until it does";
         }
         return "the pool " + pool + " does not answer (since " + since + ", when the driver started): its "
                 + "filesystem's server (NFS, GlusterFS, a FUSE daemon) or its mount is to be looked at; the "
@@ -208,41 +220,70 @@ final class PoolOpening implements Readiness {
         Duration pause = FIRST_PAUSE;
         while (true) {
             try {
-                Opened open = steps.open(this::beforeStep);
-                synchronized (this) {
-                    if (stopping) {
-                        open.release();
-                        throw new CancellationException("the driver stopped");
-                    }
-                    opened = open;
-                    if (whenOpen != null) {
-                        whenOpen.accept(open);
-                    }
-                    return;
-                }
+                tryOnce(steps);
+                return;
             } catch (CancellationException e) {
                 log.info("the pool {} answered after the driver stopped: its start goes no further", pool);
                 return;
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | LinkageError e) {
+                // LinkageError: a binding of the C library that failed; anything else is the JVM's end
                 synchronized (this) {
                     failure = e;
-                    if (!notAwaited || stopping) {
-                        return; // the start throws it, or it has stopped
+                    if (stopping) {
+                        return;
                     }
-                    log.warn(
-                            "cannot open the pool {}: {}; trying again in {}",
-                            pool,
-                            e.getMessage(),
-                            BlockingCalls.describe(pause));
                 }
+                logFailure(e, pause);
             } finally {
-                done.countDown();
+                firstTry.countDown();
             }
             if (!pauseUnlessStopping(pause)) {
                 return;
             }
             pause = pause.multipliedBy(2).compareTo(LAST_PAUSE) < 0 ? pause.multipliedBy(2) : LAST_PAUSE;
         }
+    }
+
+    /**
+     * One try: the steps, then what {@link #whenOpen} was given. A try that fails once the steps
+     * have taken their claims lets them go, so that the next try finds them free.
+     */
+    private void tryOnce(Steps steps) {
+        Opened open = steps.open(this::beforeStep);
+        synchronized (this) {
+            if (stopping) {
+                open.release();
+                throw new CancellationException("the driver stopped");
+            }
+            try {
+                opened = open;
+                if (whenOpen != null) {
+                    whenOpen.accept(open);
+                }
+                failure = null;
+            } catch (RuntimeException | LinkageError e) {
+                opened = null;
+                served = false;
+                open.release();
+                throw e;
+            }
+        }
+    }
+
+    private void logFailure(Throwable e, Duration pause) {
+        String again = BlockingCalls.describe(pause);
+        if (e instanceof StorageException || e instanceof IllegalArgumentException) {
+            log.warn("cannot open the pool {}: {}; trying again in {}", pool, e.getMessage(), again);
+        } else {
+            log.warn("cannot open the pool {}; trying again in {}", pool, again, e);
+        }
+    }
+
+    /** What a failure says to a person: its message, never a Java class name. */
+    private static String reason(Throwable failure) {
+        return failure.getMessage() != null && !(failure instanceof LinkageError)
+                ? failure.getMessage()
+                : "an unexpected error in the driver; its log has the details";
     }
 
     /** Waits {@code pause}, or less when the driver stops; false when it stops. */

@@ -8,6 +8,7 @@ import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.ReconcileSteps;
 import dev.blockpool.pool.Volume;
 import dev.blockpool.pool.VolumeSpec;
 import java.nio.file.Files;
@@ -24,7 +25,10 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The pool's reconcile runs once the driver serves, beside its calls rather than before them. */
+/**
+ * The pool's reconcile runs once the driver serves, beside its calls rather than before them; a
+ * pool that cannot be opened yet is tried again, not the end of the start.
+ */
 class DriverStartTest {
 
     @TempDir
@@ -48,21 +52,11 @@ class DriverStartTest {
 
         // the reconcile's last step says when it is done: no waiting on its start delay
         CountDownLatch done = new CountDownLatch(1);
-        Driver.Running running = new Driver(
-                        new DriverConfig(
-                                Endpoint.parse(dir.resolve("csi.sock").toString()),
-                                "node-1",
-                                "blockpool.csi.dev",
-                                poolDir,
-                                Mode.CONTROLLER,
-                                8),
-                        "test",
-                        new Driver.Background(Duration.ZERO, step -> {
-                            if (step.equals("done")) {
-                                done.countDown();
-                            }
-                        }))
-                .start();
+        Driver.Running running = controller(dir.resolve("csi.sock"), poolDir, Duration.ZERO, step -> {
+            if (step.equals("done")) {
+                done.countDown();
+            }
+        });
         try {
             done.await();
         } finally {
@@ -71,5 +65,48 @@ class DriverStartTest {
         assertThat(orphan).as("an image without metadata, after start-up").doesNotExist();
         assertThat(pool.volumes().find(kept.id())).contains(kept);
         assertThat(pool.volumes().imagePath(kept.id())).exists();
+    }
+
+    @Test
+    void aPoolDirectoryThatCannotBeMadeYetIsTriedAgainUntilItCan() throws Exception {
+        // as a pool whose filesystem is not mounted yet fails, at once, within the start's wait
+        Path notYet = Files.writeString(dir.resolve("mount"), "");
+        Path poolDir = notYet.resolve("pool");
+        Driver.Running running = controller(dir.resolve("csi.sock"), poolDir, Duration.ofDays(1), step -> {});
+        try {
+            while (!running.opening().problems().getFirst().contains("does not open")) {
+                Thread.sleep(50); // the first try fails at once; on a slow machine it may outlast the start's wait
+            }
+            assertThat(running.opening().problems())
+                    .singleElement()
+                    .asString()
+                    .contains("does not open", "cannot create pool directory " + poolDir)
+                    .endsWith("the driver tries again until it does");
+
+            Files.delete(notYet);
+            Files.createDirectory(notYet);
+            while (!running.opening().problems().isEmpty()) {
+                Thread.sleep(50); // the next try comes after its pause, however long the machine takes
+            }
+            assertThat(running.opening().served()).isPresent();
+            assertThat(poolDir.resolve("volumes")).isDirectory();
+        } finally {
+            running.stop(Duration.ofSeconds(5));
+        }
+    }
+
+    /** A controller of a shared pool on {@code socket}, its reconcile {@code delay} after it serves, telling {@code steps}. */
+    static Driver.Running controller(Path socket, Path poolDir, Duration delay, ReconcileSteps steps) throws Exception {
+        return new Driver(
+                        new DriverConfig(
+                                Endpoint.parse(socket.toString()),
+                                "node-1",
+                                "blockpool.csi.dev",
+                                poolDir,
+                                Mode.CONTROLLER,
+                                8),
+                        "test",
+                        new Driver.Background(delay, steps))
+                .start();
     }
 }

@@ -2,7 +2,6 @@ package dev.blockpool.driver;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.blockpool.common.Endpoint;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;
@@ -109,6 +108,46 @@ class DriverStopTest {
         }
     }
 
+    @Test
+    void aClaimAskedForOnceTheStopHasBegunIsRefusedAndLeavesThePoolFree() throws Exception {
+        Path poolDir = leftovers("late-claim");
+        List<Optional<String>> lateClaims = new CopyOnWriteArrayList<>();
+        List<Optional<String>> othersClaims = new CopyOnWriteArrayList<>();
+        Driver.Running[] running = new Driver.Running[1];
+        CountDownLatch started = new CountDownLatch(1);
+        CountDownLatch stopped = new CountDownLatch(1);
+        Thread[] stopper = new Thread[1];
+        // The reconcile's first step holds the stop in its drain while, as a late call, a look of
+        // Probe's or the reindex would, the driver asks for the controller's claim.
+        running[0] = start(poolDir, "late-claim", Duration.ZERO, step -> {
+            if (stopper[0] != null) {
+                return;
+            }
+            awaitQuietly(started);
+            stopper[0] = Thread.ofPlatform().start(() -> {
+                running[0].stop(GRACE);
+                stopped.countDown();
+            });
+            awaitStopRequested(running[0]);
+            lateClaims.add(running[0].pool().controllerClaim().problem());
+            Pool other = Pool.open(poolDir, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ZERO);
+            othersClaims.add(other.controllerClaim().problem());
+            other.controllerClaim().release();
+        });
+        started.countDown();
+        stopped.await();
+
+        assertThat(lateClaims)
+                .singleElement()
+                .satisfies(problem -> assertThat(problem)
+                        .hasValueSatisfying(why -> assertThat(why).contains("stopping")));
+        assertThat(othersClaims)
+                .as("another controller takes the pool while this one still stops")
+                .containsExactly(Optional.empty());
+        assertThat(running[0].backgroundEnded()).isTrue();
+        assertClaimLetGo(running[0], poolDir);
+    }
+
     /** The steps of one whole reconcile of {@link #leftovers}, in order. */
     private List<String> allSteps() throws Exception {
         Path poolDir = leftovers("all");
@@ -145,17 +184,7 @@ class DriverStopTest {
 
     private Driver.Running start(Path poolDir, String name, Duration delay, dev.blockpool.pool.ReconcileSteps steps)
             throws Exception {
-        return new Driver(
-                        new DriverConfig(
-                                Endpoint.parse(dir.resolve(name + ".sock").toString()),
-                                "node-1",
-                                "blockpool.csi.dev",
-                                poolDir,
-                                Mode.CONTROLLER,
-                                8),
-                        "test",
-                        new Driver.Background(delay, steps))
-                .start();
+        return DriverStartTest.controller(dir.resolve(name + ".sock"), poolDir, delay, steps);
     }
 
     /** A pool with what crashes leave (a temporary file, two images without metadata) beside a committed volume. */

@@ -60,21 +60,6 @@ class MainTest {
     }
 
     @Test
-    void unwritablePoolDirectoryIsOneLine() throws Exception {
-        Path file = Files.writeString(dir.resolve("not-a-dir"), "");
-        int code = Main.run(
-                "--endpoint",
-                dir.resolve("csi.sock").toString(),
-                "--pool-dir",
-                file.resolve("pool").toString());
-        assertThat(code).isEqualTo(1);
-        // the start looks at the pool, not the command line: a pool that does not answer is not waited for there
-        assertThat(stderr())
-                .contains("ERROR Main - cannot start: cannot create pool directory " + file.resolve("pool"))
-                .hasLineCount(1);
-    }
-
-    @Test
     void badModeIsOneLine() {
         assertThat(Main.run(
                         "--endpoint",

@@ -1,10 +1,10 @@
 package dev.blockpool.driver;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.controller.MemberFreeze;
+import dev.blockpool.pool.NodeClaim;
 import dev.blockpool.pool.Pool;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -79,14 +79,57 @@ class PoolOpeningTest {
     }
 
     @Test
-    void aFailureWhileTheStartWaitsIsTheStartsFailure() {
-        PoolOpening opening = PoolOpening.start(dir, _ -> {
-            throw new IllegalArgumentException("pool directory " + dir + " is not a writable directory");
+    void aFailureWhileTheStartWaitsIsTriedAgainAndProbeSaysWhy() throws Exception {
+        AtomicInteger tries = new AtomicInteger();
+        PoolOpening opening = PoolOpening.start(dir, beforeEachStep -> {
+            if (tries.incrementAndGet() == 1) {
+                throw new IllegalArgumentException(
+                        "cannot create pool directory " + dir + ": Transport endpoint is not connected");
+            }
+            return open(beforeEachStep); // waits until the pool answers
         });
 
-        assertThatThrownBy(() -> opening.awaitWithin(AS_LONG_AS_IT_TAKES))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageEndingWith("is not a writable directory");
+        assertThat(opening.awaitWithin(AS_LONG_AS_IT_TAKES))
+                .as("the start serves without the pool rather than end")
+                .isEmpty();
+        assertThat(opening.problems())
+                .singleElement()
+                .asString()
+                .startsWith("the pool " + dir + " does not open (since ")
+                .contains("Transport endpoint is not connected")
+                .endsWith("the driver tries again until it does");
+
+        CountDownLatch served = servedOnceOpen(opening);
+        poolAnswers.countDown();
+        served.await();
+
+        assertThat(tries).hasValue(2);
+        assertThat(opening.problems()).isEmpty();
+        opening.stop();
+    }
+
+    @Test
+    void aTryThatFailsOnceItHoldsTheNodesClaimLetsItGoAndTheNextOneIsReady() throws Exception {
+        AtomicInteger serves = new AtomicInteger();
+        CountDownLatch served = new CountDownLatch(1);
+        PoolOpening opening = PoolOpening.start(dir, this::openClaimingTheNode);
+        assertThat(opening.awaitWithin(NOT_AT_ALL)).isEmpty();
+        opening.whenOpen(_ -> {
+            opening.serving();
+            if (serves.incrementAndGet() == 1) {
+                throw new IllegalStateException("cannot serve the pool's services");
+            }
+            served.countDown();
+        });
+
+        poolAnswers.countDown();
+        served.await();
+
+        assertThat(serves).hasValue(2);
+        assertThat(opening.problems())
+                .as("the node ID is this try's, not the failed one's")
+                .isEmpty();
+        opening.stop().ifPresent(PoolOpening.Opened::release);
     }
 
     @Test
@@ -131,6 +174,18 @@ class PoolOpeningTest {
         steps.add("write");
         Pool pool = Pool.open(dir.resolve("pool"), new ProcessCommandRunner(), Clock.systemUTC(), Duration.ZERO);
         return new PoolOpening.Opened(pool, MemberFreeze.NONE, Optional.empty(), List::of);
+    }
+
+    /** {@link #open}, taking the node's claim as the node's start does; ready while this try holds it. */
+    private PoolOpening.Opened openClaimingTheNode(Runnable beforeEachStep) {
+        PoolOpening.Opened open = open(beforeEachStep);
+        NodeClaim claim = open.pool().nodeClaim("node-1");
+        claim.problem(); // takes the ID when it is free
+        return new PoolOpening.Opened(
+                open.pool(),
+                MemberFreeze.NONE,
+                Optional.of(claim),
+                () -> claim.problem().map(List::of).orElse(List.of()));
     }
 
     private static void await(CountDownLatch latch) {

@@ -3,6 +3,8 @@ package dev.blockpool.metrics;
 import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.locks.LockSupport;
@@ -17,6 +19,11 @@ import org.slf4j.LoggerFactory;
  * {@link #INTERVAL} (or less often, see {@link #SPACING}): a scrape reads only what it left, so it costs the same however much there
  * is to count, and never waits on the pool or the host. Before the first census a gauge has no
  * sample, rather than a zero that would read as an empty pool.
+ *
+ * <p>The census runs on a platform thread of its own: its system calls on a pool that does not
+ * answer wait in the kernel, and on a virtual thread they would hold its carrier, and with it
+ * (one carrier under a CPU limit of 1) the metrics endpoint's virtual threads. Meanwhile a scrape
+ * answers from the last census, and its age says how old that is.
  */
 final class LastCensus<T> implements AutoCloseable {
 
@@ -31,27 +38,38 @@ final class LastCensus<T> implements AutoCloseable {
 
     private final String what;
     private final Supplier<T> take;
-    /** A census and when it was taken, in seconds since the epoch. */
-    private record Taken<T>(T figures, double at) {}
+    private final InstantSource clock;
+    private final Duration interval;
+    /** A census and when it was taken. */
+    private record Taken<T>(T figures, Instant at) {}
 
     private volatile Optional<Taken<T>> last = Optional.empty();
     private volatile boolean stopped;
     private final Thread taker;
 
-    private LastCensus(String what, Supplier<T> take, boolean background) {
+    private LastCensus(String what, Supplier<T> take, InstantSource clock, Optional<Duration> every) {
         this.what = what;
         this.take = take;
-        this.taker = background ? Thread.ofVirtual().name(what + "-census").start(this::run) : null;
+        this.clock = clock;
+        this.interval = every.orElse(INTERVAL);
+        this.taker = every.isPresent()
+                ? Thread.ofPlatform().daemon().name(what + "-census").start(this::run)
+                : null;
     }
 
     /** Takes a census of {@code what} now and every {@link #INTERVAL}, until {@link #close}. */
     static <T> LastCensus<T> start(String what, Supplier<T> take) {
-        return new LastCensus<>(what, take, true);
+        return start(what, take, InstantSource.system(), INTERVAL);
+    }
+
+    /** For tests: {@link #start}, telling the time by {@code clock}, a census every {@code interval}. */
+    static <T> LastCensus<T> start(String what, Supplier<T> take, InstantSource clock, Duration interval) {
+        return new LastCensus<>(what, take, clock, Optional.of(interval));
     }
 
     /** For tests: a census only when {@link #refresh} is called. */
     static <T> LastCensus<T> byHand(String what, Supplier<T> take) {
-        return new LastCensus<>(what, take, false);
+        return new LastCensus<>(what, take, InstantSource.system(), Optional.empty());
     }
 
     Optional<T> last() {
@@ -62,7 +80,7 @@ final class LastCensus<T> implements AutoCloseable {
     void refresh() {
         try {
             T figures = take.get();
-            last = Optional.of(new Taken<>(figures, System.currentTimeMillis() / 1e3));
+            last = Optional.of(new Taken<>(figures, clock.instant()));
         } catch (RuntimeException e) {
             log.warn("cannot count the {} for its metrics: {}", what, e.getMessage());
         }
@@ -72,7 +90,7 @@ final class LastCensus<T> implements AutoCloseable {
         while (!stopped) {
             long started = System.nanoTime();
             refresh();
-            LockSupport.parkNanos(Math.max(INTERVAL.toNanos(), SPACING * (System.nanoTime() - started)));
+            LockSupport.parkNanos(Math.max(interval.toNanos(), SPACING * (System.nanoTime() - started)));
         }
     }
 
@@ -108,12 +126,24 @@ final class LastCensus<T> implements AutoCloseable {
                 .register(registry);
     }
 
-    /** {@code blockpool_<what>_census_timestamp_seconds}: a census that stops coming shows here. */
-    void timestampGauge(PrometheusRegistry registry) {
+    /**
+     * {@code blockpool_<what>_census_timestamp_seconds} and {@code blockpool_<what>_census_age_seconds}:
+     * when the figures were counted, and how long ago that is at the scrape; a census that hangs
+     * on a pool that does not answer shows as an age that grows.
+     */
+    void timeGauges(PrometheusRegistry registry) {
         GaugeWithCallback.builder()
                 .name("blockpool_" + what + "_census_timestamp_seconds")
                 .help("When the " + what + " was last counted for these gauges, in seconds since the epoch")
-                .callback(callback -> last.ifPresent(taken -> callback.call(taken.at())))
+                .callback(callback ->
+                        last.ifPresent(taken -> callback.call(taken.at().toEpochMilli() / 1e3)))
+                .register(registry);
+        GaugeWithCallback.builder()
+                .name("blockpool_" + what + "_census_age_seconds")
+                .help("How long ago the " + what + " was last counted for these gauges, in seconds: it grows "
+                        + "while a count does not finish")
+                .callback(callback -> last.ifPresent(taken -> callback.call(
+                        Duration.between(taken.at(), clock.instant()).toMillis() / 1e3)))
                 .register(registry);
     }
 }

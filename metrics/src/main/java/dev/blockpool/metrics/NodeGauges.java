@@ -35,7 +35,7 @@ final class NodeGauges {
                 "blockpool_node_storage_problems",
                 "1 for each condition of the pool NodeGetStorageHealth reports from this node",
                 f -> f.storageProblems().stream().collect(Collectors.toMap(Function.identity(), c -> 1)));
-        census.timestampGauge(registry);
+        census.timeGauges(registry);
         census.gauge(
                 registry,
                 "blockpool_node_census_duration_seconds",

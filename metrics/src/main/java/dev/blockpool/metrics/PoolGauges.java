@@ -73,7 +73,7 @@ final class PoolGauges {
                 f -> f.snapshots().count());
         census.gauge(
                 registry, "blockpool_pool_group_snapshots", "Group snapshots in the pool", f -> f.groupSnapshots());
-        census.timestampGauge(registry);
+        census.timeGauges(registry);
         census.gauge(
                 registry,
                 "blockpool_pool_census_duration_seconds",

@@ -24,7 +24,9 @@ public final class ControllerClaim {
     private final Path file;
     private final Clock clock;
     private PoolLockFile held;
-    private boolean closed;
+    /** Set once the driver stops: the pool is never taken again. */
+    private boolean stopping;
+
     private boolean standingBy;
 
     ControllerClaim(Path poolRoot, Clock clock) {
@@ -37,7 +39,7 @@ public final class ControllerClaim {
         if (held != null) {
             return;
         }
-        if (closed) {
+        if (stopping) {
             throw StorageException.precondition("this controller is stopping; it no longer acts on the pool");
         }
         held = PoolLockFile.tryTakeNoted(file, clock)
@@ -63,7 +65,7 @@ public final class ControllerClaim {
      * take over). Logs once when it starts standing by.
      */
     public synchronized Optional<String> standingBy() {
-        if (closed) {
+        if (stopping) {
             return Optional.empty();
         }
         Optional<String> why = problem();
@@ -83,11 +85,20 @@ public final class ControllerClaim {
     }
 
     /**
+     * The driver has begun to stop: from now on this controller never takes the pool, however
+     * late a call, a look of Probe's or a background task asks. A claim it holds stays until
+     * {@link #close}, for the calls still being drained.
+     */
+    public synchronized void stopTaking() {
+        stopping = true;
+    }
+
+    /**
      * Lets another controller take the pool for good (a driver stopping): from now on this one
-     * never takes it again, however late a call or a background task asks.
+     * never takes it again.
      */
     public synchronized void close() {
-        closed = true;
+        stopTaking();
         release();
     }
 }

@@ -12,11 +12,14 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * Crash-safe file updates: write a temporary file, fsync it, rename it over the target, fsync
  * the directory. After a crash the target holds either the old or the new content, never a
- * torn mix; a leftover temporary file is removed by the pool's reconcile.
+ * torn mix. A write that fails or gives up removes its temporary file; one a kill left is
+ * removed when the pool next opens, or by its reconcile.
  *
  * <p>Its writer holds a flock(2) on the temporary file from before it writes it until it is
  * renamed or removed, so that the reconcile after a restart can tell a kill's leftover (its
@@ -57,9 +60,11 @@ public final class DurableFiles {
             channel.force(true);
             TestKillPoint.reached("record.temp-written");
         } catch (IOException e) {
-            deleteQuietly(temp);
-            Libc.close(lock);
+            giveUp(temp, lock);
             throw StorageException.io(e, "cannot write %s", target);
+        } catch (RuntimeException e) {
+            giveUp(temp, lock);
+            throw e;
         }
         return new Prepared(temp, target, lock);
     }
@@ -85,19 +90,35 @@ public final class DurableFiles {
                 }
             } catch (Libc.ErrnoException e) {
                 if (e.errno() != Libc.EWOULDBLOCK) {
-                    Libc.close(fd);
+                    giveUp(temp, fd);
                     throw StorageException.io(e, "cannot lock %s", temp);
                 }
             }
-            Libc.close(fd);
             // A reconcile looks at the file: it holds the lock for a moment. Not blocking in
             // flock, which would hold a virtual thread's carrier.
             try {
                 Thread.sleep(1);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
+                giveUp(temp, fd);
                 throw StorageException.busy("interrupted while writing %s", target);
             }
+            Libc.close(fd);
+        }
+    }
+
+    /**
+     * Removes this writer's temporary file, when {@code temp} still names the file open at
+     * {@code fd}, and closes {@code fd}: a write that ends without its rename leaves nothing
+     * behind. The name is this thread's alone ({@link #tempPath}), so no other write is robbed.
+     */
+    private static void giveUp(Path temp, int fd) {
+        try {
+            if (sameFile(temp, fd)) {
+                deleteQuietly(temp);
+            }
+        } finally {
+            Libc.close(fd);
         }
     }
 
@@ -132,6 +153,28 @@ public final class DurableFiles {
         }
     }
 
+    /**
+     * The temporary files in {@code directory} whose writers are gone, each removed as {@link
+     * #removeIfAbandoned} does; the names of those removed.
+     */
+    static List<Path> removeAbandoned(Path directory) {
+        List<Libc.DirectoryEntry> held;
+        try {
+            held = Libc.directoryEntries(directory.toString(), HELD_SUFFIX, 0, Integer.MAX_VALUE)
+                    .entries();
+        } catch (Libc.ErrnoException e) {
+            throw StorageException.io(e, "cannot list the pool directory %s", directory);
+        }
+        List<Path> removed = new ArrayList<>();
+        for (Libc.DirectoryEntry entry : held) {
+            Path temp = directory.resolve(entry.name());
+            if (removeIfAbandoned(temp)) {
+                removed.add(temp);
+            }
+        }
+        return removed;
+    }
+
     /** Whether {@code path} names the file open at {@code fd}. */
     private static boolean sameFile(Path path, int fd) {
         try {
@@ -162,8 +205,7 @@ public final class DurableFiles {
 
         /** Removes the temporary file; the target stays as it was. */
         void discard() {
-            deleteQuietly(temp);
-            Libc.close(lock);
+            giveUp(temp, lock);
         }
     }
 

@@ -23,7 +23,8 @@ public final class NodeClaim {
     private final String nodeId;
     private final Clock clock;
     private PoolLockFile held;
-    private boolean closed;
+    /** Set once the driver stops: the ID is never taken again. */
+    private boolean stopping;
 
     NodeClaim(Path nodesDirectory, String nodeId, Clock clock) {
         Ids.requireNodeId(nodeId);
@@ -37,7 +38,7 @@ public final class NodeClaim {
         if (held != null) {
             return Optional.empty();
         }
-        if (closed) {
+        if (stopping) {
             return Optional.of("this node plugin is stopping");
         }
         Optional<PoolLockFile> taken = PoolLockFile.tryTakeNoted(file, clock);
@@ -50,9 +51,17 @@ public final class NodeClaim {
         return Optional.empty();
     }
 
+    /**
+     * The driver has begun to stop: from now on this plugin never takes the node ID, however late
+     * a look of Probe's asks. An ID it holds stays until {@link #close}, for the calls being drained.
+     */
+    public synchronized void stopTaking() {
+        stopping = true;
+    }
+
     /** Lets another plugin take the node ID (a driver stopping); this one never takes it again. */
     public synchronized void close() {
-        closed = true;
+        stopping = true;
         if (held != null) {
             held.close();
             held = null;

@@ -64,7 +64,8 @@ public final class Pool {
     }
 
     /**
-     * Opens the pool at {@code root}, creating its directories when new. It reads no record: the
+     * Opens the pool at {@code root}, creating its directories when new, and removes the temporary
+     * record files of writers that are gone (a kill's leftovers). It reads no record: the
      * reconcile of what a crash left half-done ({@link #reconcile(OperationLocks)}) reads them
      * all, so the driver runs it beside its calls once it serves, never before.
      */
@@ -90,6 +91,8 @@ public final class Pool {
             for (String dir : new String[] {"volumes", "snapshots", "groups", "nodes", "frozen"}) {
                 Files.createDirectories(root.resolve(dir));
             }
+            // A kill's temporary record files go now, whatever the reconcile later gets to.
+            Reconciler.removeAbandonedTemporaryFiles(root);
             // made now, so that no later call that only looks leaves the pool changed
             if (!Files.exists(root.resolve(RecordLock.FILE_NAME))) {
                 PoolLockFile.tryTake(root.resolve(RecordLock.FILE_NAME)).ifPresent(PoolLockFile::close);

@@ -25,6 +25,8 @@ import org.slf4j.LoggerFactory;
 final class Reconciler {
 
     private static final Logger log = LoggerFactory.getLogger(Reconciler.class);
+    /** The directories whose records are written through {@link DurableFiles}. */
+    private static final List<String> RECORD_DIRECTORIES = List.of("volumes", "snapshots", "groups", "nodes");
 
     private final Path root;
     private final Instant olderThan;
@@ -43,18 +45,19 @@ final class Reconciler {
     }
 
     void run() {
-        for (String dir : List.of("volumes", "snapshots", "groups", "nodes")) {
+        for (String dir : RECORD_DIRECTORIES) {
             steps.before("list " + dir);
             for (Path file : list(root.resolve(dir))) {
                 String name = file.getFileName().toString();
-                if (name.endsWith(DurableFiles.TEMP_SUFFIX) && settled(file)) {
-                    steps.before("remove " + dir + "/" + name);
-                    remove(file, "temporary file left by an interrupted write");
-                } else if (name.endsWith(DurableFiles.HELD_SUFFIX)) {
+                if (name.endsWith(DurableFiles.HELD_SUFFIX)) {
+                    // only under its lock, however old: its writer may be alive, stuck on the pool
                     steps.before("check " + dir + "/" + name);
                     if (DurableFiles.removeIfAbandoned(file)) {
-                        log.warn("reconcile: removed {} (temporary file of a writer that is gone)", file);
+                        logAbandoned(file);
                     }
+                } else if (name.endsWith(DurableFiles.TEMP_SUFFIX) && settled(file)) {
+                    steps.before("remove " + dir + "/" + name);
+                    remove(file, "temporary file left by an interrupted write");
                 } else if (name.endsWith(ImageRecords.IMAGE_SUFFIX) && settled(file)) {
                     steps.before("check " + dir + "/" + name);
                     reconcileImage(file, name);
@@ -67,6 +70,21 @@ final class Reconciler {
                 }
             }
         }
+    }
+
+    /**
+     * Removes the temporary record files whose writers are gone (a kill's leftovers) from every
+     * record directory under {@code root}: the pool's opening does, so that they go at the next
+     * start even when its reconcile does not get that far.
+     */
+    static void removeAbandonedTemporaryFiles(Path root) {
+        for (String dir : RECORD_DIRECTORIES) {
+            DurableFiles.removeAbandoned(root.resolve(dir)).forEach(Reconciler::logAbandoned);
+        }
+    }
+
+    private static void logAbandoned(Path temp) {
+        log.warn("reconcile: removed {} (temporary file of a writer that is gone)", temp);
     }
 
     /** A member snapshot whose group has no record: its metadata, then its image, as a delete removes them. */

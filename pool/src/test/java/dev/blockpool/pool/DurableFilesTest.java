@@ -3,6 +3,7 @@ package dev.blockpool.pool;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -45,6 +46,29 @@ class DurableFilesTest {
         assertThat(target.resolve("not-empty")).isDirectory();
         try (Stream<Path> files = Files.list(dir)) {
             assertThat(files).containsExactly(target);
+        }
+    }
+
+    @Test
+    void aWriterInterruptedWhileItWaitsForItsTemporaryFileRemovesIt() throws IOException {
+        Path target = dir.resolve("vol.json");
+        // The writer's temporary file just made, and a look at it (a reconcile's) holding its
+        // lock: the writer waits for that lock, and is interrupted while it does.
+        Path temp = Files.write(DurableFiles.tempPath(target), new byte[0]);
+        int look = Libc.open(temp.toString(), Libc.O_RDWR, 0);
+        try {
+            Libc.flock(look, Libc.LOCK_EX | Libc.LOCK_NB);
+            Thread.currentThread().interrupt();
+            assertThatThrownBy(() -> DurableFiles.write(target, new byte[] {1}))
+                    .isInstanceOfSatisfying(
+                            StorageException.class, e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.BUSY));
+        } finally {
+            Thread.interrupted();
+            Libc.close(look);
+        }
+
+        try (Stream<Path> files = Files.list(dir)) {
+            assertThat(files).as("neither the record nor its temporary file").isEmpty();
         }
     }
 

@@ -124,6 +124,52 @@ class PoolReconcileTest {
     }
 
     @Test
+    void openingThePoolRemovesTheTemporaryFilesOfKilledWritersButNotOfLiveOnes() throws IOException {
+        open(SETTLE);
+        Path volumes = root.resolve("volumes");
+        Path nodes = root.resolve("nodes");
+        // Writers killed after flushing their temporary files: the kernel dropped their locks.
+        Path killedVolume = volumes.resolve(Ids.volumeIdFor("killed") + ".json.4242-17" + DurableFiles.HELD_SUFFIX);
+        Path killedNode = nodes.resolve("node-1.json.4242-18" + DurableFiles.HELD_SUFFIX);
+        Files.write(killedVolume, new byte[] {1});
+        Files.write(killedNode, new byte[] {1});
+        Path live = volumes.resolve(Ids.volumeIdFor("writing") + ".json.4243-18" + DurableFiles.HELD_SUFFIX);
+        Files.write(live, new byte[] {1});
+        int writer = Libc.open(live.toString(), Libc.O_RDWR, 0);
+        try {
+            Libc.flock(writer, Libc.LOCK_EX | Libc.LOCK_NB);
+
+            open(SETTLE); // no reconcile: the opening alone
+
+            assertThat(killedVolume).doesNotExist();
+            assertThat(killedNode).doesNotExist();
+            assertThat(live).exists();
+        } finally {
+            Libc.close(writer);
+        }
+    }
+
+    @Test
+    void aHeldTemporaryFileIsRemovedOnlyUnderItsLockHoweverOld() throws IOException {
+        open(Duration.ZERO);
+        // a writer stuck on the pool longer than the settle time still holds its file
+        Path live =
+                root.resolve("volumes").resolve(Ids.volumeIdFor("stuck") + ".json.4243-18" + DurableFiles.HELD_SUFFIX);
+        Files.write(live, new byte[] {1});
+        age(live);
+        int writer = Libc.open(live.toString(), Libc.O_RDWR, 0);
+        try {
+            Libc.flock(writer, Libc.LOCK_EX | Libc.LOCK_NB);
+
+            open(SETTLE).reconcile(new OperationLocks());
+
+            assertThat(live).exists();
+        } finally {
+            Libc.close(writer);
+        }
+    }
+
+    @Test
     void aRecordIsWrittenWhileTheReconcileLooksAtItsTemporaryFile() throws Exception {
         Pool pool = open(Duration.ZERO);
         Volume volume = pool.volumes().create(spec("busy", 4 << 20));
