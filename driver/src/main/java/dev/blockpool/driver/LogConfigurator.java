@@ -45,6 +45,12 @@ public final class LogConfigurator extends ContextAwareBase implements Configura
     private static final List<String> LIBRARIES = List.of("io.grpc", "java", "javax", "jdk", "sun");
     /** Warns of channel options a Unix socket lacks on every connection (SO_KEEPALIVE): nothing to act on. */
     private static final String SERVER_BOOTSTRAP = "io.grpc.netty.shaded.io.netty.bootstrap.ServerBootstrap";
+    /**
+     * Logs an error with a stack whenever a client of the metrics port leaves before its answer is
+     * written: the client's doing, nothing to act on, and a way for anyone on the network to fill
+     * the driver's log.
+     */
+    private static final String METRICS_EXCHANGE = "io.prometheus.metrics.exporter.httpserver.HttpExchangeAdapter";
 
     @Override
     public ExecutionStatus configure(LoggerContext context) {
@@ -73,6 +79,7 @@ public final class LogConfigurator extends ContextAwareBase implements Configura
             context.getLogger(library).setLevel(libraryLevel(level));
         }
         context.getLogger(SERVER_BOOTSTRAP).setLevel(Level.ERROR);
+        context.getLogger(METRICS_EXCHANGE).setLevel(Level.OFF);
 
         // Replaces the JDK's console handler and its two-line format.
         SLF4JBridgeHandler.removeHandlersForRootLogger();

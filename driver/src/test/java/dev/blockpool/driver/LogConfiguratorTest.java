@@ -78,6 +78,20 @@ class LogConfiguratorTest {
         }
     }
 
+    /** Anyone who reaches the metrics port could otherwise write an error with a stack, again and again. */
+    @Test
+    void aMetricsClientThatLeavesBeforeItsAnswerWritesNothing() {
+        try (CapturedLog log = new CapturedLog(LogFormat.TEXT, LogLevel.DEBUG)) {
+            java.util.logging.Logger.getLogger("io.prometheus.metrics.exporter.httpserver.HttpExchangeAdapter")
+                    .log(
+                            Level.SEVERE,
+                            "The Prometheus metrics HTTPServer caught an Exception while trying to send the metrics"
+                                    + " response.",
+                            new java.io.IOException("Broken pipe"));
+            assertThat(log.text()).isEmpty();
+        }
+    }
+
     @Test
     void levelHidesWhatIsBelowIt() {
         try (CapturedLog log = new CapturedLog(LogFormat.TEXT, LogLevel.WARN)) {
