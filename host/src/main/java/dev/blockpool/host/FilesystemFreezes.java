@@ -29,28 +29,37 @@ import org.slf4j.LoggerFactory;
  */
 public final class FilesystemFreezes {
 
-    /** How long a FIFREEZE or FITHAW is waited for: writers in flight and a slow device's flush. */
-    public static final Duration DEADLINE = Duration.ofSeconds(10);
+    /** How long a FIFREEZE is waited for: it waits for the writes in flight, and flushes the dirty data. */
+    public static final Duration FREEZE_DEADLINE = Duration.ofSeconds(10);
+    /** How long a FITHAW is waited for: it returns at once, unless the file system's device does not answer. */
+    public static final Duration THAW_DEADLINE = Duration.ofSeconds(5);
 
     private static final Logger log = LoggerFactory.getLogger(FilesystemFreezes.class);
 
     private final LoopAttachments loops;
     private final FreezeCalls calls;
     private final BlockingCalls blocking;
-    private final Duration deadline;
+    private final Duration freezeDeadline;
+    private final Duration thawDeadline;
     /** Mount points with a FIFREEZE or FITHAW in the kernel; guarded by this. */
     private final Set<Path> unanswered = new HashSet<>();
 
-    public FilesystemFreezes(LoopAttachments loops, FreezeCalls calls, BlockingCalls blocking, Duration deadline) {
+    public FilesystemFreezes(
+            LoopAttachments loops,
+            FreezeCalls calls,
+            BlockingCalls blocking,
+            Duration freezeDeadline,
+            Duration thawDeadline) {
         this.loops = loops;
         this.calls = calls;
         this.blocking = blocking;
-        this.deadline = deadline;
+        this.freezeDeadline = freezeDeadline;
+        this.thawDeadline = thawDeadline;
     }
 
     /** On this host: the freeze ioctls on the threads of {@code blocking}. */
     public static FilesystemFreezes onThisHost(LoopAttachments loops, BlockingCalls blocking) {
-        return new FilesystemFreezes(loops, new LinuxFreezeCalls(), blocking, DEADLINE);
+        return new FilesystemFreezes(loops, new LinuxFreezeCalls(), blocking, FREEZE_DEADLINE, THAW_DEADLINE);
     }
 
     /** What the kernel answered a thaw of an image's file systems. */
@@ -76,6 +85,7 @@ public final class FilesystemFreezes {
                 Optional<Boolean> answer = within(
                         mountPoint,
                         "FIFREEZE",
+                        freezeDeadline,
                         () -> {
                             calls.freeze(mountPoint);
                             return true;
@@ -85,7 +95,7 @@ public final class FilesystemFreezes {
                     throw StorageException.unavailable(
                             "the freeze of the file system mounted at %s did not return within %s: a writer holds it; "
                                     + "it is thawed once the freeze returns",
-                            mountPoint, BlockingCalls.describe(deadline));
+                            mountPoint, BlockingCalls.describe(freezeDeadline));
                 }
                 frozen.add(mountPoint);
             }
@@ -121,16 +131,17 @@ public final class FilesystemFreezes {
     }
 
     private Optional<Boolean> thawWithin(Path mountPoint) {
-        return within(mountPoint, "FITHAW", () -> calls.thaw(mountPoint), () -> {});
+        return within(mountPoint, "FITHAW", thawDeadline, () -> calls.thaw(mountPoint), () -> {});
     }
 
     /**
      * {@code call} (named {@code what}) on a thread for calls that can hang: its answer, or empty
-     * when it has not returned within the deadline or an earlier call on the same file system
+     * when it has not returned within {@code deadline} or an earlier call on the same file system
      * has not. One past its deadline leaves the file system unanswered until it returns, and
      * then {@code undoIfLate} runs when it succeeded.
      */
-    private Optional<Boolean> within(Path mountPoint, String what, Supplier<Boolean> call, Runnable undoIfLate) {
+    private Optional<Boolean> within(
+            Path mountPoint, String what, Duration deadline, Supplier<Boolean> call, Runnable undoIfLate) {
         synchronized (this) {
             if (!unanswered.add(mountPoint)) {
                 return Optional.empty();

@@ -3,6 +3,7 @@ package dev.blockpool.host;
 import dev.blockpool.common.StorageException;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -18,17 +19,19 @@ public final class FakeFreezeCalls implements FreezeCalls {
     public final List<String> log = new CopyOnWriteArrayList<>();
     /** While set, each FITHAW fails with it. */
     public volatile RuntimeException thawFailure;
-    /** When set, the next FIFREEZE waits until this is counted down (a writer holding the file system). */
-    public volatile CountDownLatch writerHolds;
+    /** A FIFREEZE of a mount point named here waits until its latch is counted down (a writer holding it). */
+    public final Map<Path, CountDownLatch> writers = new ConcurrentHashMap<>();
+    /** Counted down once a FIFREEZE waits for a writer. */
+    public final CountDownLatch waitingForWriter = new CountDownLatch(1);
     /** Counted down whenever a FITHAW has returned. */
     public volatile CountDownLatch thawed = new CountDownLatch(1);
 
     @Override
     public void freeze(Path mountPoint) {
         log.add("FIFREEZE " + mountPoint.getFileName());
-        CountDownLatch writer = writerHolds;
+        CountDownLatch writer = writers.remove(mountPoint);
         if (writer != null) {
-            writerHolds = null;
+            waitingForWriter.countDown();
             try {
                 writer.await();
             } catch (InterruptedException e) {

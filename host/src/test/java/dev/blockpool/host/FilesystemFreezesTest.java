@@ -42,8 +42,8 @@ class FilesystemFreezesTest {
         host.mount(host.attach(image, false).device(), staging, FsType.EXT4, List.of());
     }
 
-    private FilesystemFreezes freezes(Duration deadline) {
-        return new FilesystemFreezes(new LoopAttachments(host, host), kernel, blocking, deadline);
+    private FilesystemFreezes freezes(Duration freezeDeadline) {
+        return new FilesystemFreezes(new LoopAttachments(host, host), kernel, blocking, freezeDeadline, A_DAY);
     }
 
     @Test
@@ -72,7 +72,7 @@ class FilesystemFreezesTest {
     void aFreezePastItsDeadlineIsUnansweredUntilItReturnsAndThenUndone() throws Exception {
         FilesystemFreezes freezes = freezes(Duration.ZERO);
         CountDownLatch writer = new CountDownLatch(1);
-        kernel.writerHolds = writer;
+        kernel.writers.put(staging, writer);
 
         assertThatThrownBy(() -> freezes.freeze(image))
                 .isInstanceOfSatisfying(
@@ -87,6 +87,7 @@ class FilesystemFreezesTest {
         kernel.thawed.await();
 
         assertThat(kernel.frozen).as("undone as it returned").isEmpty();
-        assertThat(freezes(A_DAY).thaw(image)).isEqualTo(FilesystemFreezes.Thaw.THAWED);
+        assertThat(freezes.thaw(image)).isEqualTo(FilesystemFreezes.Thaw.THAWED);
+        assertThat(kernel.log).containsExactly("FIFREEZE staging", "FITHAW staging", "FITHAW staging");
     }
 }
