@@ -129,7 +129,8 @@ class GroupSnapshotFreezeRealHostTest {
         pool.freezeMarks().mark(volume);
         assertThat(freezes.freeze(image)).hasSize(1);
 
-        new GroupMemberFreeze(pool, freezes).thawLeftovers();
+        // as the node's next holder: the driver under test, alive, holds the claim itself
+        new GroupMemberFreeze(pool, freezes, Clock.systemUTC(), GroupMemberFreeze.BOUND, () -> true).thawLeftovers();
 
         assertThat(pool.freezeMarks().marked()).isEmpty();
         // A frozen file system refuses a second freeze: this one succeeds, so it was thawed.
