@@ -200,10 +200,11 @@ final class GroupMemberFreeze implements MemberFreeze, FrozenVolumes {
         if (!holdsTheNode.getAsBoolean()) {
             return; // the marks are the node's holder's; another process may be freezing now
         }
-        Map<String, Instant> left = marks.markedSince();
+        Map<String, Instant> left = new LinkedHashMap<>(marks.markedSince());
         synchronized (this) {
             leftoversTaken = true;
-            left.forEach(marked::putIfAbsent);
+            left.keySet().removeAll(marked.keySet()); // this process's own: a freeze may hold them
+            marked.putAll(left);
         }
         if (!left.isEmpty()) {
             log.warn("thawing the file systems of volumes a group snapshot left frozen: {}", left.keySet());

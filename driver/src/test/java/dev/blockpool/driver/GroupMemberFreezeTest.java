@@ -14,6 +14,7 @@ import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.controller.ControllerService;
 import dev.blockpool.controller.GroupControllerService;
+import dev.blockpool.controller.MemberFreeze;
 import dev.blockpool.controller.NodeHolds;
 import dev.blockpool.csi.InProcessCsi;
 import dev.blockpool.csi.PoolScope;
@@ -169,14 +170,17 @@ class GroupMemberFreezeTest {
                 () -> failure(() -> group("group-slow", first, second), Status.Code.ABORTED)
                         .getStatus()
                         .getCode());
-        kernel.waitingForWriter.await(); // the first is frozen, the second waits for its writer
+        try {
+            kernel.waitingForWriter.await(); // the first is frozen, the second waits for its writer
 
-        clock.move(GroupMemberFreeze.BOUND);
-        members.look();
+            clock.move(GroupMemberFreeze.BOUND);
+            members.look();
 
-        assertThat(kernel.frozen).as("thawed at the bound").doesNotContain(staging(first));
-        assertThat(marks()).as("the second's FIFREEZE has not returned").containsExactly(second);
-        writer.countDown();
+            assertThat(kernel.frozen).as("thawed at the bound").doesNotContain(staging(first));
+            assertThat(marks()).as("the second's FIFREEZE has not returned").containsExactly(second);
+        } finally {
+            writer.countDown();
+        }
         assertThat(call.get()).isEqualTo(Status.Code.ABORTED);
         assertThat(pool.groups().find(Ids.groupSnapshotIdFor("group-slow")))
                 .as("not of one instant: removed")
@@ -250,6 +254,26 @@ class GroupMemberFreezeTest {
 
             claim.close(); // the first process is gone
             second.look();
+            assertThat(kernel.frozen).isEmpty();
+            assertThat(marks()).isEmpty();
+        } finally {
+            secondClaim.close();
+        }
+    }
+
+    @Test
+    void leftoversTakenOnceTheClaimIsHeldSpareAFreezeOfThisProcess() {
+        NodeClaim secondClaim = pool.nodeClaim(NODE);
+        try {
+            GroupMemberFreeze second = freeze(A_DAY, () -> secondClaim.problem().isEmpty());
+            second.thawLeftovers(); // not the node's holder yet: nothing taken
+            try (MemberFreeze.Frozen frozen = second.freeze(List.of(first))) {
+                claim.close();
+                second.look(); // takes the node's marks, its own among them
+
+                assertThat(kernel.frozen).as("held by its freeze").containsExactly(staging(first));
+                assertThat(frozen.heldThroughout()).isTrue();
+            }
             assertThat(kernel.frozen).isEmpty();
             assertThat(marks()).isEmpty();
         } finally {

@@ -1,6 +1,7 @@
 package dev.blockpool.host;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
 import dev.blockpool.common.BlockingCalls;
@@ -175,6 +176,40 @@ class HostLoopDevicesRealHostTest {
         assertThat(PathState.of(device.device()))
                 .isEqualTo(new PathState.File(java.util.Optional.of(device.number()), 0));
         assertThat(loops.boundTo(image)).extracting(LoopDevice::name).containsExactly(device.name());
+    }
+
+    @Test
+    void aFileSystemIsFrozenOrThawedAsTheKernelAnswers() throws IOException {
+        HostRequirements.assumeCommand("mkfs.ext4");
+        Path image = image(dir, "frozen.img", 32 * MiB);
+        RUNNER.runChecked("mkfs.ext4", "-q", image.toString());
+        LoopDevice disk = attach(loops, image, false);
+        Path mountPoint = dir.resolve("frozen");
+        mount(mountPoint, "mount", "-t", "ext4", disk.device().toString(), mountPoint.toString());
+        FreezeCalls kernel = new LinuxFreezeCalls();
+        undo.push(() -> kernel.thaw(mountPoint)); // never left frozen, whatever fails: before its unmount
+
+        assertThat(kernel.thaw(mountPoint))
+                .as("FITHAW of a file system not frozen: EINVAL")
+                .isFalse();
+        kernel.freeze(mountPoint);
+        assertThatThrownBy(() -> kernel.freeze(mountPoint))
+                .as("frozen: a second FIFREEZE is refused")
+                .hasMessageContaining("cannot freeze the file system mounted at " + mountPoint);
+        assertThat(kernel.thaw(mountPoint)).isTrue();
+
+        // What the freezes answer of the image is what the kernel answered of its file system.
+        FilesystemFreezes freezes =
+                FilesystemFreezes.onThisHost(new LoopAttachments(loops, new ProcMountTable()), blocking);
+        assertThat(freezes.freeze(image)).containsExactly(mountPoint);
+        assertThatThrownBy(() -> kernel.freeze(mountPoint))
+                .as("frozen by the freezes")
+                .hasMessageContaining("cannot freeze");
+        assertThat(freezes.thaw(image)).isEqualTo(FilesystemFreezes.Thaw.THAWED);
+        assertThat(kernel.thaw(mountPoint)).as("thawed by the freezes").isFalse();
+        assertThat(freezes.thaw(image))
+                .as("not frozen: EINVAL, answered as thawed")
+                .isEqualTo(FilesystemFreezes.Thaw.THAWED);
     }
 
     @Test
