@@ -113,9 +113,7 @@ final class GroupMemberFreeze implements MemberFreeze, FrozenVolumes {
                 }
             }
         } catch (RuntimeException failure) {
-            if (release(hold, false)) {
-                thaw(hold.marked, failure);
-            }
+            release(hold, false).ifPresent(volumes -> thaw(volumes, failure));
             throw failure;
         }
         return hold;
@@ -163,21 +161,22 @@ final class GroupMemberFreeze implements MemberFreeze, FrozenVolumes {
 
         @Override
         public void close() {
-            if (release(this, false)) {
-                thaw(marked, null);
-            }
+            release(this, false).ifPresent(volumes -> thaw(volumes, null));
         }
     }
 
-    /** Lets the hold go, once: true for the one call that does; its volumes are then no freeze's. */
-    private synchronized boolean release(Hold hold, boolean outlived) {
+    /**
+     * Lets the hold go, once: its volumes, for the one call that does, to thaw; they are no
+     * freeze's from then on.
+     */
+    private synchronized Optional<List<String>> release(Hold hold, boolean outlived) {
         if (hold.released) {
-            return false;
+            return Optional.empty();
         }
         hold.released = true;
         hold.outlived = outlived;
         holds.remove(hold);
-        return true;
+        return Optional.of(List.copyOf(hold.marked));
     }
 
     /** The volumes a freeze holds within its bound: no one else thaws them. */
@@ -208,7 +207,7 @@ final class GroupMemberFreeze implements MemberFreeze, FrozenVolumes {
         }
         if (!left.isEmpty()) {
             log.warn("thawing the file systems of volumes a group snapshot left frozen: {}", left.keySet());
-            thawAgainLater(List.copyOf(left.keySet()));
+            thawOrLeaveToTheNextLook(List.copyOf(left.keySet()));
         }
     }
 
@@ -225,14 +224,13 @@ final class GroupMemberFreeze implements MemberFreeze, FrozenVolumes {
                     .toList();
         }
         for (Hold hold : outlived) {
-            if (release(hold, true)) {
-                log.error(
-                        "the file systems of {} have been frozen since {}, longer than the bound of {}: thawing them; "
-                                + "their group snapshot fails",
-                        hold.marked,
-                        hold.since,
-                        BlockingCalls.describe(bound));
-            }
+            release(hold, true)
+                    .ifPresent(volumes -> log.error(
+                            "the file systems of {} have been frozen since {}, longer than the bound of {}: thawing "
+                                    + "them; their group snapshot fails",
+                            volumes,
+                            hold.since,
+                            BlockingCalls.describe(bound)));
         }
         thawLeftovers();
         List<String> left;
@@ -240,11 +238,11 @@ final class GroupMemberFreeze implements MemberFreeze, FrozenVolumes {
             Set<String> held = held();
             left = marked.keySet().stream().filter(v -> !held.contains(v)).toList();
         }
-        thawAgainLater(left);
+        thawOrLeaveToTheNextLook(left);
     }
 
     /** Thaws these volumes; one the kernel does not answer thawed is told, and the next look tries again. */
-    private void thawAgainLater(List<String> volumeIds) {
+    private void thawOrLeaveToTheNextLook(List<String> volumeIds) {
         try {
             thaw(volumeIds, null);
         } catch (RuntimeException e) {
