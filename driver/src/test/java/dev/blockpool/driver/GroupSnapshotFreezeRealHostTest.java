@@ -55,6 +55,10 @@ class GroupSnapshotFreezeRealHostTest {
     private Path dir;
     private ControllerGrpc.ControllerBlockingStub controller;
     private NodeGrpc.NodeBlockingStub node;
+    /** The driver's pool and this host's freezes, as a driver of the node sees them. */
+    private Pool pool;
+
+    private FilesystemFreezes freezes;
 
     @BeforeEach
     void start() throws Exception {
@@ -62,6 +66,9 @@ class GroupSnapshotFreezeRealHostTest {
         dir = driver.dir();
         controller = driver.controller();
         node = driver.node();
+        pool = Pool.open(driver.pool(), NodeLocalDriver.RUNNER, Clock.systemUTC(), Duration.ofHours(1));
+        freezes = FilesystemFreezes.onThisHost(
+                NodeHost.onThisHost(NodeLocalDriver.RUNNER, new BlockingCalls()).loops(), new BlockingCalls());
     }
 
     @Test
@@ -124,16 +131,12 @@ class GroupSnapshotFreezeRealHostTest {
     void aFileSystemADeadDriverLeftFrozenIsThawedByTheNextDriver() throws Exception {
         String volume = createVolume("pvc-frozen");
         stage(volume, "frozen");
-        Pool pool = Pool.open(driver.pool(), NodeLocalDriver.RUNNER, Clock.systemUTC(), Duration.ofHours(1));
-        FilesystemFreezes freezes = FilesystemFreezes.onThisHost(
-                NodeHost.onThisHost(NodeLocalDriver.RUNNER, new BlockingCalls()).loops(), new BlockingCalls());
         Path image = pool.volumes().imagePath(volume);
         // What a driver killed between its freeze and its thaw leaves: the mark, and the file system frozen.
         pool.freezeMarks().mark(volume);
         assertThat(freezes.freeze(image)).hasSize(1);
 
-        // as the node's next holder: the driver under test, alive, holds the claim itself
-        new GroupMemberFreeze(pool, freezes, Clock.systemUTC(), GroupMemberFreeze.BOUND, () -> true).thawLeftovers();
+        nodeHolder().thawLeftovers();
 
         assertThat(pool.freezeMarks().marked()).isEmpty();
         // A frozen file system refuses a second freeze: this one succeeds, so it was thawed.
@@ -145,12 +148,8 @@ class GroupSnapshotFreezeRealHostTest {
     void whatTheDriverTellsOfAFreezeIsWhatTheKernelSays() throws Exception {
         String volume = createVolume("pvc-told");
         stage(volume, "told");
-        Pool pool = Pool.open(driver.pool(), NodeLocalDriver.RUNNER, Clock.systemUTC(), Duration.ofHours(1));
-        FilesystemFreezes freezes = FilesystemFreezes.onThisHost(
-                NodeHost.onThisHost(NodeLocalDriver.RUNNER, new BlockingCalls()).loops(), new BlockingCalls());
         Path image = pool.volumes().imagePath(volume);
-        GroupMemberFreeze members =
-                new GroupMemberFreeze(pool, freezes, Clock.systemUTC(), GroupMemberFreeze.BOUND, () -> true);
+        GroupMemberFreeze members = nodeHolder();
 
         try (MemberFreeze.Frozen frozen = members.freeze(List.of(volume))) {
             assertThat(frozen.volumeIds()).containsExactly(volume);
@@ -167,6 +166,14 @@ class GroupSnapshotFreezeRealHostTest {
         // the kernel takes a freeze again: thawed
         assertThat(freezes.freeze(image)).hasSize(1);
         assertThat(freezes.thaw(image)).isEqualTo(FilesystemFreezes.Thaw.THAWED);
+    }
+
+    /**
+     * The freeze of a driver holding the node's claim, on the driver's pool: the driver under
+     * test, alive, holds the claim itself.
+     */
+    private GroupMemberFreeze nodeHolder() {
+        return new GroupMemberFreeze(pool, freezes, Clock.systemUTC(), GroupMemberFreeze.BOUND, () -> true);
     }
 
     private String createVolume(String name) {

@@ -95,6 +95,14 @@ class HostLoopDevicesRealHostTest {
         undo.push(() -> RUNNER.runChecked("umount", where.toString()));
     }
 
+    /** An ext4 file system made on {@code image}, mounted at {@code mountPoint} through a loop device. */
+    private void mountExt4(Path image, Path mountPoint) throws IOException {
+        HostRequirements.assumeCommand("mkfs.ext4");
+        RUNNER.runChecked("mkfs.ext4", "-q", image.toString());
+        LoopDevice disk = attach(loops, image, false);
+        mount(mountPoint, "mount", "-t", "ext4", disk.device().toString(), mountPoint.toString());
+    }
+
     @Test
     void attachesReadsBackGrowsAndDetaches() throws IOException {
         Path image = image(dir, "vol.img", 8 * MiB);
@@ -180,12 +188,9 @@ class HostLoopDevicesRealHostTest {
 
     @Test
     void aFileSystemIsFrozenOrThawedAsTheKernelAnswers() throws IOException {
-        HostRequirements.assumeCommand("mkfs.ext4");
         Path image = image(dir, "frozen.img", 32 * MiB);
-        RUNNER.runChecked("mkfs.ext4", "-q", image.toString());
-        LoopDevice disk = attach(loops, image, false);
         Path mountPoint = dir.resolve("frozen");
-        mount(mountPoint, "mount", "-t", "ext4", disk.device().toString(), mountPoint.toString());
+        mountExt4(image, mountPoint);
         FreezeCalls kernel = new LinuxFreezeCalls();
         undo.push(() -> kernel.thaw(mountPoint)); // never left frozen, whatever fails: before its unmount
 
@@ -214,13 +219,9 @@ class HostLoopDevicesRealHostTest {
 
     @Test
     void directIoWhereThePoolFilesystemTakesItAndBufferedWithAWarningWhereNot() throws IOException {
-        HostRequirements.assumeCommand("mkfs.ext4");
         // An ext4 pool of the test's own: its disk (a loop device with 512-byte sectors) takes direct I/O.
-        Path ext4Image = image(dir, "ext4-pool.img", 64 * MiB);
-        RUNNER.runChecked("mkfs.ext4", "-q", ext4Image.toString());
-        LoopDevice ext4Disk = attach(loops, ext4Image, false);
         Path ext4Pool = dir.resolve("ext4-pool");
-        mount(ext4Pool, "mount", "-t", "ext4", ext4Disk.device().toString(), ext4Pool.toString());
+        mountExt4(image(dir, "ext4-pool.img", 64 * MiB), ext4Pool);
         LoopDevice direct = attach(loops, image(ext4Pool, "vol.img", 8 * MiB), false);
         assertThat(LoopSysfs.onThisHost(blocking).directIo(direct.name())).isTrue();
 
