@@ -2,7 +2,6 @@ package dev.blockpool.driver;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import csi.v1.ControllerGrpc;
 import csi.v1.Csi;
 import csi.v1.NodeGrpc;
 import dev.blockpool.csi.PoolScope;
@@ -28,17 +27,7 @@ class FrozenLeftoversTest {
     void onlyTheNodesHolderTakesTheMarksAndTellsOneItCannotSee() throws Exception {
         try (DriversOnOnePool drivers = new DriversOnOnePool(dir)) {
             Driver.Running first = drivers.start("first", "node-1", Mode.ALL, PoolScope.Kind.NODE);
-            String volume = ControllerGrpc.newBlockingStub(drivers.channel("first"))
-                    .createVolume(Csi.CreateVolumeRequest.newBuilder()
-                            .setName("pvc-left")
-                            .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(1 << 20))
-                            .addVolumeCapabilities(Csi.VolumeCapability.newBuilder()
-                                    .setMount(Csi.VolumeCapability.MountVolume.getDefaultInstance())
-                                    .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder()
-                                            .setMode(Csi.VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER)))
-                            .build())
-                    .getVolume()
-                    .getVolumeId();
+            String volume = GroupMemberFreezeTest.newVolume(drivers.channel("first"), "pvc-left");
             // a mark of a freeze, whose file system is mounted where this process does not see it
             first.pool().freezeMarks().mark(volume);
 

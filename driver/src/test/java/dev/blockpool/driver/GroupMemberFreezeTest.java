@@ -16,6 +16,7 @@ import dev.blockpool.controller.ControllerService;
 import dev.blockpool.controller.GroupControllerService;
 import dev.blockpool.controller.MemberFreeze;
 import dev.blockpool.controller.NodeHolds;
+import dev.blockpool.csi.CsiRequests;
 import dev.blockpool.csi.InProcessCsi;
 import dev.blockpool.csi.PoolScope;
 import dev.blockpool.host.FakeFreezeCalls;
@@ -25,6 +26,7 @@ import dev.blockpool.host.LoopAttachments;
 import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.NodeClaim;
 import dev.blockpool.pool.Pool;
+import io.grpc.Channel;
 import io.grpc.Status;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -289,21 +291,24 @@ class GroupMemberFreezeTest {
 
     /** A volume made in the pool and staged on the fake host, at {@link #staging}. */
     private String stagedVolume(String name) {
-        String volumeId = ControllerGrpc.newBlockingStub(served.channel())
-                .createVolume(Csi.CreateVolumeRequest.newBuilder()
-                        .setName(name)
-                        .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(1 << 20))
-                        .addVolumeCapabilities(Csi.VolumeCapability.newBuilder()
-                                .setMount(Csi.VolumeCapability.MountVolume.getDefaultInstance())
-                                .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder()
-                                        .setMode(Csi.VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER)))
-                        .build())
-                .getVolume()
-                .getVolumeId();
+        String volumeId = newVolume(served.channel(), name);
         Path image = pool.volumes().imagePath(volumeId);
         host.mount(host.attach(image, false).device(), dir.resolve("staging-" + name), FsType.EXT4, List.of());
         names.put(volumeId, name);
         return volumeId;
+    }
+
+    /** A volume of 1 MiB for one writer's file system, made by the controller on {@code channel}. */
+    static String newVolume(Channel channel, String name) {
+        return ControllerGrpc.newBlockingStub(channel)
+                .createVolume(Csi.CreateVolumeRequest.newBuilder()
+                        .setName(name)
+                        .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(1 << 20))
+                        .addVolumeCapabilities(
+                                CsiRequests.mount(Csi.VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
+                        .build())
+                .getVolume()
+                .getVolumeId();
     }
 
     private Path staging(String volumeId) {
