@@ -83,6 +83,7 @@ class GroupMemberFreezeTest {
         claim = pool.nodeClaim(NODE);
         assertThat(claim.problem()).isEmpty();
         members = freeze(A_DAY, () -> claim.problem().isEmpty());
+        members.thawLeftovers(); // as the driver does at its start
         OperationLocks locks = new OperationLocks();
         served = InProcessCsi.serve(
                 new ControllerService(pool, locks, PoolScope.shared(), NodeHolds.NONE),
@@ -142,26 +143,26 @@ class GroupMemberFreezeTest {
 
     @Test
     void aFreezePastItsDeadlineKeepsItsMarkUntilTheKernelHasReturnedAndItIsUndone() throws Exception {
-        GroupMemberFreeze members = freeze(Duration.ZERO, () -> true);
+        GroupMemberFreeze impatient = freeze(Duration.ZERO, () -> true);
         CountDownLatch writer = new CountDownLatch(1);
         kernel.writers.put(staging(first), writer);
 
-        assertThatThrownBy(() -> members.freeze(List.of(first))).hasMessageContaining("a writer holds it");
+        assertThatThrownBy(() -> impatient.freeze(List.of(first))).hasMessageContaining("a writer holds it");
 
         assertThat(marks()).as("the FIFREEZE may still complete").containsExactly(first);
-        members.look();
+        impatient.look();
         assertThat(marks()).containsExactly(first);
-        assertThat(members.frozen(first))
+        assertThat(impatient.frozen(first))
                 .hasValueSatisfying(why -> assertThat(why).contains("has not returned from the kernel"));
         assertThat(kernel.log).as("no FITHAW taken for an answer").containsExactly("FIFREEZE staging-pvc-data");
 
         writer.countDown(); // the writer lets go: the freeze completes, and is undone at once
         kernel.thawed.await();
-        members.look();
+        impatient.look();
 
         assertThat(kernel.frozen).isEmpty();
         assertThat(marks()).isEmpty();
-        assertThat(members.frozenCount()).isZero();
+        assertThat(impatient.frozenCount()).isZero();
     }
 
     @Test
@@ -216,8 +217,11 @@ class GroupMemberFreezeTest {
 
     /** Where a driver was killed: what it left in the pool and in the kernel. */
     enum Killed {
+        /** Its mark written, its FIFREEZE not yet made. */
         AFTER_THE_MARK(false),
+        /** Its FIFREEZE returned, the group's members being taken. */
         AFTER_THE_FREEZE(true),
+        /** Its FITHAW returned, its mark not yet removed. */
         AFTER_THE_THAW(false);
 
         final boolean frozen;
