@@ -154,6 +154,7 @@ class GroupMemberFreezeTest {
         assertThat(marks()).containsExactly(first);
         assertThat(impatient.frozen(first))
                 .hasValueSatisfying(why -> assertThat(why).contains("has not returned from the kernel"));
+        kernel.waitingForWriter.await(); // the FIFREEZE has reached the kernel, whenever its caller gave up
         assertThat(kernel.log).as("no FITHAW taken for an answer").containsExactly("FIFREEZE staging-pvc-data");
 
         writer.countDown(); // the writer lets go: the freeze completes, and is undone at once

@@ -81,6 +81,7 @@ class FilesystemFreezesTest {
         assertThat(freezes.thaw(image))
                 .as("a FIFREEZE still in the kernel: not frozen yet, but not thawed")
                 .isEqualTo(FilesystemFreezes.Thaw.UNANSWERED);
+        kernel.waitingForWriter.await(); // the FIFREEZE has reached the kernel, whenever its caller gave up
         assertThat(kernel.log).as("no FITHAW beside the FIFREEZE").containsExactly("FIFREEZE staging");
 
         writer.countDown(); // the writer lets go: the freeze completes, and nobody holds it

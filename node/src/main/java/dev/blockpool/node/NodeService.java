@@ -80,19 +80,9 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
 
     /**
      * {@code restOfInPlaceCalls}: where a stats call answered in place goes on when the kernel's
-     * caches do not resolve its path; it refuses when its threads are all taken.
+     * caches do not resolve its path; it refuses when its threads are all taken. {@code frozen}:
+     * what a group snapshot of this driver holds frozen, told in NodeGetVolumeHealth.
      */
-    public NodeService(
-            NodeIdentity identity,
-            VolumeCatalog volumes,
-            NodeHost host,
-            KubeletPaths paths,
-            OperationLocks locks,
-            Executor restOfInPlaceCalls) {
-        this(identity, volumes, host, paths, locks, restOfInPlaceCalls, FrozenVolumes.NONE);
-    }
-
-    /** {@code frozen}: what a group snapshot of this driver holds frozen, told in NodeGetVolumeHealth. */
     public NodeService(
             NodeIdentity identity,
             VolumeCatalog volumes,
