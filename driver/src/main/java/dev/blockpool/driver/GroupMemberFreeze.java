@@ -334,6 +334,15 @@ final class GroupMemberFreeze implements MemberFreeze, FrozenVolumes {
 
     /** Records and logs, once per reason, why a volume is not thawed; answers what health tells. */
     private String stillFrozen(String volumeId, String reason) {
+        String where;
+        try {
+            List<Path> mountPoints = freezes.fileSystemsOf(image(volumeId));
+            where = mountPoints.isEmpty()
+                    ? "<its staging path>"
+                    : mountPoints.getFirst().toString();
+        } catch (RuntimeException e) {
+            where = "<its staging path>";
+        }
         String why;
         boolean changed;
         synchronized (this) {
@@ -341,7 +350,7 @@ final class GroupMemberFreeze implements MemberFreeze, FrozenVolumes {
             why = "the file system of volume " + volumeId + " may have been frozen since " + since
                     + " by a group snapshot, and is not thawed: " + reason + ". Writes to it wait, and its pod cannot "
                     + "be killed, until it is; the driver tries again every " + BlockingCalls.describe(LOOK_EVERY)
-                    + ". Thaw it on the node with 'fsfreeze --unfreeze <staging path>', then remove "
+                    + ". Thaw it on the node with 'fsfreeze --unfreeze " + where + "', then remove "
                     + marks.markOf(volumeId);
             changed = !why.equals(stillFrozen.put(volumeId, why));
         }

@@ -113,7 +113,7 @@ class GroupMemberFreezeTest {
                 .hasValueSatisfying(why -> assertThat(why)
                         .contains("may have been frozen since " + clock.instant())
                         .contains("EIO")
-                        .contains("fsfreeze --unfreeze"));
+                        .contains("fsfreeze --unfreeze " + staging(first)));
 
         members.look(); // still refused: kept, and told
         assertThat(marks()).containsExactlyInAnyOrder(first, second);

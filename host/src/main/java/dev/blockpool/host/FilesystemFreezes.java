@@ -218,8 +218,8 @@ public final class FilesystemFreezes {
         }
     }
 
-    /** One mount point per file system on the image's loop devices. */
-    private List<Path> fileSystemsOf(Path image) {
+    /** One mount point per file system on the image's loop devices: where it is frozen and thawed. */
+    public List<Path> fileSystemsOf(Path image) {
         Map<DeviceNumber, Path> byDevice = new LinkedHashMap<>();
         for (MountInfo mount : loops.usersOf(image)) {
             if (!LoopAttachments.isDeviceNodeBind(mount)) {
