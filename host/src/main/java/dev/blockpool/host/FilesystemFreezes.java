@@ -93,8 +93,9 @@ public final class FilesystemFreezes {
                         () -> calls.thaw(mountPoint));
                 if (answer.isEmpty()) {
                     throw StorageException.unavailable(
-                            "the freeze of the file system mounted at %s did not return within %s: a writer holds it; "
-                                    + "it is thawed once the freeze returns",
+                            "the freeze of the file system mounted at %s did not return within %s, or one before it "
+                                    + "has not: a writer holds it, or its device does not answer; it is thawed once "
+                                    + "the freeze returns",
                             mountPoint, BlockingCalls.describe(freezeDeadline));
                 }
                 frozen.add(mountPoint);
