@@ -92,14 +92,28 @@ public final class GroupControllerService extends GroupControllerGrpc.GroupContr
                         .build());
     }
 
-    /** The group, its members taken while their file systems are frozen; a retry finds the group made. */
+    /**
+     * The group, its members taken while their file systems are frozen; a retry finds the group
+     * made, and thaws what the call before it could not. Members that took longer than the
+     * freeze may be held are not of one instant: the group is removed again, and the call fails.
+     */
     private GroupSnapshot take(String name, List<String> volumeIds) {
         if (pool.groups().find(Ids.groupSnapshotIdFor(name)).isPresent()) {
+            freeze.thawLeft(volumeIds);
             return pool.groups().create(name, volumeIds);
         }
         try (MemberFreeze.Frozen frozen = freeze.freeze(volumeIds)) {
             log.debug("group snapshot {}: file systems of {} frozen", name, frozen.volumeIds());
-            return pool.groups().create(name, volumeIds);
+            GroupSnapshot group = pool.groups().create(name, volumeIds);
+            if (!frozen.heldThroughout()) {
+                pool.groups().delete(group.id(), List.of());
+                throw CsiException.aborted(
+                        "group snapshot %s took longer than its members' file systems may stay frozen, and they "
+                                + "were thawed before every member was taken: the group, not of one instant, is "
+                                + "removed; retry it when the pool is less busy",
+                        name);
+            }
+            return group;
         }
     }
 

@@ -28,6 +28,7 @@ import dev.blockpool.identity.PoolLookWithin;
 import dev.blockpool.identity.Readiness;
 import dev.blockpool.metrics.BuildInfo;
 import dev.blockpool.metrics.DriverMetrics;
+import dev.blockpool.node.FrozenVolumes;
 import dev.blockpool.node.FullPoolGuard;
 import dev.blockpool.node.NodeCensus;
 import dev.blockpool.node.NodeIdentity;
@@ -275,8 +276,8 @@ public final class Driver {
     }
 
     /**
-     * Everything of the start that needs the pool, in order: the directory, the pool, the thaw of
-     * what a group snapshot left frozen, the node's claim and record; {@code beforeEachStep} may
+     * Everything of the start that needs the pool, in order: the directory, the pool, the node's
+     * claim and record, the thaw of what a group snapshot left frozen; {@code beforeEachStep} may
      * end it between two of them.
      */
     private PoolOpening.Opened open(
@@ -289,17 +290,6 @@ public final class Driver {
         beforeEachStep.run();
         Pool pool = Pool.open(
                 config.poolDir(), commands, Clock.systemUTC(), RECONCILE_SETTLE_TIME, blocking, config.capacity());
-        MemberFreeze freeze = MemberFreeze.NONE;
-        if (config.mode().servesNode()
-                && config.mode().servesController()
-                && config.scope() instanceof PoolScope.NodeLocal) {
-            // Here one process holds both the pool and the members' mounts: groups of one instant.
-            beforeEachStep.run();
-            GroupMemberFreeze members =
-                    new GroupMemberFreeze(pool, FilesystemFreezes.onThisHost(nodeHost.loops(), blocking));
-            members.thawLeftovers();
-            freeze = members;
-        }
         Optional<NodeClaim> nodeClaim = Optional.empty();
         if (config.mode().servesNode()) {
             beforeEachStep.run();
@@ -319,6 +309,24 @@ public final class Driver {
                 nodeClaim.get().close();
                 throw e;
             }
+        }
+        MemberFreeze freeze = MemberFreeze.NONE;
+        if (config.mode().servesNode()
+                && config.mode().servesController()
+                && config.scope() instanceof PoolScope.NodeLocal) {
+            // Here one process holds both the pool and the members' mounts: groups of one instant.
+            // What a group snapshot left frozen is the node's: thawed only under the node's claim,
+            // never by a second process on the pool while the first may be freezing.
+            beforeEachStep.run();
+            NodeClaim claim = nodeClaim.orElseThrow();
+            GroupMemberFreeze members = new GroupMemberFreeze(
+                    pool,
+                    FilesystemFreezes.onThisHost(nodeHost.loops(), blocking),
+                    Clock.systemUTC(),
+                    GroupMemberFreeze.BOUND,
+                    () -> claim.problem().isEmpty());
+            members.thawLeftovers();
+            freeze = members;
         }
         // A controller standing by while another acts on the pool is alive and ready: its
         // livenessprobe asks Probe, and restarting it would change nothing. Its changes are
@@ -393,9 +401,10 @@ public final class Driver {
             KubeletPaths paths =
                     new KubeletPaths(config.poolDir(), config.endpoint().socketPath());
             PoolVolumeCatalog catalog = new PoolVolumeCatalog(open.pool(), config.scope());
-            services.add(
-                    new NodeService(nodeIdentity(), catalog, nodeHost, paths, locks, threads.forRestOfInPlaceCall())
-                            .bindService());
+            FrozenVolumes frozen = open.freeze() instanceof GroupMemberFreeze members ? members : FrozenVolumes.NONE;
+            services.add(new NodeService(
+                            nodeIdentity(), catalog, nodeHost, paths, locks, threads.forRestOfInPlaceCall(), frozen)
+                    .bindService());
         }
         return services;
     }
@@ -413,6 +422,9 @@ public final class Driver {
                 NodeCensus census = new NodeCensus(nodeHost, new PoolVolumeCatalog(open.pool(), config.scope()));
                 metrics.countNode(census::take);
             }
+            if (open.freeze() instanceof GroupMemberFreeze members) {
+                metrics.countFrozen(members::frozenCount);
+            }
         });
         // The reconcile starts once the driver serves, beside the calls, whose per-ID locks it
         // shares. A crash shortly before a restart leaves files too young for it; only the
@@ -428,6 +440,10 @@ public final class Driver {
             work.add(NodeHost.prepareInBackground());
             FullPoolGuard guard = new FullPoolGuard(nodeHost, new PoolVolumeCatalog(open.pool(), config.scope()));
             work.every(FULL_POOL_LOOK, "full-pool-guard", guard::look);
+        }
+        if (open.freeze() instanceof GroupMemberFreeze members) {
+            // A freeze past its bound is thawed, and a thaw that failed is tried again, while the driver runs.
+            work.every(GroupMemberFreeze.LOOK_EVERY, "freeze-watch", members::look);
         }
         running.background = work;
         log.info(

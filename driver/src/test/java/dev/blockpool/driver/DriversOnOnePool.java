@@ -3,6 +3,7 @@ package dev.blockpool.driver;
 import csi.v1.Csi.ProbeRequest;
 import csi.v1.IdentityGrpc;
 import dev.blockpool.common.Endpoint;
+import dev.blockpool.csi.PoolScope;
 import dev.blockpool.pool.ReconcileSteps;
 import io.grpc.ManagedChannel;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
@@ -15,6 +16,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Drivers started in this process on one pool, {@code dir/pool}, each serving on a socket of its
@@ -35,8 +37,21 @@ final class DriversOnOnePool implements AutoCloseable {
     }
 
     Driver.Running start(String name, String nodeId, Mode mode) throws Exception {
+        return start(name, nodeId, mode, PoolScope.Kind.SHARED);
+    }
+
+    /** A driver of the pool as {@code scope} says: a node-local pool's is started in {@link Mode#ALL}. */
+    Driver.Running start(String name, String nodeId, Mode mode, PoolScope.Kind scope) throws Exception {
         Driver.Running running = new Driver(
-                        new DriverConfig(socket(name), nodeId, "blockpool.csi.dev", dir.resolve("pool"), mode, 8),
+                        new DriverConfig(
+                                socket(name),
+                                nodeId,
+                                "blockpool.csi.dev",
+                                dir.resolve("pool"),
+                                mode,
+                                8,
+                                scope,
+                                Optional.empty()),
                         "test",
                         new Driver.Background(Duration.ofDays(1), ReconcileSteps.ALL))
                 .start();

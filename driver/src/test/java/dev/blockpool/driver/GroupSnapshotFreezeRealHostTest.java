@@ -1,6 +1,7 @@
 package dev.blockpool.driver;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import csi.v1.ControllerGrpc;
 import csi.v1.Csi;
@@ -8,6 +9,7 @@ import csi.v1.Csi.VolumeCapability;
 import csi.v1.NodeGrpc;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.NeedsRoot;
+import dev.blockpool.controller.MemberFreeze;
 import dev.blockpool.host.FilesystemFreezes;
 import dev.blockpool.host.NodeHost;
 import dev.blockpool.pool.Pool;
@@ -32,8 +34,9 @@ import org.junit.jupiter.api.Test;
 /**
  * A group snapshot on a node-local pool is of one instant: a writer that writes a counter to
  * one volume and then the same counter to another, each write flushed, never finds the pair
- * restored from a group out of order (the second ahead of the first), and a file system a dead
- * driver left frozen is thawed by the next one to start.
+ * restored from a group out of order (the second ahead of the first), a file system a dead
+ * driver left frozen is thawed by the next one to start, and what the driver tells of a freeze
+ * is what the kernel answers.
  */
 @NeedsRoot
 class GroupSnapshotFreezeRealHostTest {
@@ -52,6 +55,10 @@ class GroupSnapshotFreezeRealHostTest {
     private Path dir;
     private ControllerGrpc.ControllerBlockingStub controller;
     private NodeGrpc.NodeBlockingStub node;
+    /** The driver's pool and this host's freezes, as a driver of the node sees them. */
+    private Pool pool;
+
+    private FilesystemFreezes freezes;
 
     @BeforeEach
     void start() throws Exception {
@@ -59,6 +66,9 @@ class GroupSnapshotFreezeRealHostTest {
         dir = driver.dir();
         controller = driver.controller();
         node = driver.node();
+        pool = Pool.open(driver.pool(), NodeLocalDriver.RUNNER, Clock.systemUTC(), Duration.ofHours(1));
+        freezes = FilesystemFreezes.onThisHost(
+                NodeHost.onThisHost(NodeLocalDriver.RUNNER, new BlockingCalls()).loops(), new BlockingCalls());
     }
 
     @Test
@@ -121,20 +131,49 @@ class GroupSnapshotFreezeRealHostTest {
     void aFileSystemADeadDriverLeftFrozenIsThawedByTheNextDriver() throws Exception {
         String volume = createVolume("pvc-frozen");
         stage(volume, "frozen");
-        Pool pool = Pool.open(driver.pool(), NodeLocalDriver.RUNNER, Clock.systemUTC(), Duration.ofHours(1));
-        FilesystemFreezes freezes = FilesystemFreezes.onThisHost(
-                NodeHost.onThisHost(NodeLocalDriver.RUNNER, new BlockingCalls()).loops(), new BlockingCalls());
         Path image = pool.volumes().imagePath(volume);
         // What a driver killed between its freeze and its thaw leaves: the mark, and the file system frozen.
         pool.freezeMarks().mark(volume);
         assertThat(freezes.freeze(image)).hasSize(1);
 
-        new GroupMemberFreeze(pool, freezes).thawLeftovers();
+        nodeHolder().thawLeftovers();
 
         assertThat(pool.freezeMarks().marked()).isEmpty();
         // A frozen file system refuses a second freeze: this one succeeds, so it was thawed.
         assertThat(freezes.freeze(image)).hasSize(1);
         freezes.thaw(image);
+    }
+
+    @Test
+    void whatTheDriverTellsOfAFreezeIsWhatTheKernelSays() throws Exception {
+        String volume = createVolume("pvc-told");
+        stage(volume, "told");
+        Path image = pool.volumes().imagePath(volume);
+        GroupMemberFreeze members = nodeHolder();
+
+        try (MemberFreeze.Frozen frozen = members.freeze(List.of(volume))) {
+            assertThat(frozen.volumeIds()).containsExactly(volume);
+            assertThat(members.frozen(volume)).isPresent();
+            assertThat(members.frozenCount()).isEqualTo(1);
+            assertThatThrownBy(() -> freezes.freeze(image))
+                    .as("the kernel refuses a second freeze: frozen")
+                    .hasMessageContaining("cannot freeze");
+        }
+
+        assertThat(members.frozen(volume)).isEmpty();
+        assertThat(members.frozenCount()).isZero();
+        assertThat(pool.freezeMarks().marked()).isEmpty();
+        // the kernel takes a freeze again: thawed
+        assertThat(freezes.freeze(image)).hasSize(1);
+        assertThat(freezes.thaw(image)).isEqualTo(FilesystemFreezes.Thaw.THAWED);
+    }
+
+    /**
+     * The freeze of a driver holding the node's claim, on the driver's pool: the driver under
+     * test, alive, holds the claim itself.
+     */
+    private GroupMemberFreeze nodeHolder() {
+        return new GroupMemberFreeze(pool, freezes, Clock.systemUTC(), GroupMemberFreeze.BOUND, () -> true);
     }
 
     private String createVolume(String name) {

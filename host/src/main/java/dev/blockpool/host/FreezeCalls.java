@@ -2,8 +2,12 @@ package dev.blockpool.host;
 
 import java.nio.file.Path;
 
-/** The kernel's freeze of a mounted file system, through the directory it is mounted at. */
-interface FreezeCalls {
+/**
+ * The kernel's freeze of a mounted file system, through the directory it is mounted at. Each
+ * call may wait as long as the kernel does (a freeze waits for the writers in flight);
+ * {@link FilesystemFreezes} gives them their deadlines.
+ */
+public interface FreezeCalls {
 
     /**
      * FIFREEZE: the file system's dirty data and journal are written to its device and every
@@ -11,6 +15,6 @@ interface FreezeCalls {
      */
     void freeze(Path mountPoint);
 
-    /** FITHAW: writes go on. False when it was not frozen. */
+    /** FITHAW: writes go on. False when the kernel answers that it was not frozen (EINVAL). */
     boolean thaw(Path mountPoint);
 }

@@ -1,16 +1,13 @@
 package dev.blockpool.host;
 
-import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.nio.file.Path;
-import java.time.Duration;
 
 /**
  * {@link FreezeCalls} through the VFS ioctls FIFREEZE and FITHAW (linux/fs.h), made on a
- * descriptor of the mount point opened without following a symlink. A freeze writes the file
- * system's dirty data first, and the device under it may be slow: each call runs on the
- * threads for calls that can hang, with a deadline.
+ * descriptor of the mount point opened without following a symlink. Each returns when the kernel
+ * does: {@link FilesystemFreezes} makes them on the threads for calls that can hang.
  */
 final class LinuxFreezeCalls implements FreezeCalls {
 
@@ -18,46 +15,33 @@ final class LinuxFreezeCalls implements FreezeCalls {
     private static final Libc.Ioctl FIFREEZE = new Libc.Ioctl("FIFREEZE", 0xC0045877L);
 
     private static final Libc.Ioctl FITHAW = new Libc.Ioctl("FITHAW", 0xC0045878L);
-    private static final Duration DEADLINE = Duration.ofSeconds(60);
-
-    private final BlockingCalls blocking;
-
-    LinuxFreezeCalls(BlockingCalls blocking) {
-        this.blocking = blocking;
-    }
 
     @Override
     public void freeze(Path mountPoint) {
-        blocking.run(
-                DEADLINE,
-                "FIFREEZE of " + mountPoint,
-                () -> MountPointCalls.onMountPoint(mountPoint, fd -> {
-                    try {
-                        Libc.ioctl(fd, FIFREEZE, 0L);
-                    } catch (Libc.ErrnoException e) {
-                        throw StorageException.internal(
-                                "cannot freeze the file system mounted at %s: %s", mountPoint, e.getMessage());
-                    }
-                    return true;
-                }));
+        MountPointCalls.onMountPoint(mountPoint, fd -> {
+            try {
+                Libc.ioctl(fd, FIFREEZE, 0L);
+            } catch (Libc.ErrnoException e) {
+                throw StorageException.internal(
+                        "cannot freeze the file system mounted at %s: %s", mountPoint, e.getMessage());
+            }
+            return true;
+        });
     }
 
     @Override
     public boolean thaw(Path mountPoint) {
-        return blocking.call(
-                DEADLINE,
-                "FITHAW of " + mountPoint,
-                () -> MountPointCalls.onMountPoint(mountPoint, fd -> {
-                    try {
-                        Libc.ioctl(fd, FITHAW, 0L);
-                        return true;
-                    } catch (Libc.ErrnoException e) {
-                        if (e.errno() == Libc.EINVAL) {
-                            return false; // not frozen
-                        }
-                        throw StorageException.internal(
-                                "cannot thaw the file system mounted at %s: %s", mountPoint, e.getMessage());
-                    }
-                }));
+        return MountPointCalls.onMountPoint(mountPoint, fd -> {
+            try {
+                Libc.ioctl(fd, FITHAW, 0L);
+                return true;
+            } catch (Libc.ErrnoException e) {
+                if (e.errno() == Libc.EINVAL) {
+                    return false; // not frozen
+                }
+                throw StorageException.internal(
+                        "cannot thaw the file system mounted at %s: %s", mountPoint, e.getMessage());
+            }
+        });
     }
 }

@@ -1,6 +1,7 @@
 package dev.blockpool.host;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
 import dev.blockpool.common.BlockingCalls;
@@ -94,6 +95,14 @@ class HostLoopDevicesRealHostTest {
         undo.push(() -> RUNNER.runChecked("umount", where.toString()));
     }
 
+    /** An ext4 file system made on {@code image}, mounted at {@code mountPoint} through a loop device. */
+    private void mountExt4(Path image, Path mountPoint) throws IOException {
+        HostRequirements.assumeCommand("mkfs.ext4");
+        RUNNER.runChecked("mkfs.ext4", "-q", image.toString());
+        LoopDevice disk = attach(loops, image, false);
+        mount(mountPoint, "mount", "-t", "ext4", disk.device().toString(), mountPoint.toString());
+    }
+
     @Test
     void attachesReadsBackGrowsAndDetaches() throws IOException {
         Path image = image(dir, "vol.img", 8 * MiB);
@@ -178,14 +187,41 @@ class HostLoopDevicesRealHostTest {
     }
 
     @Test
+    void aFileSystemIsFrozenOrThawedAsTheKernelAnswers() throws IOException {
+        Path image = image(dir, "frozen.img", 32 * MiB);
+        Path mountPoint = dir.resolve("frozen");
+        mountExt4(image, mountPoint);
+        FreezeCalls kernel = new LinuxFreezeCalls();
+        undo.push(() -> kernel.thaw(mountPoint)); // never left frozen, whatever fails: before its unmount
+
+        assertThat(kernel.thaw(mountPoint))
+                .as("FITHAW of a file system not frozen: EINVAL")
+                .isFalse();
+        kernel.freeze(mountPoint);
+        assertThatThrownBy(() -> kernel.freeze(mountPoint))
+                .as("frozen: a second FIFREEZE is refused")
+                .hasMessageContaining("cannot freeze the file system mounted at " + mountPoint);
+        assertThat(kernel.thaw(mountPoint)).isTrue();
+
+        // What the freezes answer of the image is what the kernel answered of its file system.
+        FilesystemFreezes freezes =
+                FilesystemFreezes.onThisHost(new LoopAttachments(loops, new ProcMountTable()), blocking);
+        assertThat(freezes.freeze(image)).containsExactly(mountPoint);
+        assertThatThrownBy(() -> kernel.freeze(mountPoint))
+                .as("frozen by the freezes")
+                .hasMessageContaining("cannot freeze");
+        assertThat(freezes.thaw(image)).isEqualTo(FilesystemFreezes.Thaw.THAWED);
+        assertThat(kernel.thaw(mountPoint)).as("thawed by the freezes").isFalse();
+        assertThat(freezes.thaw(image))
+                .as("not frozen: EINVAL, answered as thawed")
+                .isEqualTo(FilesystemFreezes.Thaw.THAWED);
+    }
+
+    @Test
     void directIoWhereThePoolFilesystemTakesItAndBufferedWithAWarningWhereNot() throws IOException {
-        HostRequirements.assumeCommand("mkfs.ext4");
         // An ext4 pool of the test's own: its disk (a loop device with 512-byte sectors) takes direct I/O.
-        Path ext4Image = image(dir, "ext4-pool.img", 64 * MiB);
-        RUNNER.runChecked("mkfs.ext4", "-q", ext4Image.toString());
-        LoopDevice ext4Disk = attach(loops, ext4Image, false);
         Path ext4Pool = dir.resolve("ext4-pool");
-        mount(ext4Pool, "mount", "-t", "ext4", ext4Disk.device().toString(), ext4Pool.toString());
+        mountExt4(image(dir, "ext4-pool.img", 64 * MiB), ext4Pool);
         LoopDevice direct = attach(loops, image(ext4Pool, "vol.img", 8 * MiB), false);
         assertThat(LoopSysfs.onThisHost(blocking).directIo(direct.name())).isTrue();
 

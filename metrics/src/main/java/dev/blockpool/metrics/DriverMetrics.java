@@ -7,6 +7,7 @@ import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.IntSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -52,6 +53,11 @@ public final class DriverMetrics implements AutoCloseable {
         LastCensus<NodeCensus.Figures> census = LastCensus.start("node", take);
         NodeGauges.register(registry, census);
         stops.add(census::close);
+    }
+
+    /** Adds {@code blockpool_node_frozen_volumes}, read from memory at each scrape; see {@link NodeGauges}. */
+    public void countFrozen(IntSupplier frozen) {
+        NodeGauges.registerFrozen(registry, frozen);
     }
 
     /** The port it serves on. */

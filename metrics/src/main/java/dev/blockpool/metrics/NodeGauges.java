@@ -1,10 +1,12 @@
 package dev.blockpool.metrics;
 
 import dev.blockpool.node.NodeCensus;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
+import java.util.function.IntSupplier;
 import java.util.stream.Collectors;
 
 /** The node's gauges, from its last {@link NodeCensus}: what this node holds of the pool, and what is wrong with it. */
@@ -41,6 +43,18 @@ final class NodeGauges {
                 "blockpool_node_census_duration_seconds",
                 "How long the last look at this node's loop devices, mounts and their health took",
                 f -> f.took().toNanos() / 1e9);
+    }
+
+    /**
+     * How many volumes a group snapshot holds frozen, or left frozen without the kernel having
+     * answered them thawed: above 0 for longer than a group snapshot takes, writes to them hang.
+     */
+    static void registerFrozen(PrometheusRegistry registry, IntSupplier frozen) {
+        GaugeWithCallback.builder()
+                .name("blockpool_node_frozen_volumes")
+                .help("Volumes whose file systems a group snapshot froze and the kernel has not answered thawed")
+                .callback(callback -> callback.call(frozen.getAsInt()))
+                .register(registry);
     }
 
     /** A series per condition, labelled as the health calls name it. */

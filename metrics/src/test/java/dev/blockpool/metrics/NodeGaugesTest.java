@@ -8,6 +8,7 @@ import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /** The node's gauges as a scrape shows them: one series per condition, labelled as the health calls name it. */
@@ -40,5 +41,18 @@ class NodeGaugesTest {
         assertThat(Scrape.values(
                         text, "blockpool_node_storage_problems{reason=\"PoolUnavailable\",severity=\"INACCESSIBLE\"}"))
                 .containsExactly(1.0);
+    }
+
+    @Test
+    void theFrozenVolumesAreCountedAtEachScrape() {
+        PrometheusRegistry registry = new PrometheusRegistry();
+        AtomicInteger frozen = new AtomicInteger(1);
+        NodeGauges.registerFrozen(registry, frozen::get);
+
+        assertThat(Scrape.values(Scrape.of(registry), "blockpool_node_frozen_volumes"))
+                .containsExactly(1.0);
+        frozen.set(0);
+        assertThat(Scrape.values(Scrape.of(registry), "blockpool_node_frozen_volumes"))
+                .containsExactly(0.0);
     }
 }

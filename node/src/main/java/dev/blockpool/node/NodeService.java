@@ -66,6 +66,8 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             NodeServiceCapability.RPC.Type.SINGLE_NODE_MULTI_WRITER,
             NodeServiceCapability.RPC.Type.GET_VOLUME_HEALTH,
             NodeServiceCapability.RPC.Type.GET_STORAGE_HEALTH);
+    /** A frozen file system as the health calls name it. */
+    static final String FROZEN = "FileSystemFrozen";
 
     private final NodeIdentity identity;
     private final VolumeCatalog volumes;
@@ -74,10 +76,12 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
     private final OperationLocks locks;
     private final FullPoolGuard fullPoolGuard;
     private final Executor restOfInPlaceCalls;
+    private final FrozenVolumes frozen;
 
     /**
      * {@code restOfInPlaceCalls}: where a stats call answered in place goes on when the kernel's
-     * caches do not resolve its path; it refuses when its threads are all taken.
+     * caches do not resolve its path; it refuses when its threads are all taken. {@code frozen}:
+     * what a group snapshot of this driver holds frozen, told in NodeGetVolumeHealth.
      */
     public NodeService(
             NodeIdentity identity,
@@ -85,7 +89,8 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             NodeHost host,
             KubeletPaths paths,
             OperationLocks locks,
-            Executor restOfInPlaceCalls) {
+            Executor restOfInPlaceCalls,
+            FrozenVolumes frozen) {
         this.identity = identity;
         this.restOfInPlaceCalls = restOfInPlaceCalls;
         this.volumes = volumes;
@@ -93,6 +98,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         this.paths = paths;
         this.locks = locks;
         this.fullPoolGuard = new FullPoolGuard(host, volumes);
+        this.frozen = frozen;
     }
 
     @Override
@@ -299,6 +305,8 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                     RequestFields.absolutePath("staging_target_path", request.getStagingTargetPath())));
         }
         List<HealthProblem> problems = new ArrayList<>(volumes.health(volumeId));
+        frozen.frozen(volumeId)
+                .ifPresent(why -> problems.add(new HealthProblem(HealthProblem.Severity.DEGRADED, FROZEN, why)));
         // A pool short of room is found here as soon as in the background look: act on it at once.
         fullPoolGuard.look(problems);
         // On a pool that does not answer, even where its image is cannot be resolved: that is the answer.

@@ -69,7 +69,8 @@ class NodePathSafetyRealHostTest {
                 NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()),
                 new KubeletPaths(pool.root(), socket),
                 new OperationLocks(),
-                Runnable::run));
+                Runnable::run,
+                FrozenVolumes.NONE));
         node = NodeGrpc.newBlockingStub(served.channel());
     }
 

@@ -94,7 +94,8 @@ class NodeServiceRealHostTest {
                 NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()),
                 new KubeletPaths(pool.root(), dir.resolve("csi.sock")),
                 locks,
-                Runnable::run);
+                Runnable::run,
+                FrozenVolumes.NONE);
         InProcessCsi server = InProcessCsi.serve(fresh);
         served.add(server);
         return NodeGrpc.newBlockingStub(server.channel());

@@ -24,6 +24,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -36,6 +37,9 @@ class NodeServiceTest {
     Path dir;
 
     private final OperationLocks locks = new OperationLocks();
+    /** What a group snapshot holds frozen, by volume, as the driver would tell it. */
+    private final Map<String, String> frozen = new ConcurrentHashMap<>();
+
     private final Map<String, NodeVolume> catalog = new HashMap<>();
     private FakeHost fake;
     private InProcessCsi served;
@@ -116,7 +120,8 @@ class NodeServiceTest {
                 fake.nodeHost(),
                 new KubeletPaths(dir.resolve("pool"), dir.resolve("csi.sock")),
                 locks,
-                Runnable::run));
+                Runnable::run,
+                volumeId -> Optional.ofNullable(frozen.get(volumeId))));
         node = NodeGrpc.newBlockingStub(served.channel());
     }
 
@@ -501,6 +506,22 @@ class NodeServiceTest {
                 dir.resolve("pods/a/volume").toString());
         node.nodePublishVolume(publish.setTargetPath(first).build());
         assertThat(fake.log.stream().filter(s -> s.startsWith("bind"))).containsExactly("bind volume", "bind volume");
+    }
+
+    @Test
+    void aVolumeAGroupSnapshotLeftFrozenIsNotHealthy() {
+        frozen.put("vol-1", "the file system of volume vol-1 has been frozen since 2026-11-28T07:00:00Z");
+
+        assertThat(node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder()
+                                .setVolumeId("vol-1")
+                                .build())
+                        .getVolumeHealth()
+                        .getHealthStatusesList())
+                .singleElement()
+                .satisfies(status -> {
+                    assertThat(status.getReason()).isEqualTo(NodeService.FROZEN);
+                    assertThat(status.getMessage()).contains("frozen since 2026-11-28T07:00:00Z");
+                });
     }
 
     @Test

@@ -99,7 +99,8 @@ class VolumeHealthRealHostTest {
                 NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()),
                 new KubeletPaths(pool.root(), dir.resolve("csi.sock")),
                 locks,
-                Runnable::run));
+                Runnable::run,
+                FrozenVolumes.NONE));
         closing.add(server::close);
         return NodeGrpc.newBlockingStub(server.channel());
     }

@@ -3,8 +3,12 @@ package dev.blockpool.pool;
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.time.Instant;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Stream;
 
 /**
@@ -23,12 +27,12 @@ public final class FreezeMarks {
 
     /** Durably, before the volume's file system is frozen. */
     public void mark(String volumeId) {
-        DurableFiles.write(directory.resolve(requireVolumeId(volumeId)), new byte[0]);
+        DurableFiles.write(markOf(volumeId), new byte[0]);
     }
 
     /** Once the volume's file system is thawed; a mark already gone is fine. */
     public void clear(String volumeId) {
-        DurableFiles.delete(directory.resolve(requireVolumeId(volumeId)));
+        DurableFiles.delete(markOf(volumeId));
     }
 
     /** The volumes marked, in no particular order. */
@@ -40,6 +44,32 @@ public final class FreezeMarks {
         } catch (IOException e) {
             throw StorageException.io(e, "cannot list %s", directory);
         }
+    }
+
+    /** The volumes marked, each with when its mark was written: since when it may be frozen. */
+    public Map<String, Instant> markedSince() {
+        Map<String, Instant> since = new LinkedHashMap<>();
+        for (String volumeId : marked()) {
+            Path mark = directory.resolve(volumeId);
+            try {
+                since.put(volumeId, Files.getLastModifiedTime(mark).toInstant());
+            } catch (NoSuchFileException e) {
+                // cleared meanwhile
+            } catch (IOException e) {
+                throw StorageException.io(e, "cannot look at %s", mark);
+            }
+        }
+        return since;
+    }
+
+    /** The file of the volume's mark: where an operator removes it by hand. */
+    public Path markOf(String volumeId) {
+        return directory.resolve(requireVolumeId(volumeId));
+    }
+
+    /** Whether the volume is marked: a mark removed by hand says its file system is thawed. */
+    public boolean isMarked(String volumeId) {
+        return Files.exists(markOf(volumeId));
     }
 
     private static String requireVolumeId(String volumeId) {
