@@ -28,7 +28,8 @@ import java.util.function.Function;
  *
  * <p>A stream sends a message only while gRPC can take it (its readiness), so a slow reader holds
  * back the work instead of piling messages up in memory; it stops as soon as the caller cancels,
- * between messages and within a long scan, and closes the images it opened however it ends.
+ * between messages and within a long scan, and closes the images it opened however it ends:
+ * complete, cancelled, failed, or answered by the driver itself at its deadline.
  */
 public final class SnapshotMetadataService extends SnapshotMetadataGrpc.SnapshotMetadataImplBase {
 
@@ -118,6 +119,9 @@ public final class SnapshotMetadataService extends SnapshotMetadataGrpc.Snapshot
 
         void start() {
             call.setOnCancelHandler(this::finish);
+            // A call the driver closes itself (answered at its deadline) completes without a
+            // cancellation, and may end while the pump waits for readiness that never comes.
+            call.setOnCloseHandler(this::finish);
             call.setOnReadyHandler(this::pump);
             pump();
         }
