@@ -35,6 +35,12 @@ public final class SnapshotMetadataService extends SnapshotMetadataGrpc.Snapshot
 
     /** Tuples per message when the caller leaves it to the driver (max_results 0): some 20 KiB a message. */
     static final int DEFAULT_TUPLES_PER_MESSAGE = 1024;
+    /**
+     * The most tuples a message holds, whatever max_results asks (the spec makes it a maximum):
+     * at most 22 bytes each, some 350 KiB a message, far under the 4 MiB a gRPC client takes by
+     * default, and a bound on what a stream gathers in memory before it sends.
+     */
+    static final int MOST_TUPLES_PER_MESSAGE = 16 * 1024;
 
     private final SnapshotMetadata metadata;
 
@@ -85,7 +91,7 @@ public final class SnapshotMetadataService extends SnapshotMetadataGrpc.Snapshot
             throw CsiException.invalidArgument(
                     "max_results is %d: give the most tuples per message, or 0 to leave it to the driver", maxResults);
         }
-        return maxResults == 0 ? DEFAULT_TUPLES_PER_MESSAGE : maxResults;
+        return maxResults == 0 ? DEFAULT_TUPLES_PER_MESSAGE : Math.min(maxResults, MOST_TUPLES_PER_MESSAGE);
     }
 
     /**
