@@ -14,12 +14,19 @@ import java.util.function.Function;
  */
 public final class SnapshotMetadata {
 
+    /**
+     * Threads for the streams' steps, apart from those of the node's calls (stage, publish, a
+     * thaw): any number of streams at once never delays those, and a pool that hangs holds at
+     * most this many threads of streams.
+     */
+    static final int STEP_THREADS = 8;
+
     private final Snapshots snapshots;
     private final BlockingCalls steps;
 
-    SnapshotMetadata(Snapshots snapshots, BlockingCalls steps) {
+    SnapshotMetadata(Snapshots snapshots) {
         this.snapshots = snapshots;
-        this.steps = steps;
+        this.steps = new BlockingCalls("snapshot-metadata", STEP_THREADS);
     }
 
     /** The data ranges of the snapshot {@code snapshotId} from {@code from}. */

@@ -15,8 +15,9 @@ import java.util.function.Supplier;
  * The ranges a snapshot metadata stream reports, handed out a message at a time: in increasing
  * order, none overlapping another, ranges that touch merged into one (also across the steps that
  * found them, which may end at any offset), none starting before the offset asked. Each step runs
- * on the threads for system calls that can hang, so a pool that stops answering fails the stream
- * at the deadline rather than holding the caller's thread. The first step opens the images.
+ * on the streams' own threads for system calls that can hang, so a pool that stops answering fails
+ * the stream at the deadline rather than holding the caller's thread. The first step opens the
+ * images.
  *
  * <p>Closing it closes the images, but not under a step that still runs: a step left at its
  * deadline goes on in the kernel with their descriptors, which the kernel could meanwhile hand to
