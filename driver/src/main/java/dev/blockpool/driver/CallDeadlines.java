@@ -34,6 +34,11 @@ import org.slf4j.LoggerFactory;
  * run on, new calls are refused at once rather than adding threads that may never return. Probe is
  * never refused: livenessprobe restarts a driver that does not answer it, and its own look at the
  * pool has a short deadline. The calls answered in place run no such work and are left alone.
+ *
+ * <p>A stream (SnapshotMetadata) whose client gives it no deadline may rightly run for hours over
+ * a large snapshot: it is answered only once it has sent nothing for {@link #WITHOUT_DEADLINE}
+ * (its reader stopped taking messages, or its pool stopped answering), so that one that makes
+ * progress goes on and one that does not lets go of what it holds.
  */
 final class CallDeadlines implements ServerInterceptor {
 
@@ -60,6 +65,7 @@ final class CallDeadlines implements ServerInterceptor {
     private static final Duration SWEEPER_KEEP_ALIVE = Duration.ofSeconds(10);
 
     private final int mostStuck;
+    private final Duration withoutDeadline;
     private final AtomicInteger stuck = new AtomicInteger();
     /** The calls under way, each until it is answered. */
     private final Set<Answered<?, ?>> underWay = ConcurrentHashMap.newKeySet();
@@ -71,7 +77,12 @@ final class CallDeadlines implements ServerInterceptor {
     }
 
     CallDeadlines(int mostStuck) {
+        this(mostStuck, WITHOUT_DEADLINE);
+    }
+
+    CallDeadlines(int mostStuck, Duration withoutDeadline) {
         this.mostStuck = mostStuck;
+        this.withoutDeadline = withoutDeadline;
     }
 
     /** Calls past their deadlines whose threads have not returned yet. */
@@ -98,9 +109,11 @@ final class CallDeadlines implements ServerInterceptor {
             return new ServerCall.Listener<>() {};
         }
         Deadline deadline = Context.current().getDeadline();
-        long left = deadline == null ? WITHOUT_DEADLINE.toNanos() : deadline.timeRemaining(TimeUnit.NANOSECONDS);
+        long left = deadline == null ? withoutDeadline.toNanos() : deadline.timeRemaining(TimeUnit.NANOSECONDS);
         long answerIn = Math.max(0, left - Math.min(left / 4, AHEAD.toNanos()));
-        Answered<Q, R> answered = new Answered<>(call, Duration.ofNanos(answerIn));
+        boolean whileItSends =
+                deadline == null && !call.getMethodDescriptor().getType().serverSendsOneMessage();
+        Answered<Q, R> answered = new Answered<>(call, Duration.ofNanos(answerIn), whileItSends);
         underWay.add(answered);
         if (sweeping.compareAndSet(false, true)) {
             Thread.ofPlatform().name("call-deadlines").daemon().start(this::sweep);
@@ -145,9 +158,8 @@ final class CallDeadlines implements ServerInterceptor {
             }
             long now = System.nanoTime();
             for (Answered<?, ?> call : underWay) {
-                if (now - call.answerBy >= 0) {
+                if (now - call.answerBy >= 0 && call.expire()) {
                     underWay.remove(call);
-                    call.expire();
                 }
             }
             if (!underWay.isEmpty()) {
@@ -165,14 +177,18 @@ final class CallDeadlines implements ServerInterceptor {
     /** A call that is answered once: by its service, or at its deadline, whichever comes first. */
     private final class Answered<Q, R> extends ForwardingServerCall.SimpleForwardingServerCall<Q, R> {
         private final Duration within;
-        private final long answerBy;
+        /** A stream without a client deadline: each message it sends gives it {@link #within} again. */
+        private final boolean whileItSends;
+
+        private volatile long answerBy;
         private boolean closed;
         private boolean running;
         private boolean heldPastDeadline;
 
-        Answered(ServerCall<Q, R> call, Duration within) {
+        Answered(ServerCall<Q, R> call, Duration within, boolean whileItSends) {
             super(call);
             this.within = within;
+            this.whileItSends = whileItSends;
             this.answerBy = System.nanoTime() + within.toNanos();
         }
 
@@ -187,6 +203,9 @@ final class CallDeadlines implements ServerInterceptor {
         public synchronized void sendMessage(R message) {
             if (!closed) {
                 super.sendMessage(message);
+                if (whileItSends) {
+                    answerBy = System.nanoTime() + within.toNanos();
+                }
             }
         }
 
@@ -215,9 +234,13 @@ final class CallDeadlines implements ServerInterceptor {
             }
         }
 
-        synchronized void expire() {
+        /** Answers the call unless a stream sent a message meanwhile; whether it is answered. */
+        synchronized boolean expire() {
             if (closed) {
-                return;
+                return true;
+            }
+            if (System.nanoTime() - answerBy < 0) {
+                return false; // a stream that sent a message just now
             }
             String method = getMethodDescriptor().getFullMethodName();
             if (running) {
@@ -229,13 +252,17 @@ final class CallDeadlines implements ServerInterceptor {
                         BlockingCalls.describe(within),
                         now);
             }
-            close(
-                    Status.fromCode(StatusInterceptor.RETRY_LATER)
-                            .withDescription(("%s did not finish within %s, its deadline: what it waits on, most "
-                                            + "likely the pool's filesystem, does not answer (see the pool's health); "
-                                            + "it goes on, and a retry later finds what it did")
-                                    .formatted(method, BlockingCalls.describe(within))),
-                    new Metadata());
+            String why = whileItSends
+                    ? ("%s sent nothing for %s: its reader takes no message, or what it waits on, most likely the "
+                                    + "pool's filesystem, does not answer (see the pool's health); resume it from the "
+                                    + "end of the last range it sent")
+                            .formatted(method, BlockingCalls.describe(within))
+                    : ("%s did not finish within %s, its deadline: what it waits on, most likely the pool's "
+                                    + "filesystem, does not answer (see the pool's health); it goes on, and a retry "
+                                    + "later finds what it did")
+                            .formatted(method, BlockingCalls.describe(within));
+            close(Status.fromCode(StatusInterceptor.RETRY_LATER).withDescription(why), new Metadata());
+            return true;
         }
     }
 }

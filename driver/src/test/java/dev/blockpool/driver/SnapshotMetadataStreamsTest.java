@@ -3,6 +3,7 @@ package dev.blockpool.driver;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import csi.v1.Csi.GetMetadataAllocatedRequest;
+import csi.v1.Csi.GetMetadataAllocatedResponse;
 import csi.v1.Csi.GetMetadataDeltaRequest;
 import csi.v1.SnapshotMetadataGrpc;
 import dev.blockpool.common.ProcessCommandRunner;
@@ -30,6 +31,7 @@ import java.nio.file.StandardOpenOption;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -115,13 +117,13 @@ class SnapshotMetadataStreamsTest {
         for (int i = 0; i < 100; i++) {
             streams.add(
                     i % 2 == 0
-                            ? cutAtDeadline(
+                            ? readOneMessage(
                                     GetMetadataAllocatedRequest.newBuilder()
                                             .setSnapshotId(base)
                                             .setMaxResults(1)
                                             .build(),
                                     stub()::getMetadataAllocated)
-                            : cutAtDeadline(
+                            : readOneMessage(
                                     GetMetadataDeltaRequest.newBuilder()
                                             .setBaseSnapshotId(base)
                                             .setTargetSnapshotId(target)
@@ -150,12 +152,48 @@ class SnapshotMetadataStreamsTest {
         return open;
     }
 
+    @Test
+    @Timeout(60)
+    void aStreamWithoutADeadlineGoesOnWhileItMakesProgress() throws Exception {
+        // Calls without a deadline of their own are answered within 3 s here, in place of 2 min.
+        serve(new CallDeadlines(CallDeadlines.MOST_STUCK, Duration.ofSeconds(4)));
+        Iterator<GetMetadataAllocatedResponse> stream = SnapshotMetadataGrpc.newBlockingStub(channel)
+                .getMetadataAllocated(GetMetadataAllocatedRequest.newBuilder()
+                        .setSnapshotId(base)
+                        .setMaxResults(1)
+                        .build());
+        int tuples = 0;
+        while (stream.hasNext()) {
+            tuples += stream.next().getBlockMetadataCount();
+            // A slow reader: the driver's next message waits for it, the whole stream longer than 3 s.
+            Thread.sleep(500);
+        }
+        assertThat(tuples).isEqualTo(BLOCKS);
+    }
+
+    @Test
+    @Timeout(60)
+    void aStreamWithoutADeadlineWhoseReaderStopsIsAnsweredAndLetsGo() throws Exception {
+        serve(new CallDeadlines(CallDeadlines.MOST_STUCK, Duration.ofMillis(200)));
+        long before = openInPool();
+        CompletableFuture<Status> stalled = readOneMessage(
+                GetMetadataAllocatedRequest.newBuilder()
+                        .setSnapshotId(base)
+                        .setMaxResults(1)
+                        .build(),
+                SnapshotMetadataGrpc.newStub(channel)::getMetadataAllocated);
+        Status status = stalled.get(30, TimeUnit.SECONDS);
+        assertThat(status.getCode()).isEqualTo(StatusInterceptor.RETRY_LATER);
+        assertThat(status.getDescription()).contains("sent nothing for", "resume it");
+        assertThat(openInPoolOnceSettled(before)).isEqualTo(before);
+    }
+
     private SnapshotMetadataGrpc.SnapshotMetadataStub stub() {
         return SnapshotMetadataGrpc.newStub(channel).withDeadlineAfter(300, TimeUnit.MILLISECONDS);
     }
 
     /** Starts a stream whose reader takes one message and no more: the status it ends with. */
-    private static <Q, R> CompletableFuture<Status> cutAtDeadline(Q request, BiConsumer<Q, StreamObserver<R>> method) {
+    private static <Q, R> CompletableFuture<Status> readOneMessage(Q request, BiConsumer<Q, StreamObserver<R>> method) {
         CompletableFuture<Status> ended = new CompletableFuture<>();
         method.accept(request, new ClientResponseObserver<Q, R>() {
             @Override
