@@ -28,12 +28,19 @@ import java.util.function.Function;
  *
  * <p>A stream sends a message only while gRPC can take it (its readiness), so a slow reader holds
  * back the work instead of piling messages up in memory; it stops as soon as the caller cancels,
- * between messages and within a long scan, and closes the images it opened however it ends.
+ * between messages and within a long scan, and closes the images it opened however it ends:
+ * complete, cancelled, failed, or answered by the driver itself at its deadline.
  */
 public final class SnapshotMetadataService extends SnapshotMetadataGrpc.SnapshotMetadataImplBase {
 
     /** Tuples per message when the caller leaves it to the driver (max_results 0): some 20 KiB a message. */
     static final int DEFAULT_TUPLES_PER_MESSAGE = 1024;
+    /**
+     * The most tuples a message holds, whatever max_results asks (the spec makes it a maximum):
+     * at most 22 bytes each, some 350 KiB a message, far under the 4 MiB a gRPC client takes by
+     * default, and a bound on what a stream gathers in memory before it sends.
+     */
+    static final int MOST_TUPLES_PER_MESSAGE = 16 * 1024;
 
     private final SnapshotMetadata metadata;
 
@@ -84,7 +91,7 @@ public final class SnapshotMetadataService extends SnapshotMetadataGrpc.Snapshot
             throw CsiException.invalidArgument(
                     "max_results is %d: give the most tuples per message, or 0 to leave it to the driver", maxResults);
         }
-        return maxResults == 0 ? DEFAULT_TUPLES_PER_MESSAGE : maxResults;
+        return maxResults == 0 ? DEFAULT_TUPLES_PER_MESSAGE : Math.min(maxResults, MOST_TUPLES_PER_MESSAGE);
     }
 
     /**
@@ -118,6 +125,9 @@ public final class SnapshotMetadataService extends SnapshotMetadataGrpc.Snapshot
 
         void start() {
             call.setOnCancelHandler(this::finish);
+            // A call the driver closes itself (answered at its deadline) completes without a
+            // cancellation, and may end while the pump waits for readiness that never comes.
+            call.setOnCloseHandler(this::finish);
             call.setOnReadyHandler(this::pump);
             pump();
         }

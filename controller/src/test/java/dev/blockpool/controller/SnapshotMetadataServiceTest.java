@@ -30,6 +30,7 @@ import java.nio.file.StandardOpenOption;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -110,6 +111,26 @@ class SnapshotMetadataServiceTest {
         assertThat(allocated(base, 0, 0))
                 .as("max_results 0: the driver's choice")
                 .hasSize(1);
+    }
+
+    @Test
+    void aMessageHoldsABoundedNumberOfTuplesWhateverMaxResultsAsks() {
+        int most = SnapshotMetadataService.MOST_TUPLES_PER_MESSAGE;
+        assertThat(SnapshotMetadataService.tuplesPerMessage(Integer.MAX_VALUE)).isEqualTo(most);
+        assertThat(SnapshotMetadataService.tuplesPerMessage(most - 1)).isEqualTo(most - 1);
+        BlockMetadata widest = BlockMetadata.newBuilder()
+                .setByteOffset(Long.MAX_VALUE)
+                .setSizeBytes(Long.MAX_VALUE)
+                .build();
+        GetMetadataDeltaResponse fullest = GetMetadataDeltaResponse.newBuilder()
+                .setBlockMetadataType(BlockMetadataType.VARIABLE_LENGTH)
+                .setVolumeCapacityBytes(Long.MAX_VALUE)
+                .addAllBlockMetadata(Collections.nCopies(most, widest))
+                .build();
+        assertThat(fullest.getSerializedSize())
+                .as("the fullest message, against the 4 MiB a gRPC client takes by default")
+                .isLessThan(1 << 20);
+        assertThat(allocated(base, 0, Integer.MAX_VALUE)).hasSize(1);
     }
 
     @Test

@@ -37,6 +37,11 @@ import org.slf4j.LoggerFactory;
  * restarts a driver that does not answer Probe, whose own look at the pool has a short deadline. A
  * call that finds no thread of its own free is refused here too. The calls answered in place run
  * no such work and are left alone.
+ *
+ * <p>A stream (SnapshotMetadata) whose client gives it no deadline may rightly run for hours over
+ * a large snapshot: it is answered only once it has sent nothing for {@link #WITHOUT_DEADLINE}
+ * (its reader stopped taking messages, or its pool stopped answering), so that one that makes
+ * progress goes on and one that does not lets go of what it holds.
  */
 final class CallDeadlines implements ServerInterceptor {
 
@@ -113,8 +118,13 @@ final class CallDeadlines implements ServerInterceptor {
         Deadline deadline = Context.current().getDeadline();
         long left = deadline == null ? withoutDeadline.toNanos() : deadline.timeRemaining(TimeUnit.NANOSECONDS);
         long answerIn = Math.max(0, left - Math.min(left / 4, AHEAD.toNanos()));
-        Answered<Q, R> answered =
-                new Answered<>(call, Duration.ofNanos(answerIn), Math.min(answerIn, withoutDeadline.toNanos()));
+        boolean whileItSends =
+                deadline == null && !call.getMethodDescriptor().getType().serverSendsOneMessage();
+        Answered<Q, R> answered = new Answered<>(
+                call,
+                Duration.ofNanos(answerIn),
+                whileItSends ? Long.MAX_VALUE : Math.min(answerIn, withoutDeadline.toNanos()),
+                whileItSends);
         underWay.add(answered);
         if (sweeping.compareAndSet(false, true)) {
             Thread.ofPlatform().name("call-deadlines").daemon().start(this::sweep);
@@ -168,9 +178,8 @@ final class CallDeadlines implements ServerInterceptor {
                 if (now - call.stuckFrom >= 0) {
                     call.countIfStillRunning();
                 }
-                if (now - call.answerBy >= 0) {
+                if (now - call.answerBy >= 0 && call.expire()) {
                     underWay.remove(call);
-                    call.expire();
                 }
             }
             if (!underWay.isEmpty()) {
@@ -188,7 +197,10 @@ final class CallDeadlines implements ServerInterceptor {
     /** A call that is answered once: by its service, or at its deadline, whichever comes first. */
     private final class Answered<Q, R> extends ForwardingServerCall.SimpleForwardingServerCall<Q, R> {
         private final Duration within;
-        private final long answerBy;
+        /** A stream without a client deadline: each message it sends gives it {@link #within} again. */
+        private final boolean whileItSends;
+
+        private volatile long answerBy;
         /** When a call still running counts as stuck: at its deadline, or sooner for a far one. */
         private final long stuckFrom;
 
@@ -196,12 +208,13 @@ final class CallDeadlines implements ServerInterceptor {
         private boolean running;
         private boolean heldPastDeadline;
 
-        Answered(ServerCall<Q, R> call, Duration within, long stuckAfterNanos) {
+        Answered(ServerCall<Q, R> call, Duration within, long stuckAfterNanos, boolean whileItSends) {
             super(call);
             this.within = within;
+            this.whileItSends = whileItSends;
             long now = System.nanoTime();
             this.answerBy = now + within.toNanos();
-            this.stuckFrom = now + stuckAfterNanos;
+            this.stuckFrom = stuckAfterNanos == Long.MAX_VALUE ? Long.MAX_VALUE : now + stuckAfterNanos;
         }
 
         @Override
@@ -215,6 +228,9 @@ final class CallDeadlines implements ServerInterceptor {
         public synchronized void sendMessage(R message) {
             if (!closed) {
                 super.sendMessage(message);
+                if (whileItSends) {
+                    answerBy = System.nanoTime() + within.toNanos();
+                }
             }
         }
 
@@ -256,19 +272,27 @@ final class CallDeadlines implements ServerInterceptor {
             }
         }
 
-        synchronized void expire() {
+        /** Answers the call unless a stream sent a message meanwhile; whether it is answered. */
+        synchronized boolean expire() {
             if (closed) {
-                return;
+                return true;
+            }
+            if (System.nanoTime() - answerBy < 0) {
+                return false; // a stream that sent a message just now
             }
             String method = getMethodDescriptor().getFullMethodName();
             countIfStillRunning();
-            close(
-                    Status.fromCode(StatusInterceptor.RETRY_LATER)
-                            .withDescription(("%s did not finish within %s, its deadline: what it waits on, most "
-                                            + "likely the pool's filesystem, does not answer (see the pool's health); "
-                                            + "it goes on, and a retry later finds what it did")
-                                    .formatted(method, BlockingCalls.describe(within))),
-                    new Metadata());
+            String why = whileItSends
+                    ? ("%s sent nothing for %s: its reader takes no message, or what it waits on, most likely the "
+                                    + "pool's filesystem, does not answer (see the pool's health); resume it from the "
+                                    + "end of the last range it sent")
+                            .formatted(method, BlockingCalls.describe(within))
+                    : ("%s did not finish within %s, its deadline: what it waits on, most likely the pool's "
+                                    + "filesystem, does not answer (see the pool's health); it goes on, and a retry "
+                                    + "later finds what it did")
+                            .formatted(method, BlockingCalls.describe(within));
+            close(Status.fromCode(StatusInterceptor.RETRY_LATER).withDescription(why), new Metadata());
+            return true;
         }
     }
 }

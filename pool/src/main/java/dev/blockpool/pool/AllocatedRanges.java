@@ -11,11 +11,11 @@ final class AllocatedRanges implements RangeSource {
     /** Ranges found per step: a step is this many pairs of lseek calls at most. */
     static final int RANGES_PER_STEP = 1024;
 
-    private final ImageExtents image;
+    private final StoredImage image;
     private final long capacity;
     private long cursor;
 
-    AllocatedRanges(ImageExtents image, long from, long capacity) {
+    AllocatedRanges(StoredImage image, long from, long capacity) {
         this.image = image;
         this.cursor = from;
         this.capacity = capacity;

@@ -3,7 +3,6 @@ package dev.blockpool.pool;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.pool.ExtentComparison.Piece;
-import dev.blockpool.pool.ImageExtents.Extent;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
@@ -22,17 +21,24 @@ import java.util.function.BooleanSupplier;
  */
 final class ChangedRanges implements RangeSource {
 
-    /** Target extents mapped per window; the base's extents in that window follow. */
+    /**
+     * Extents mapped per window, of each image: a window ends where the first of the two runs out,
+     * so what a window holds is bounded whatever the images' layout (a base of alternating data
+     * and holes under a target rewritten as one extent, say).
+     */
     static final int EXTENTS_PER_WINDOW = 1024;
-    /** A window where extents are not mapped: the data ranges of both images in it are compared. */
+    /**
+     * A window where extents are not mapped: the data ranges of both images in it are compared,
+     * at most {@link #EXTENTS_PER_WINDOW} of them (the window then ends after the last).
+     */
     static final long UNMAPPED_WINDOW_BYTES = 1L << 30;
     /** Bytes compared per step at most, so that a step stays short and cancellation is seen. */
     static final long COMPARED_BYTES_PER_STEP = 64L << 20;
 
     private static final long BUFFER_BYTES = 1L << 20;
 
-    private final ImageExtents base;
-    private final ImageExtents target;
+    private final StoredImage base;
+    private final StoredImage target;
     private final long capacity;
     private final long blockSize;
     /** The buffers of the comparison, made at its first read: a delta from shared extents reads nothing. */
@@ -46,7 +52,7 @@ final class ChangedRanges implements RangeSource {
     private long cursor;
     private boolean mapped = true;
 
-    ChangedRanges(ImageExtents base, ImageExtents target, long from, long capacity) {
+    ChangedRanges(StoredImage base, StoredImage target, long from, long capacity) {
         this.base = base;
         this.target = target;
         this.cursor = from;
@@ -94,11 +100,11 @@ final class ChangedRanges implements RangeSource {
         if (mapped) {
             try {
                 ImageExtents.Mapping targetExtents = target.map(cursor, capacity, EXTENTS_PER_WINDOW);
-                long end = targetExtents.complete()
-                        ? capacity
-                        : Math.min(capacity, targetExtents.extents().getLast().end());
-                pieces.addAll(ExtentComparison.differences(
-                        cursor, end, allExtents(base, cursor, end), targetExtents.extents()));
+                long end = windowEnd(targetExtents, capacity);
+                ImageExtents.Mapping baseExtents = base.map(cursor, end, EXTENTS_PER_WINDOW);
+                end = windowEnd(baseExtents, end);
+                pieces.addAll(
+                        ExtentComparison.differences(cursor, end, baseExtents.extents(), targetExtents.extents()));
                 cursor = end;
                 return;
             } catch (Libc.ErrnoException e) {
@@ -109,25 +115,23 @@ final class ChangedRanges implements RangeSource {
             }
         }
         long end = Math.min(capacity, cursor + UNMAPPED_WINDOW_BYTES);
-        dataRanges(cursor, end).forEach(range -> pieces.add(new Piece(range, true)));
-        cursor = end;
+        List<ByteRange> data = dataRanges(cursor, end);
+        data.forEach(range -> pieces.add(new Piece(range, true)));
+        cursor = data.size() < EXTENTS_PER_WINDOW ? end : data.getLast().end();
     }
 
-    private static List<Extent> allExtents(ImageExtents image, long from, long to) {
-        List<Extent> extents = new ArrayList<>();
-        long at = from;
-        while (at < to) {
-            ImageExtents.Mapping mapping = image.map(at, to, EXTENTS_PER_WINDOW);
-            extents.addAll(mapping.extents());
-            if (mapping.complete()) {
-                break;
-            }
-            at = mapping.extents().getLast().end();
-        }
-        return extents;
+    /** Where a window that {@code mapping} describes ends: at {@code end}, or where its extents run out. */
+    private static long windowEnd(ImageExtents.Mapping mapping, long end) {
+        return mapping.complete()
+                ? end
+                : Math.min(end, mapping.extents().getLast().end());
     }
 
-    /** The ranges of {@code [from, to)} that hold data in either image, in order, overlaps merged. */
+    /**
+     * The ranges of {@code [from, to)} that hold data in either image, in order, overlaps merged;
+     * at most {@link #EXTENTS_PER_WINDOW}, the last of which may then go on beyond what either
+     * image has told (a data range of one that starts within it is a part of it up to its end).
+     */
     private List<ByteRange> dataRanges(long from, long to) {
         List<ByteRange> union = new ArrayList<>();
         Optional<ByteRange> inBase = base.dataFrom(from, to);
@@ -140,13 +144,16 @@ final class ChangedRanges implements RangeSource {
             if (!union.isEmpty() && union.getLast().end() >= next.offset()) {
                 ByteRange last = union.removeLast();
                 union.add(ByteRange.between(last.offset(), Math.max(last.end(), next.end())));
+            } else if (union.size() == EXTENTS_PER_WINDOW) {
+                return union;
             } else {
                 union.add(next);
             }
+            long covered = union.getLast().end(); // what lies before is in the union already
             if (baseFirst) {
-                inBase = base.dataFrom(next.end(), to);
+                inBase = base.dataFrom(covered, to);
             } else {
-                inTarget = target.dataFrom(next.end(), to);
+                inTarget = target.dataFrom(covered, to);
             }
         }
         return union;

@@ -21,7 +21,7 @@ import java.util.Optional;
  * ioctl, declared here with its structs), and its bytes (pread). Every call may wait on the
  * pool's filesystem: callers make them through {@code BlockingCalls}.
  */
-final class ImageExtents implements AutoCloseable {
+final class ImageExtents implements StoredImage {
 
     /** FS_IOC_FIEMAP, _IOWR('f', 11, struct fiemap) (linux/fs.h). */
     private static final Libc.Ioctl FS_IOC_FIEMAP = new Libc.Ioctl("FS_IOC_FIEMAP", 0xC020660BL);
@@ -77,8 +77,8 @@ final class ImageExtents implements AutoCloseable {
         }
     }
 
-    /** The size of the pool filesystem's blocks: the finest unit in which its files differ. */
-    long blockSize() {
+    @Override
+    public long blockSize() {
         try {
             return Libc.fstatfs(fd).fragmentSize();
         } catch (Libc.ErrnoException e) {
@@ -86,8 +86,8 @@ final class ImageExtents implements AutoCloseable {
         }
     }
 
-    /** The first range of data at or after {@code from} and before {@code end}, cut at {@code end}; empty when none. */
-    Optional<ByteRange> dataFrom(long from, long end) {
+    @Override
+    public Optional<ByteRange> dataFrom(long from, long end) {
         if (from >= end) {
             return Optional.empty();
         }
@@ -110,12 +110,8 @@ final class ImageExtents implements AutoCloseable {
         }
     }
 
-    /**
-     * The extents of the image that overlap {@code [from, to)}, in order, at most {@code max}
-     * of them (the first may begin before {@code from}); {@link Mapping#complete} when no more
-     * lie before {@code to}. EOPNOTSUPP where the filesystem cannot tell (NFS, tmpfs).
-     */
-    Mapping map(long from, long to, int max) {
+    @Override
+    public Mapping map(long from, long to, int max) {
         return map(from, to, max, FIEMAP_FLAG_SYNC);
     }
 
@@ -174,8 +170,8 @@ final class ImageExtents implements AutoCloseable {
         return e.errno() == Libc.EOPNOTSUPP || e.errno() == Libc.ENOTTY;
     }
 
-    /** Fills {@code buffer} with the image's bytes from {@code offset}; past its end with zeros, as a volume that grew reads. */
-    void read(long offset, MemorySegment buffer) {
+    @Override
+    public void read(long offset, MemorySegment buffer) {
         long done = 0;
         while (done < buffer.byteSize()) {
             long read;

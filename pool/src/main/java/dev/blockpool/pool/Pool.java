@@ -60,7 +60,7 @@ public final class Pool {
         this.attachments = new Attachments(volumes, nodes, recordLock, new AttachmentIndex(root));
         this.controllerClaim = new ControllerClaim(root, clock);
         this.health = new PoolHealth(root, volumes, capacity, blocking, clock, settleTime);
-        this.snapshotMetadata = new SnapshotMetadata(snapshots, blocking);
+        this.snapshotMetadata = new SnapshotMetadata(snapshots);
     }
 
     /**

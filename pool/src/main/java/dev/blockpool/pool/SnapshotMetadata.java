@@ -3,7 +3,7 @@ package dev.blockpool.pool;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
-import java.time.Duration;
+import java.util.function.Function;
 
 /**
  * Changed block tracking from the pool's own knowledge of its images: the ranges of a snapshot
@@ -14,24 +14,30 @@ import java.time.Duration;
  */
 public final class SnapshotMetadata {
 
-    private static final Duration OPEN_DEADLINE = Duration.ofSeconds(30);
+    /**
+     * Threads for the streams' steps, apart from those of the node's calls (stage, publish, a
+     * thaw): any number of streams at once never delays those, and a pool that hangs holds at
+     * most this many threads of streams.
+     */
+    static final int STEP_THREADS = 8;
 
     private final Snapshots snapshots;
-    private final BlockingCalls blocking;
+    private final BlockingCalls steps;
 
-    SnapshotMetadata(Snapshots snapshots, BlockingCalls blocking) {
+    SnapshotMetadata(Snapshots snapshots) {
         this.snapshots = snapshots;
-        this.blocking = blocking;
+        this.steps = new BlockingCalls("snapshot-metadata", STEP_THREADS);
     }
 
     /** The data ranges of the snapshot {@code snapshotId} from {@code from}. */
     public SnapshotRanges allocated(String snapshotId, long from) {
         Snapshot snapshot = find(snapshotId);
         requireWithin(from, snapshot);
-        String what = "reading the data ranges of snapshot " + snapshotId;
-        ImageExtents image = open(snapshot, what);
         return new SnapshotRanges(
-                snapshot.sizeBytes(), new AllocatedRanges(image, from, snapshot.sizeBytes()), blocking, what);
+                snapshot.sizeBytes(),
+                () -> closedOnFailure(open(snapshot), image -> new AllocatedRanges(image, from, snapshot.sizeBytes())),
+                steps,
+                "reading the data ranges of snapshot " + snapshotId);
     }
 
     /**
@@ -52,25 +58,15 @@ public final class SnapshotMetadata {
                     "the target snapshot %s was taken before the base snapshot %s: swap them", targetId, baseId);
         }
         requireWithin(from, target);
-        String what = "comparing the extents of snapshots " + baseId + " and " + targetId;
-        ImageExtents baseImage = open(base, what);
-        ImageExtents targetImage = null;
-        try {
-            targetImage = open(target, what);
-            ImageExtents both = targetImage;
-            return new SnapshotRanges(
-                    target.sizeBytes(),
-                    blocking.call(
-                            OPEN_DEADLINE, what, () -> new ChangedRanges(baseImage, both, from, target.sizeBytes())),
-                    blocking,
-                    what);
-        } catch (RuntimeException | Error e) {
-            baseImage.close();
-            if (targetImage != null) {
-                targetImage.close();
-            }
-            throw e;
-        }
+        return new SnapshotRanges(
+                target.sizeBytes(),
+                () -> closedOnFailure(
+                        open(base),
+                        baseImage -> closedOnFailure(
+                                open(target),
+                                targetImage -> new ChangedRanges(baseImage, targetImage, from, target.sizeBytes()))),
+                steps,
+                "comparing the extents of snapshots " + baseId + " and " + targetId);
     }
 
     private Snapshot find(String snapshotId) {
@@ -87,10 +83,17 @@ public final class SnapshotMetadata {
         }
     }
 
-    private ImageExtents open(Snapshot snapshot, String what) {
-        return blocking.call(
-                OPEN_DEADLINE,
-                what,
-                () -> ImageExtents.open(snapshots.imagePath(snapshot.id()), "snapshot " + snapshot.id()));
+    private ImageExtents open(Snapshot snapshot) {
+        return ImageExtents.open(snapshots.imagePath(snapshot.id()), "snapshot " + snapshot.id());
+    }
+
+    /** What {@code use} makes of {@code image}; the image closed again when it fails. */
+    private static <T> T closedOnFailure(ImageExtents image, Function<ImageExtents, T> use) {
+        try {
+            return use.apply(image);
+        } catch (RuntimeException | Error e) {
+            image.close();
+            throw e;
+        }
     }
 }

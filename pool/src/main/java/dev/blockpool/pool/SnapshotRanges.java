@@ -6,14 +6,23 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
 /**
  * The ranges a snapshot metadata stream reports, handed out a message at a time: in increasing
  * order, none overlapping another, ranges that touch merged into one (also across the steps that
  * found them, which may end at any offset), none starting before the offset asked. Each step runs
- * on the threads for system calls that can hang, so a pool that stops answering fails the stream
- * at the deadline rather than holding the caller's thread. Closing it closes the images.
+ * on the streams' own threads for system calls that can hang, so a pool that stops answering fails
+ * the stream at the deadline rather than holding the caller's thread. The first step opens the
+ * images.
+ *
+ * <p>Closing it closes the images, but not under a step that still runs: a step left at its
+ * deadline goes on in the kernel with their descriptors, which the kernel could meanwhile hand to
+ * a file another thread opens. The stream and a running step each hold the images; the last to
+ * let go closes them, and a step that starts after the close touches nothing.
  */
 public final class SnapshotRanges implements AutoCloseable {
 
@@ -21,19 +30,38 @@ public final class SnapshotRanges implements AutoCloseable {
     static final Duration STEP_DEADLINE = Duration.ofMinutes(1);
 
     private final long capacityBytes;
-    private final RangeSource source;
-    private final BlockingCalls blocking;
+    private final Supplier<RangeSource> opening;
+    private final BlockingCalls steps;
+    private final Duration stepDeadline;
     private final String what;
+    /** One for the stream until it is closed, one more while a step runs: the source is closed at 0. */
+    private final AtomicInteger holds = new AtomicInteger(1);
+
+    private final AtomicBoolean closed = new AtomicBoolean();
+    /** Opened by the first step, on a thread for the steps; read and closed only by a holder. */
+    private RangeSource source;
+
     private final Deque<ByteRange> complete = new ArrayDeque<>();
     /** The last range found: the next step may find its continuation. */
     private ByteRange open;
 
     private boolean sourceDone;
 
-    SnapshotRanges(long capacityBytes, RangeSource source, BlockingCalls blocking, String what) {
+    /** The ranges of the source {@code opening} opens, each step on a thread of {@code steps}. */
+    SnapshotRanges(long capacityBytes, Supplier<RangeSource> opening, BlockingCalls steps, String what) {
+        this(capacityBytes, opening, steps, STEP_DEADLINE, what);
+    }
+
+    SnapshotRanges(
+            long capacityBytes,
+            Supplier<RangeSource> opening,
+            BlockingCalls steps,
+            Duration stepDeadline,
+            String what) {
         this.capacityBytes = capacityBytes;
-        this.source = source;
-        this.blocking = blocking;
+        this.opening = opening;
+        this.steps = steps;
+        this.stepDeadline = stepDeadline;
         this.what = what;
     }
 
@@ -47,8 +75,9 @@ public final class SnapshotRanges implements AutoCloseable {
      * were handed out, or when {@code cancelled} says so.
      */
     public List<ByteRange> next(int max, BooleanSupplier cancelled) {
-        while (complete.size() < max && !sourceDone && !cancelled.getAsBoolean()) {
-            RangeSource.Step step = blocking.call(STEP_DEADLINE, what, () -> source.next(cancelled));
+        BooleanSupplier over = () -> closed.get() || cancelled.getAsBoolean();
+        while (complete.size() < max && !sourceDone && !over.getAsBoolean()) {
+            RangeSource.Step step = steps.call(stepDeadline, what, () -> step(over));
             step.ranges().forEach(this::add);
             sourceDone = step.done();
         }
@@ -76,8 +105,43 @@ public final class SnapshotRanges implements AutoCloseable {
         }
     }
 
+    /** One step of the source, opening it first; nothing once the stream is closed. */
+    private RangeSource.Step step(BooleanSupplier over) {
+        if (!hold()) {
+            return new RangeSource.Step(List.of(), true);
+        }
+        try {
+            if (source == null) {
+                source = opening.get();
+            }
+            return source.next(over);
+        } finally {
+            letGo();
+        }
+    }
+
+    private boolean hold() {
+        int now;
+        do {
+            now = holds.get();
+            if (now == 0) {
+                return false;
+            }
+        } while (!holds.compareAndSet(now, now + 1));
+        return true;
+    }
+
+    private void letGo() {
+        if (holds.decrementAndGet() == 0 && source != null) {
+            source.close();
+        }
+    }
+
+    /** Closes the images now, or, while a step runs, as that step returns. */
     @Override
     public void close() {
-        source.close();
+        if (closed.compareAndSet(false, true)) {
+            letGo();
+        }
     }
 }

@@ -4,11 +4,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.BlockingCalls;
+import dev.blockpool.common.StorageException;
 import dev.blockpool.pool.ExtentComparison.Piece;
 import dev.blockpool.pool.ImageExtents.Extent;
+import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
@@ -51,7 +57,7 @@ class SnapshotRangesTest {
                 new RangeSource.Step(List.of(range(5, 6)), false),
                 new RangeSource.Step(List.of(), false),
                 new RangeSource.Step(List.of(range(6, 8), range(9, 10)), true));
-        try (SnapshotRanges ranges = new SnapshotRanges(10 * K, source, blocking, "test")) {
+        try (SnapshotRanges ranges = new SnapshotRanges(10 * K, () -> source, blocking, "test")) {
             assertThat(ranges.next(1, () -> false)).containsExactly(range(0, 2));
             assertThat(ranges.next(5, () -> false)).containsExactly(range(4, 8), range(9, 10));
             assertThat(ranges.next(5, () -> false)).isEmpty();
@@ -65,7 +71,7 @@ class SnapshotRangesTest {
         Steps source = new Steps(
                 new RangeSource.Step(List.of(range(0, 1), range(2, 3)), false),
                 new RangeSource.Step(List.of(range(4, 5)), false));
-        try (SnapshotRanges ranges = new SnapshotRanges(10 * K, source, blocking, "test")) {
+        try (SnapshotRanges ranges = new SnapshotRanges(10 * K, () -> source, blocking, "test")) {
             assertThat(ranges.next(1, () -> false)).containsExactly(range(0, 1));
             assertThat(source.taken)
                     .as("the second range may still grow: not sent before the next step")
@@ -76,16 +82,71 @@ class SnapshotRangesTest {
     @Test
     void aCancelledStreamTakesNoMoreSteps() {
         Steps source = new Steps(new RangeSource.Step(List.of(range(0, 1)), false));
-        try (SnapshotRanges ranges = new SnapshotRanges(10 * K, source, blocking, "test")) {
+        try (SnapshotRanges ranges = new SnapshotRanges(10 * K, () -> source, blocking, "test")) {
             assertThat(ranges.next(5, () -> true)).isEmpty();
             assertThat(source.taken).isZero();
         }
     }
 
     @Test
+    void aStepLeftAtItsDeadlineKeepsTheImagesOpenUntilItReturns() throws InterruptedException {
+        CountDownLatch kernelAnswers = new CountDownLatch(1);
+        CountDownLatch closed = new CountDownLatch(1);
+        AtomicBoolean usedAfterClose = new AtomicBoolean();
+        RangeSource hanging = new RangeSource() {
+            @Override
+            public Step next(BooleanSupplier cancelled) {
+                try {
+                    kernelAnswers.await(); // a system call on a pool that does not answer
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                usedAfterClose.compareAndSet(false, closed.getCount() == 0);
+                return new Step(List.of(range(0, 1)), false);
+            }
+
+            @Override
+            public void close() {
+                closed.countDown();
+            }
+        };
+        SnapshotRanges ranges = new SnapshotRanges(10 * K, () -> hanging, blocking, Duration.ofMillis(100), "test");
+        assertThatThrownBy(() -> ranges.next(1, () -> false))
+                .isInstanceOfSatisfying(
+                        StorageException.class, e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.UNAVAILABLE));
+        ranges.close();
+        assertThat(closed.getCount())
+                .as("the images stay open while the step left at its deadline uses them")
+                .isEqualTo(1);
+        kernelAnswers.countDown();
+        assertThat(closed.await(30, TimeUnit.SECONDS))
+                .as("closed as that step returns")
+                .isTrue();
+        assertThat(usedAfterClose).isFalse();
+    }
+
+    @Test
+    void aStepThatStartsAfterTheCloseOpensNothing() {
+        Steps source = new Steps(new RangeSource.Step(List.of(range(0, 1)), false));
+        List<String> opened = new ArrayList<>();
+        SnapshotRanges ranges = new SnapshotRanges(
+                10 * K,
+                () -> {
+                    opened.add("the images");
+                    return source;
+                },
+                blocking,
+                "test");
+        ranges.close();
+        assertThat(ranges.next(5, () -> false)).isEmpty();
+        assertThat(opened).isEmpty();
+        assertThat(source.taken).isZero();
+    }
+
+    @Test
     void rangesOutOfOrderAreABugNotAnAnswer() {
         Steps source = new Steps(new RangeSource.Step(List.of(range(4, 5), range(3, 4)), true));
-        try (SnapshotRanges ranges = new SnapshotRanges(10 * K, source, blocking, "test")) {
+        try (SnapshotRanges ranges = new SnapshotRanges(10 * K, () -> source, blocking, "test")) {
             assertThatThrownBy(() -> ranges.next(5, () -> false)).isInstanceOf(IllegalStateException.class);
         }
     }

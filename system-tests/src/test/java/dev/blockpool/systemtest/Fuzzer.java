@@ -13,21 +13,25 @@ import dev.blockpool.common.HostRequirements;
 import dev.blockpool.csi.RawRequests;
 import dev.blockpool.csi.StatusAssertions;
 import io.grpc.CallOptions;
+import io.grpc.Context;
 import io.grpc.ManagedChannel;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.stub.ClientCalls;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.Iterator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
 import java.util.TreeMap;
@@ -39,8 +43,9 @@ import java.util.stream.Collectors;
  * The fuzz loop: picks a method the driver serves, builds a well-formed request from the run's
  * real state, breaks one to three of its string fields (or its bytes, or the connection), sends
  * it, and then judges the answer and the host: the status, the mounts and loop devices, the
- * sentinel tree, the scratch kubelet tree, the pool. A violation is recorded with the request
- * that caused it, and the damage is undone so that the run goes on to find the next one.
+ * sentinel tree, the scratch kubelet tree, the pool. A SnapshotMetadata stream is read to its end
+ * or cancelled early, each message judged by {@link StreamRules}. A violation is recorded with the
+ * request that caused it, and the damage is undone so that the run goes on to find the next one.
  */
 final class Fuzzer {
 
@@ -223,6 +228,16 @@ final class Fuzzer {
                 .filter(m -> m != null)
                 .forEach(groupMethods::addAll);
         addRpcs("GroupController", groupMethods);
+        boolean servesMetadata = IdentityGrpc.newBlockingStub(channel)
+                .withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS)
+                .getPluginCapabilities(Csi.GetPluginCapabilitiesRequest.getDefaultInstance())
+                .getCapabilitiesList()
+                .stream()
+                .anyMatch(c -> c.getService().getType() == Csi.PluginCapability.Service.Type.SNAPSHOT_METADATA_SERVICE);
+        otherCalls++;
+        if (servesMetadata) {
+            addRpcs("SnapshotMetadata", List.of("GetMetadataAllocated", "GetMetadataDelta"));
+        }
 
         for (FuzzTree.FixturePaths paths : tree.fixtures()) {
             Csi.VolumeCapability capability = Templates.capability(paths.block(), Mode.SINGLE_NODE_WRITER);
@@ -292,10 +307,12 @@ final class Fuzzer {
             var method = serviceDescriptor.findMethodByName(name);
             Descriptor input = method.getInputType();
             rpcs.add(new Rpc(service, name, prototypeOf(input), StringSlots.of(input), WEIGHTS.getOrDefault(name, 1)));
-            methods.put("csi.v1." + service + "/" + name, bytesMethod("csi.v1." + service + "/" + name));
+            methods.put(
+                    "csi.v1." + service + "/" + name,
+                    bytesMethod("csi.v1." + service + "/" + name, method.isServerStreaming()));
         }
         for (String readOnly : READ_ONLY) {
-            methods.putIfAbsent(readOnly, bytesMethod(readOnly));
+            methods.putIfAbsent(readOnly, bytesMethod(readOnly, false));
         }
     }
 
@@ -309,8 +326,13 @@ final class Fuzzer {
         }
     }
 
-    private static MethodDescriptor<byte[], byte[]> bytesMethod(String fullName) {
-        return RawRequests.method(fullName);
+    private static MethodDescriptor<byte[], byte[]> bytesMethod(String fullName, boolean streaming) {
+        MethodDescriptor<byte[], byte[]> unary = RawRequests.method(fullName);
+        return streaming
+                ? unary.toBuilder()
+                        .setType(MethodDescriptor.MethodType.SERVER_STREAMING)
+                        .build()
+                : unary;
     }
 
     private Rpc rpc(String name) {
@@ -522,12 +544,18 @@ final class Fuzzer {
         Status.Code code;
         String message;
         byte[] response = null;
+        MethodDescriptor<byte[], byte[]> descriptor = methods.get(call.rpc().fullName());
+        Optional<String> brokenStream = Optional.empty();
         try {
-            response = ClientCalls.blockingUnaryCall(
-                    channel,
-                    methods.get(call.rpc().fullName()),
-                    CallOptions.DEFAULT.withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS),
-                    payload);
+            if (descriptor.getType() == MethodDescriptor.MethodType.SERVER_STREAMING) {
+                brokenStream = stream(call, descriptor, payload);
+            } else {
+                response = ClientCalls.blockingUnaryCall(
+                        channel,
+                        descriptor,
+                        CallOptions.DEFAULT.withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS),
+                        payload);
+            }
             code = Status.Code.OK;
             message = "";
         } catch (StatusRuntimeException e) {
@@ -554,10 +582,13 @@ final class Fuzzer {
         } else {
             noAnswerInARow = 0;
         }
+        if (brokenStream.isPresent()) {
+            violations.add(sent, "broken metadata stream", method, call.summary(), brokenStream.get());
+        }
         if (JAVA_CLASS.matcher(message).find()) {
             violations.add(sent, "Java class name in the message", method, call.summary(), code + ": " + message);
         }
-        if (code == Status.Code.OK && request != null) {
+        if (code == Status.Code.OK && response != null && request != null) {
             try {
                 templates.record(method, request, response);
             } catch (Exception e) {
@@ -565,6 +596,39 @@ final class Fuzzer {
             }
         }
         judgeHost(call, code == Status.Code.OK, call.summary(), named, legit, mountPoints, poolBefore, metadataBefore);
+    }
+
+    /**
+     * A SnapshotMetadata stream, read to its end or, one in four, cancelled after a few messages
+     * as a backup tool that stops does; each message judged by the stream's rules. Returns the
+     * first rule the stream broke; a status other than OK is thrown, as for a unary call.
+     */
+    private Optional<String> stream(Call call, MethodDescriptor<byte[], byte[]> descriptor, byte[] payload) {
+        int cancelAfter = random.nextInt(4) == 0 ? random.nextInt(3) : Integer.MAX_VALUE;
+        Optional<StreamRules> rules = StreamRules.of(call.request());
+        Context.CancellableContext context = Context.current().withCancellation();
+        Context previous = context.attach();
+        try {
+            Iterator<byte[]> messages = ClientCalls.blockingServerStreamingCall(
+                    channel,
+                    descriptor,
+                    CallOptions.DEFAULT.withDeadlineAfter(DEADLINE_SECONDS, TimeUnit.SECONDS),
+                    payload);
+            for (int read = 0; read < cancelAfter && messages.hasNext(); read++) {
+                byte[] next = messages.next();
+                Optional<String> broken = rules.flatMap(r -> r.broken(call.rpc().name(), next));
+                if (broken.isPresent()) {
+                    return broken;
+                }
+            }
+            if (cancelAfter != Integer.MAX_VALUE) {
+                kinds.merge("streams cancelled early", 1, Integer::sum);
+            }
+            return Optional.empty();
+        } finally {
+            context.detach(previous);
+            context.cancel(null); // a stream left unread (or cancelled early) ends here
+        }
     }
 
     /**
@@ -875,6 +939,55 @@ final class Fuzzer {
                         sent, "mount outside the requested paths", "-", "end of the run", "still mounted: " + mount);
             }
         }
+        List<String> held = snapshotImagesHeldOnceSettled();
+        if (!held.isEmpty()) {
+            violations.add(
+                    sent,
+                    "snapshot image left open",
+                    "-",
+                    "end of the run",
+                    "every SnapshotMetadata stream has ended, yet the driver holds " + held);
+        }
+    }
+
+    /**
+     * The snapshot images the driver holds open, once none or after 10 s: a cancelled stream
+     * lets go of them a moment after its client has gone on.
+     */
+    private List<String> snapshotImagesHeldOnceSettled() {
+        long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        List<String> held = snapshotImagesHeld();
+        while (!held.isEmpty() && System.nanoTime() < giveUp) {
+            try {
+                Thread.sleep(100);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+            held = snapshotImagesHeld();
+        }
+        return held;
+    }
+
+    private List<String> snapshotImagesHeld() {
+        Path fds = Path.of("/proc", Long.toString(driver.handle().pid()), "fd");
+        List<String> held = new ArrayList<>();
+        try (var entries = Files.list(fds)) {
+            for (Path fd : entries.toList()) {
+                try {
+                    Path file = Files.readSymbolicLink(fd);
+                    if (file.startsWith(tree.pool())
+                            && file.getFileName().toString().startsWith("snap-")) {
+                        held.add(file.getFileName().toString());
+                    }
+                } catch (IOException closedMeanwhile) {
+                    // not open any more
+                }
+            }
+        } catch (IOException e) {
+            held.add("(cannot list " + fds + ": " + e.getMessage() + ")");
+        }
+        return held;
     }
 
     /**

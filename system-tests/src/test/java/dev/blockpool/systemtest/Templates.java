@@ -113,6 +113,7 @@ final class Templates {
                             "NodeGetStorageHealth",
                             "GroupControllerGetCapabilities" -> "";
                     case "DeleteVolumeGroupSnapshot", "GetVolumeGroupSnapshot" -> "a group snapshot";
+                    case "GetMetadataAllocated", "GetMetadataDelta" -> "snapshots";
                     default -> f.name();
                 });
         return switch (method) {
@@ -294,6 +295,17 @@ final class Templates {
                         .setGroupSnapshotId(group.getKey())
                         .addAllSnapshotIds(group.getValue());
             }
+            case "GetMetadataAllocated" ->
+                Csi.GetMetadataAllocatedRequest.newBuilder()
+                        .setSnapshotId(snapshot())
+                        .setStartingOffset(startingOffset())
+                        .setMaxResults(maxResults());
+            case "GetMetadataDelta" ->
+                Csi.GetMetadataDeltaRequest.newBuilder()
+                        .setBaseSnapshotId(snapshot())
+                        .setTargetSnapshotId(snapshot())
+                        .setStartingOffset(startingOffset())
+                        .setMaxResults(maxResults());
             default -> throw new IllegalArgumentException("no template for " + method);
         };
     }
@@ -322,6 +334,29 @@ final class Templates {
         return groups.isEmpty()
                 ? Map.entry("group-" + "0".repeat(32), List.of("snap-" + "0".repeat(32)))
                 : List.copyOf(groups.entrySet()).get(random.nextInt(groups.size()));
+    }
+
+    /** An offset into a snapshot, at its edges, inside a block or beyond it: the driver answers OUT_OF_RANGE for the last. */
+    private long startingOffset() {
+        return switch (random.nextInt(6)) {
+            case 0 -> 0;
+            case 1 -> random.nextLong(SIZE + 1);
+            case 2 -> SIZE;
+            case 3 -> SIZE + 1 + random.nextInt(4096);
+            case 4 -> -1 - random.nextInt(4096);
+            default -> random.nextBoolean() ? Long.MAX_VALUE : Long.MIN_VALUE;
+        };
+    }
+
+    /** Tuples per message asked: the driver's choice (0), a few, the most an int holds, or a negative count. */
+    private int maxResults() {
+        return switch (random.nextInt(5)) {
+            case 0 -> 0;
+            case 1 -> 1 + random.nextInt(8);
+            case 2 -> Integer.MAX_VALUE;
+            case 3 -> -1 - random.nextInt(8);
+            default -> Integer.MIN_VALUE;
+        };
     }
 
     private String snapshot() {
