@@ -33,8 +33,12 @@ public final class MetricsEndpoint implements AutoCloseable {
             "sun.net.httpserver.maxIdleConnections", "4",
             "sun.net.httpserver.maxReqHeaders", "64",
             "sun.net.httpserver.maxReqHeaderSize", Integer.toString(16 * 1024),
-            "sun.net.httpserver.maxReqTime", "10", // seconds to send a request
-            "sun.net.httpserver.maxRspTime", "30"); // seconds to take the answer
+            "sun.net.httpserver.maxReqTime", "5", // seconds to send a request
+            "sun.net.httpserver.maxRspTime", "10", // seconds to take the answer
+            // How often connections past those times, or idle, are looked for and closed: the
+            // server can miss a client's close and count the connection until then (seen under
+            // load, with no connection left), so a bound of 16 would stay full for as long.
+            "sun.net.httpserver.clockTick", "1000");
 
     /** What answers {@code GET /-/healthy}, as the exporter's own server does: a check that writes no metrics. */
     private static final byte[] HEALTHY = "Exporter is healthy.\n".getBytes(StandardCharsets.UTF_8);
