@@ -183,8 +183,8 @@ class CallDeadlinesTest {
     @Test
     void aCallGivenAFarDeadlineCountsAsStuckOnceItRunsLongerThanACallWithoutOne() throws Exception {
         CallDeadlines deadlines = serve(1, new CallThreads(), Duration.ofMillis(300));
-        NodeGrpc.NodeStub async = NodeGrpc.newStub(channel).withDeadlineAfter(1, TimeUnit.HOURS);
-        async.nodeStageVolume(NodeStageVolumeRequest.getDefaultInstance(), new NoReply<>());
+        NodeGrpc.NodeFutureStub async = NodeGrpc.newFutureStub(channel).withDeadlineAfter(1, TimeUnit.HOURS);
+        async.nodeStageVolume(NodeStageVolumeRequest.getDefaultInstance());
 
         awaitTrue("a call an hour from its deadline counted as stuck", () -> deadlines.stuck() == 1);
         assertRetryLater(this::stage, "refused: 1 calls are still running past their deadlines");
@@ -197,10 +197,10 @@ class CallDeadlinesTest {
     void callsBeyondTheThreadCeilingAreRefusedAtOnceWhileUnstageAndProbeHaveThreadsOfTheirOwn() throws Exception {
         CallThreads threads = new CallThreads(2, 1, CallThreads.KEEP_ALIVE);
         serve(CallDeadlines.MOST_STUCK, threads, CallDeadlines.WITHOUT_DEADLINE);
-        NodeGrpc.NodeStub async =
-                NodeGrpc.newStub(channel).withDeadlineAfter(CLIENT_DEADLINE_MS, TimeUnit.MILLISECONDS);
-        async.nodeStageVolume(NodeStageVolumeRequest.getDefaultInstance(), new NoReply<>());
-        async.nodeStageVolume(NodeStageVolumeRequest.getDefaultInstance(), new NoReply<>());
+        NodeGrpc.NodeFutureStub async =
+                NodeGrpc.newFutureStub(channel).withDeadlineAfter(CLIENT_DEADLINE_MS, TimeUnit.MILLISECONDS);
+        async.nodeStageVolume(NodeStageVolumeRequest.getDefaultInstance());
+        async.nodeStageVolume(NodeStageVolumeRequest.getDefaultInstance());
         awaitTrue("both threads for calls taken", () -> threads.forCall(STAGE) == null);
 
         assertRetryLater(this::stage, "refused: all 2 threads for calls are busy");
@@ -213,16 +213,4 @@ class CallDeadlinesTest {
     }
 
     private static final String STAGE = NodeGrpc.getNodeStageVolumeMethod().getFullMethodName();
-
-    /** A client that does not wait for the answer. */
-    private static final class NoReply<T> implements StreamObserver<T> {
-        @Override
-        public void onNext(T value) {}
-
-        @Override
-        public void onError(Throwable t) {}
-
-        @Override
-        public void onCompleted() {}
-    }
 }

@@ -12,6 +12,9 @@ import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -20,6 +23,7 @@ import java.security.SecureRandom;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -32,6 +36,8 @@ import org.junit.jupiter.api.Test;
  * ready, answers nothing with UNKNOWN or INTERNAL or a Java class name, mounts nothing outside
  * the paths the test asked for, leaves the sentinel tree and the scratch kubelet tree as they
  * were, and after a teardown through the driver leaves no mount and no loop device behind.
+ * Meanwhile {@link HttpFuzzer} attacks the driver's metrics endpoint, which must answer a plain
+ * scrape again after every round.
  * See {@link Fuzzer} for what each request is and how it is judged.
  */
 @NeedsRoot
@@ -48,6 +54,7 @@ class FuzzRealHostTest {
     private DriverProcess driver;
     private EventLoopGroup clientLoop;
     private ManagedChannel channel;
+    private InetSocketAddress metrics;
 
     @BeforeEach
     void setUp() throws Exception {
@@ -59,8 +66,10 @@ class FuzzRealHostTest {
         tree = new FuzzTree(dir, List.of("fuzz-ext4-a", "fuzz-ext4-b"), List.of("fuzz-block-a", "fuzz-block-b"));
         tree.build();
         // In a directory of the tree: a relative path the driver took for real would land where the test looks.
-        driver =
-                new DriverProcess(tree.driverDir()).workingDirectory(tree.cwd()).start();
+        metrics = new InetSocketAddress(InetAddress.getLoopbackAddress(), freePort());
+        driver = new DriverProcess(tree.driverDir(), "--http-endpoint", "127.0.0.1:" + metrics.getPort())
+                .workingDirectory(tree.cwd())
+                .start();
         tree.keepSocket();
         clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
         // grpc-go, which kubelet and the sidecars use, takes up to 16 MiB of headers: a long message arrives as such.
@@ -113,10 +122,19 @@ class FuzzRealHostTest {
                 "fuzz: seed %d (replay with -Dfuzz.seed=%d), %d requests, test dir %s%n", seed, seed, requests, dir);
         Violations violations = new Violations(dir);
         Fuzzer fuzzer = new Fuzzer(tree, driver, channel, new Random(seed), violations);
+        // The metrics endpoint is attacked all the while the CSI calls are: the driver serves both.
+        HttpFuzzer http = new HttpFuzzer(metrics, new Random(seed));
+        AtomicBoolean fuzzing = new AtomicBoolean(true);
+        Thread httpRounds = Thread.ofPlatform().name("fuzz-http").start(() -> http.run(fuzzing::get));
         long start = System.nanoTime();
         try {
             fuzzer.setUp();
             fuzzer.run(requests);
+            fuzzing.set(false);
+            httpRounds.join();
+            http.findings()
+                    .forEach(finding ->
+                            violations.add(fuzzer.sent(), "metrics endpoint", "GET /metrics", "hostile HTTP", finding));
             fuzzer.checkAlive();
             if (driver.isAlive()) {
                 fuzzer.tearDown();
@@ -126,7 +144,9 @@ class FuzzRealHostTest {
             long seconds = (System.nanoTime() - start) / 1_000_000_000;
             String summary = "fuzz: %d requests, seed %d, %d violations, %d s"
                     .formatted(fuzzer.sent(), seed, violations.count(), seconds);
+            fuzzing.set(false);
             System.out.print(fuzzer.statistics());
+            System.out.print(http.statistics());
             System.out.println("fuzz: " + fuzzer.otherCalls() + " set-up, probe and teardown calls besides");
             if (!violations.isEmpty()) {
                 System.out.println(
@@ -142,6 +162,12 @@ class FuzzRealHostTest {
         List<String> missed = fuzzer.slotsNotFuzzed();
         if (!fuzzer.stoppedEarly() && requests >= DEFAULT_REQUESTS && !missed.isEmpty()) {
             fail("seed %d: no hostile value reached these string fields: %s".formatted(seed, missed));
+        }
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
         }
     }
 
