@@ -14,7 +14,7 @@ import java.util.Optional;
 /**
  * The one rule for whether a loop device is bound to a pool image: the device and inode of its
  * backing file are those of the image in the pool ({@link FileId}), or, once the pool's filesystem
- * was mounted anew and numbered anew, its inode and name are. An image the pool no longer
+ * was mounted anew and numbered anew (the old one mounted nowhere), its inode and name are. An image the pool no longer
  * has (deleted, or deleted and made anew, while a device still holds it) is recognised by the
  * device's own account: its backing file was deleted, had the image's name and was on the pool's
  * filesystem.
@@ -37,7 +37,13 @@ final class ImageIdentities {
 
         /** The device of the filesystem holding {@code directory}. */
         DeviceNumber filesystemOf(Path directory);
+
+        /** Whether a filesystem of this device is mounted anywhere this process sees. */
+        boolean isMounted(DeviceNumber device);
     }
+
+    /** The kernel's own table: read without a look at any filesystem, so it cannot hang. */
+    private static final MountTable MOUNT_TABLE = new ProcMountTable();
 
     private final PoolFiles pool;
     private final Map<Path, FileId> known = lastKept();
@@ -72,6 +78,11 @@ final class ImageIdentities {
                         throw StorageException.io(e, "cannot look at %s", image);
                     }
                 });
+            }
+
+            @Override
+            public boolean isMounted(DeviceNumber device) {
+                return !MOUNT_TABLE.ofDevice(device).isEmpty();
             }
 
             @Override
@@ -126,10 +137,13 @@ final class ImageIdentities {
         }
         // A pool mounted anew (its FUSE client restarted, its NFS share remounted) has a new device
         // number, while a device bound before keeps the old one; the server's inode number stays.
-        // Same name, same inode, not deleted since: the same image, which unstage must still find.
+        // Same name, same inode, not deleted since, and that old filesystem mounted nowhere any
+        // more: the same image, which unstage must still find. One still mounted is another mount
+        // of the share, and the device is that mount's.
         if (now.isPresent()
                 && !loop.backingFileDeleted()
-                && now.get().inode() == loop.backingFileId().inode()) {
+                && now.get().inode() == loop.backingFileId().inode()
+                && !pool.isMounted(loop.backingFileId().device())) {
             return true;
         }
         return loop.backingFileDeleted() && loop.backingFileId().device().equals(pool.filesystemOf(image.getParent()));

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -20,6 +21,8 @@ class ImageIdentitiesTest {
     private final Map<Path, FileId> files = new HashMap<>();
 
     private DeviceNumber poolDevice = FIRST_MOUNT;
+    /** The filesystems mounted now, by device. */
+    private final Set<DeviceNumber> mounted = new HashSet<>(Set.of(FIRST_MOUNT));
 
     private final ImageIdentities images = new ImageIdentities(new ImageIdentities.PoolFiles() {
         @Override
@@ -30,6 +33,11 @@ class ImageIdentitiesTest {
         @Override
         public DeviceNumber filesystemOf(Path directory) {
             return poolDevice;
+        }
+
+        @Override
+        public boolean isMounted(DeviceNumber device) {
+            return mounted.contains(device);
         }
     });
 
@@ -44,11 +52,25 @@ class ImageIdentitiesTest {
         // The FUSE client restarted, and the driver with it (so nothing of the first mount is known):
         // the same file, its inode kept by the server, on a new device number.
         poolDevice = SECOND_MOUNT;
+        mounted.remove(FIRST_MOUNT);
+        mounted.add(SECOND_MOUNT);
         files.put(IMAGE, new FileId(SECOND_MOUNT, 4242));
 
         assertThat(images.isBoundTo(loop, IMAGE))
                 .as("found by unstage, to be detached")
                 .isTrue();
+    }
+
+    @Test
+    void aDeviceBoundThroughAnotherMountOfTheShareStillMountedIsNotThisMountsImage() {
+        // Two mounts of one share on one host (two nodes of a test on one machine): the same inode
+        // under the same name, and the other mount still there.
+        LoopDevice loop = boundTo(new FileId(FIRST_MOUNT, 4242), Set.of());
+        poolDevice = SECOND_MOUNT;
+        mounted.add(SECOND_MOUNT);
+        files.put(IMAGE, new FileId(SECOND_MOUNT, 4242));
+
+        assertThat(images.isBoundTo(loop, IMAGE)).isFalse();
     }
 
     @Test

@@ -34,6 +34,11 @@ class LoopSysfsTest {
         public DeviceNumber filesystemOf(Path directory) {
             return POOL_DEVICE;
         }
+
+        @Override
+        public boolean isMounted(DeviceNumber device) {
+            return device.equals(POOL_DEVICE);
+        }
     });
 
     private static final DeviceNumber POOL_DEVICE = new DeviceNumber(0, 1);
