@@ -27,13 +27,13 @@ public final class GroupSnapshots {
 
     private static final Logger log = LoggerFactory.getLogger(GroupSnapshots.class);
 
-    private final MetadataStore<GroupSnapshot> records;
+    private final RecordStore<GroupSnapshot> records;
     private final Snapshots snapshots;
     private final Volumes volumes;
     private final Clock clock;
 
     GroupSnapshots(Path directory, Snapshots snapshots, Volumes volumes, Clock clock) {
-        this.records = new MetadataStore<>(directory, GroupSnapshot.class);
+        this.records = new RecordStore<>(directory, GroupSnapshot.class);
         this.snapshots = snapshots;
         this.volumes = volumes;
         this.clock = clock;

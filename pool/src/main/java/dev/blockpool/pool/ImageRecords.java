@@ -26,14 +26,14 @@ import org.slf4j.LoggerFactory;
 final class ImageRecords<T> {
 
     static final String IMAGE_SUFFIX = ".img";
-    static final String METADATA_SUFFIX = MetadataStore.SUFFIX;
+    static final String METADATA_SUFFIX = RecordStore.SUFFIX;
 
     private static final Logger log = LoggerFactory.getLogger(ImageRecords.class);
 
     private final String kind;
     private final Predicate<String> isId;
     private final Path directory;
-    private final MetadataStore<T> metadata;
+    private final RecordStore<T> metadata;
     private final PoolCapacity capacity;
     private final RecordLock lock;
 
@@ -51,7 +51,7 @@ final class ImageRecords<T> {
         this.kind = kind;
         this.isId = isId;
         this.directory = directory;
-        this.metadata = new MetadataStore<>(directory, type);
+        this.metadata = new RecordStore<>(directory, type);
         this.capacity = capacity;
         this.lock = lock;
     }
@@ -73,12 +73,12 @@ final class ImageRecords<T> {
         return metadata.all(isId, record -> true);
     }
 
-    /** A page of the committed records whose ID and record pass the filters; see {@link MetadataStore#page}. */
+    /** A page of the committed records whose ID and record pass the filters; see {@link RecordStore#page}. */
     Page<T> page(long from, int max, Predicate<String> idFilter, Predicate<T> filter) {
         return metadata.page(isId.and(idFilter), from, max, filter);
     }
 
-    /** A page of what {@code load} makes of each ID; see {@link MetadataStore#pageOf}. */
+    /** A page of what {@code load} makes of each ID; see {@link RecordStore#pageOf}. */
     <R> Page<R> pageOf(long from, int max, Function<String, Optional<R>> load) {
         return metadata.pageOf(isId, from, max, load);
     }

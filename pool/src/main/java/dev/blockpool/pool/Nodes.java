@@ -6,10 +6,10 @@ import java.util.Optional;
 /** Nodes register themselves here when their node service starts; ControllerPublish reads it. */
 public final class Nodes {
 
-    private final MetadataStore<NodeRecord> store;
+    private final RecordStore<NodeRecord> store;
 
     Nodes(Path directory) {
-        this.store = new MetadataStore<>(directory, NodeRecord.class);
+        this.store = new RecordStore<>(directory, NodeRecord.class);
     }
 
     public void register(NodeRecord node) {

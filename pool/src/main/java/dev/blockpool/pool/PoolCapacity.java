@@ -205,7 +205,7 @@ public final class PoolCapacity {
         Path directory = image.getParent();
         String name = image.getFileName().toString();
         Path record = directory.resolve(
-                name.substring(0, name.length() - ImageRecords.IMAGE_SUFFIX.length()) + MetadataStore.SUFFIX);
+                name.substring(0, name.length() - ImageRecords.IMAGE_SUFFIX.length()) + RecordStore.SUFFIX);
         long promise = 0;
         if (Files.exists(record, LinkOption.NOFOLLOW_LINKS)) {
             try {

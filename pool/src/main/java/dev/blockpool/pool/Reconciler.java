@@ -91,11 +91,11 @@ final class Reconciler {
     private void reconcileMember(Path metadata, String name) {
         String id = name.substring(0, name.length() - ImageRecords.METADATA_SUFFIX.length());
         if (!Ids.isSnapshotId(id)
-                || MetadataStore.problem(metadata, Snapshot.class).isPresent()) {
+                || RecordStore.problem(metadata, Snapshot.class).isPresent()) {
             return; // an unreadable one is reported with its image
         }
-        MetadataStore<Snapshot> store = new MetadataStore<>(metadata.getParent(), Snapshot.class);
-        MetadataStore<GroupSnapshot> groups = new MetadataStore<>(root.resolve("groups"), GroupSnapshot.class);
+        RecordStore<Snapshot> store = new RecordStore<>(metadata.getParent(), Snapshot.class);
+        RecordStore<GroupSnapshot> groups = new RecordStore<>(root.resolve("groups"), GroupSnapshot.class);
         unlessInUse(
                 id,
                 () -> store.read(id)
@@ -135,7 +135,7 @@ final class Reconciler {
             return;
         }
         Class<?> type = Ids.isSnapshotId(id) ? Snapshot.class : Volume.class;
-        MetadataStore.problem(metadata, type)
+        RecordStore.problem(metadata, type)
                 .ifPresent(problem -> log.error(
                         "reconcile: keeping {} and its metadata for an operator to inspect: {}", image, problem));
     }

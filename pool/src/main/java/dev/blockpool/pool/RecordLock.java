@@ -8,7 +8,7 @@ import java.util.function.Supplier;
 /**
  * The pool's lock for changing records: whoever reads a record to decide how to change it holds
  * it until the change is written, in whichever process, on whichever host, so that no other
- * change can land in between and be lost. It is held for the metadata only (milliseconds), never
+ * change can land in between and be lost. It is held for the records only (milliseconds), never
  * while an image is copied. Reentrant within a thread, so a change may be made of smaller ones.
  */
 final class RecordLock {

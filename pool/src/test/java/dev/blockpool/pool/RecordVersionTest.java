@@ -30,7 +30,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Every record on disk carries its format version; older files read as before, newer ones are refused. */
-class MetadataFormatTest {
+class RecordVersionTest {
 
     @TempDir
     Path root;

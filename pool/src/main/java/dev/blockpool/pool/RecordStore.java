@@ -19,9 +19,9 @@ import org.slf4j.LoggerFactory;
  * Records in one pool directory, one file per ID, in the {@link RecordFormat} and written with
  * {@link DurableFiles}.
  */
-final class MetadataStore<T> {
+final class RecordStore<T> {
 
-    private static final Logger log = LoggerFactory.getLogger(MetadataStore.class);
+    private static final Logger log = LoggerFactory.getLogger(RecordStore.class);
 
     static final String SUFFIX = ".json";
     /** IDs looked at per pass over the listing at least, so that a filter that skips most costs few passes. */
@@ -30,7 +30,7 @@ final class MetadataStore<T> {
     private final Path directory;
     private final Class<T> type;
 
-    MetadataStore(Path directory, Class<T> type) {
+    RecordStore(Path directory, Class<T> type) {
         this.directory = directory;
         this.type = type;
     }
@@ -136,7 +136,7 @@ final class MetadataStore<T> {
         }
     }
 
-    /** Up to {@code count} metadata file names from directory position {@code from}. */
+    /** Up to {@code count} record file names from directory position {@code from}. */
     private Libc.DirectoryRead names(long from, int count) {
         try {
             // getdents64 into one buffer: no Path, nor even a String, per file that is not wanted
@@ -153,7 +153,7 @@ final class MetadataStore<T> {
         return name.substring(0, name.length() - SUFFIX.length());
     }
 
-    /** Why the metadata file cannot be read as a {@code type}, or empty when it can. */
+    /** Why the record file cannot be read as a {@code type}, or empty when it can. */
     static Optional<String> problem(Path path, Class<?> type) {
         try {
             RecordFormat.decode(path, Files.readAllBytes(path), type);
