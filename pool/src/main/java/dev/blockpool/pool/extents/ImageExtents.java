@@ -1,4 +1,4 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.extents;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -21,7 +21,7 @@ import java.util.Optional;
  * ioctl, declared here with its structs), and its bytes (pread). Every call may wait on the
  * pool's filesystem: callers make them through {@code BlockingCalls}.
  */
-final class ImageExtents implements StoredImage {
+public final class ImageExtents implements StoredImage {
 
     /** FS_IOC_FIEMAP, _IOWR('f', 11, struct fiemap) (linux/fs.h). */
     private static final Libc.Ioctl FS_IOC_FIEMAP = new Libc.Ioctl("FS_IOC_FIEMAP", 0xC020660BL);
@@ -66,7 +66,7 @@ final class ImageExtents implements StoredImage {
     }
 
     /** Opens {@code image} for reading, not following a symlink; NOT_FOUND when it is gone. */
-    static ImageExtents open(Path image, String what) {
+    public static ImageExtents open(Path image, String what) {
         try {
             return new ImageExtents(image, Libc.open(image.toString(), Libc.O_RDONLY | Libc.O_NOFOLLOW, 0));
         } catch (Libc.ErrnoException e) {
@@ -120,7 +120,7 @@ final class ImageExtents implements StoredImage {
      * (reflinks), as they are on disk: its dirty pages are not flushed first, so a write since
      * the last writeback still counts as the extent it will replace. EOPNOTSUPP as {@link #map}.
      */
-    long sharedBytes(long size, int extentsPerCall) {
+    public long sharedBytes(long size, int extentsPerCall) {
         long shared = 0;
         long at = 0;
         while (at < size) {
@@ -166,7 +166,7 @@ final class ImageExtents implements StoredImage {
     }
 
     /** {@link #map} answered EOPNOTSUPP: the filesystem does not map its files' extents. */
-    static boolean cannotMap(Libc.ErrnoException e) {
+    public static boolean cannotMap(Libc.ErrnoException e) {
         return e.errno() == Libc.EOPNOTSUPP || e.errno() == Libc.ENOTTY;
     }
 
