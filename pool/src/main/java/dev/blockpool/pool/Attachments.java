@@ -2,6 +2,7 @@ package dev.blockpool.pool;
 
 import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.RecordLock;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;

@@ -3,6 +3,11 @@ package dev.blockpool.pool;
 import dev.blockpool.common.GrowthMarker;
 import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.DurableFiles;
+import dev.blockpool.pool.records.Page;
+import dev.blockpool.pool.records.RecordCodec;
+import dev.blockpool.pool.records.RecordLock;
+import dev.blockpool.pool.records.RecordStore;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
@@ -45,13 +50,13 @@ final class ImageRecords<T> {
             String kind,
             Predicate<String> isId,
             Path directory,
-            Class<T> type,
+            RecordCodec<T> codec,
             PoolCapacity capacity,
             RecordLock lock) {
         this.kind = kind;
         this.isId = isId;
         this.directory = directory;
-        this.metadata = new RecordStore<>(directory, type);
+        this.metadata = new RecordStore<>(directory, codec);
         this.capacity = capacity;
         this.lock = lock;
     }

@@ -1,5 +1,6 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.pool.records.RecordStore;
 import java.nio.file.Path;
 import java.util.Optional;
 
@@ -9,7 +10,7 @@ public final class Nodes {
     private final RecordStore<NodeRecord> store;
 
     Nodes(Path directory) {
-        this.store = new RecordStore<>(directory, NodeRecord.class);
+        this.store = new RecordStore<>(directory, RecordCodecs.NODE);
     }
 
     public void register(NodeRecord node) {

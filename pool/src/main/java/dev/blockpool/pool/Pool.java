@@ -4,6 +4,8 @@ import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.PoolLockFile;
+import dev.blockpool.pool.records.RecordLock;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

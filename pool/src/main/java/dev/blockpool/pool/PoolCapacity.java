@@ -2,6 +2,7 @@ package dev.blockpool.pool;
 
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.RecordStore;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;

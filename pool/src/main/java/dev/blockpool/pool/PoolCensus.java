@@ -3,6 +3,7 @@ package dev.blockpool.pool;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.pool.extents.ImageExtents;
+import dev.blockpool.pool.records.RecordStore;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;

@@ -5,6 +5,7 @@ import dev.blockpool.common.FilesystemAnswer;
 import dev.blockpool.common.HealthProblem;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.Page;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;

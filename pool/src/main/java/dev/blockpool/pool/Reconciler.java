@@ -3,6 +3,9 @@ package dev.blockpool.pool;
 import dev.blockpool.common.GrowthMarker;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.DurableFiles;
+import dev.blockpool.pool.records.RecordCodec;
+import dev.blockpool.pool.records.RecordStore;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -91,11 +94,11 @@ final class Reconciler {
     private void reconcileMember(Path metadata, String name) {
         String id = name.substring(0, name.length() - ImageRecords.METADATA_SUFFIX.length());
         if (!Ids.isSnapshotId(id)
-                || RecordStore.problem(metadata, Snapshot.class).isPresent()) {
+                || RecordStore.problem(metadata, RecordCodecs.SNAPSHOT).isPresent()) {
             return; // an unreadable one is reported with its image
         }
-        RecordStore<Snapshot> store = new RecordStore<>(metadata.getParent(), Snapshot.class);
-        RecordStore<GroupSnapshot> groups = new RecordStore<>(root.resolve("groups"), GroupSnapshot.class);
+        RecordStore<Snapshot> store = new RecordStore<>(metadata.getParent(), RecordCodecs.SNAPSHOT);
+        RecordStore<GroupSnapshot> groups = new RecordStore<>(root.resolve("groups"), RecordCodecs.GROUP_SNAPSHOT);
         unlessInUse(
                 id,
                 () -> store.read(id)
@@ -134,8 +137,8 @@ final class Reconciler {
             });
             return;
         }
-        Class<?> type = Ids.isSnapshotId(id) ? Snapshot.class : Volume.class;
-        RecordStore.problem(metadata, type)
+        RecordCodec<?> codec = Ids.isSnapshotId(id) ? RecordCodecs.SNAPSHOT : RecordCodecs.VOLUME;
+        RecordStore.problem(metadata, codec)
                 .ifPresent(problem -> log.error(
                         "reconcile: keeping {} and its metadata for an operator to inspect: {}", image, problem));
     }

@@ -1,15 +1,17 @@
 package dev.blockpool.pool;
 
-import static dev.blockpool.pool.ValueCodec.BOOLEAN;
-import static dev.blockpool.pool.ValueCodec.INSTANT;
-import static dev.blockpool.pool.ValueCodec.LONG;
-import static dev.blockpool.pool.ValueCodec.STRING;
-import static dev.blockpool.pool.ValueCodec.enumOf;
-import static dev.blockpool.pool.ValueCodec.listOf;
-import static dev.blockpool.pool.ValueCodec.mapOf;
-import static dev.blockpool.pool.ValueCodec.setOf;
+import static dev.blockpool.pool.records.ValueCodec.BOOLEAN;
+import static dev.blockpool.pool.records.ValueCodec.INSTANT;
+import static dev.blockpool.pool.records.ValueCodec.LONG;
+import static dev.blockpool.pool.records.ValueCodec.STRING;
+import static dev.blockpool.pool.records.ValueCodec.enumOf;
+import static dev.blockpool.pool.records.ValueCodec.listOf;
+import static dev.blockpool.pool.records.ValueCodec.mapOf;
+import static dev.blockpool.pool.records.ValueCodec.setOf;
 
-import dev.blockpool.pool.RecordCodec.Field;
+import dev.blockpool.pool.records.RecordCodec;
+import dev.blockpool.pool.records.RecordCodec.Field;
+import dev.blockpool.pool.records.RecordFormat;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
@@ -131,7 +133,10 @@ final class RecordCodecs {
                         values.get(SOURCE_VOLUME_ID),
                         values.get(SIZE),
                         values.get(CREATED_AT),
-                        values.get(GROUP_SNAPSHOT_ID)));
+                        values.get(GROUP_SNAPSHOT_ID)),
+                // a member of a group: a driver before groups would let it be deleted alone
+                snapshot ->
+                        snapshot.groupSnapshotId().isPresent() ? RecordFormat.GROUP_MEMBER : RecordFormat.UNVERSIONED);
     }
 
     private static final class GroupSnapshotFields {

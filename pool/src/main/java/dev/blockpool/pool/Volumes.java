@@ -3,6 +3,9 @@ package dev.blockpool.pool;
 import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.common.TestKillPoint;
+import dev.blockpool.pool.records.DurableFiles;
+import dev.blockpool.pool.records.Page;
+import dev.blockpool.pool.records.RecordLock;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.List;
@@ -37,7 +40,7 @@ public final class Volumes {
             Snapshots snapshots,
             Clock clock,
             RecordLock lock) {
-        this.records = new ImageRecords<>("volume", Ids::isVolumeId, directory, Volume.class, capacity, lock);
+        this.records = new ImageRecords<>("volume", Ids::isVolumeId, directory, RecordCodecs.VOLUME, capacity, lock);
         this.images = images;
         this.capacity = capacity;
         this.snapshots = snapshots;

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.DurableFiles;
+import dev.blockpool.pool.records.RecordLock;
 import java.io.FileInputStream;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -38,7 +40,7 @@ class CommitOrderTest {
                 "snapshot",
                 Ids::isSnapshotId,
                 directory,
-                Snapshot.class,
+                RecordCodecs.SNAPSHOT,
                 new PoolCapacity(directory, new PoolSpace(directory), CapacityPolicy.DEFAULT, Clock.systemUTC()),
                 new RecordLock(directory));
         String id = Ids.snapshotIdFor("snap");

@@ -8,6 +8,7 @@ import dev.blockpool.common.Libc;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.DurableFiles;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -9,6 +9,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.StorageException;
 import dev.blockpool.common.StorageException.Kind;
+import dev.blockpool.pool.records.RecordFormat;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -394,7 +395,7 @@ class RecordFormatTest {
     }
 
     private static <T> T decode(String content, Class<T> type) {
-        return RecordFormat.decode(FILE, content.getBytes(StandardCharsets.UTF_8), type);
+        return RecordFormat.decode(FILE, content.getBytes(StandardCharsets.UTF_8), RecordCodecs.of(type));
     }
 
     private static Class<?> typeOf(String file) {
@@ -418,8 +419,10 @@ class RecordFormatTest {
         return fixture("volume-clone.json").replace("\"formatVersion\" : 1", "\"formatVersion\" : " + version);
     }
 
-    private static String encode(Object record) {
-        return new String(RecordFormat.encode(FILE, record), StandardCharsets.UTF_8);
+    private static <T> String encode(T record) {
+        @SuppressWarnings("unchecked") // a record's class is the type it is stored as
+        Class<T> type = (Class<T>) record.getClass();
+        return new String(RecordFormat.encode(FILE, record, RecordCodecs.of(type)), StandardCharsets.UTF_8);
     }
 
     static String fixture(String file) {

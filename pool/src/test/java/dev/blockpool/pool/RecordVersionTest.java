@@ -14,6 +14,7 @@ import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.common.StorageException.Kind;
+import dev.blockpool.pool.records.RecordFormat;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
