@@ -84,7 +84,7 @@ public final class DurableFiles {
                 throw StorageException.io(e, "cannot write %s", target);
             }
             try {
-                Libc.flock(fd, Libc.LOCK_EX | Libc.LOCK_NB);
+                Flock.tryLockExclusive(fd);
                 if (sameFile(temp, fd)) {
                     return fd;
                 }
@@ -137,7 +137,7 @@ public final class DurableFiles {
             throw StorageException.io(e, "cannot open %s", temp);
         }
         try {
-            Libc.flock(fd, Libc.LOCK_EX | Libc.LOCK_NB);
+            Flock.tryLockExclusive(fd);
             if (!sameFile(temp, fd)) {
                 return false;
             }
@@ -158,15 +158,15 @@ public final class DurableFiles {
      * #removeIfAbandoned} does; the names of those removed.
      */
     public static List<Path> removeAbandoned(Path directory) {
-        List<Libc.DirectoryEntry> held;
+        List<DirectoryNames.Entry> held;
         try {
-            held = Libc.directoryEntries(directory.toString(), HELD_SUFFIX, 0, Integer.MAX_VALUE)
+            held = DirectoryNames.read(directory.toString(), HELD_SUFFIX, 0, Integer.MAX_VALUE)
                     .entries();
         } catch (Libc.ErrnoException e) {
             throw StorageException.io(e, "cannot list the pool directory %s", directory);
         }
         List<Path> removed = new ArrayList<>();
-        for (Libc.DirectoryEntry entry : held) {
+        for (DirectoryNames.Entry entry : held) {
             Path temp = directory.resolve(entry.name());
             if (removeIfAbandoned(temp)) {
                 removed.add(temp);

@@ -37,7 +37,7 @@ public final class PoolLockFile implements AutoCloseable {
             throw StorageException.io(e, "cannot open the lock file %s", file);
         }
         try {
-            Libc.flock(fd, Libc.LOCK_EX | Libc.LOCK_NB);
+            Flock.tryLockExclusive(fd);
             return Optional.of(new PoolLockFile(fd));
         } catch (Libc.ErrnoException e) {
             Libc.close(fd);

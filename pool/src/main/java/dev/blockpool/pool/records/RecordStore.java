@@ -73,7 +73,7 @@ public final class RecordStore<T> {
     /** Every readable record whose ID is {@code wanted} and that {@code filter} accepts, in ID order. */
     public List<T> all(Predicate<String> wanted, Predicate<T> filter) {
         List<String> ids = new ArrayList<>();
-        for (Libc.DirectoryEntry entry : names(0, Integer.MAX_VALUE).entries()) {
+        for (DirectoryNames.Entry entry : names(0, Integer.MAX_VALUE).entries()) {
             String id = idOf(entry.name());
             if (wanted.test(id)) {
                 ids.add(id);
@@ -91,7 +91,7 @@ public final class RecordStore<T> {
      * The readable records whose ID is {@code wanted} and that {@code filter} accepts, in the
      * directory's own order from position {@code from} (0: the start): at most {@code max} of
      * them, or all when {@code max} is 0. A page reads only the names from where the last one
-     * stopped to where it fills (a directory position, see {@link Libc#directoryEntries}), and a
+     * stopped to where it fills (a directory position, see {@link DirectoryNames#read}), and a
      * record's file only on the way there, so a page costs its own entries, not the pool's. A
      * record that cannot be read is logged and left out, so one damaged file does not hide the
      * rest of the pool; one deleted since its name was read is simply gone.
@@ -110,8 +110,8 @@ public final class RecordStore<T> {
         while (true) {
             // the names to fill the page and one more, to tell whether a page follows; more when a filter skips some
             int batch = max == 0 ? Integer.MAX_VALUE : Math.max(max - entries.size() + 1, MIN_BATCH);
-            Libc.DirectoryRead read = names(position, batch);
-            for (Libc.DirectoryEntry entry : read.entries()) {
+            DirectoryNames.Read read = names(position, batch);
+            for (DirectoryNames.Entry entry : read.entries()) {
                 String id = idOf(entry.name());
                 if (wanted.test(id)) {
                     if (max > 0 && entries.size() == max) {
@@ -137,13 +137,13 @@ public final class RecordStore<T> {
     }
 
     /** Up to {@code count} record file names from directory position {@code from}. */
-    private Libc.DirectoryRead names(long from, int count) {
+    private DirectoryNames.Read names(long from, int count) {
         try {
             // getdents64 into one buffer: no Path, nor even a String, per file that is not wanted
-            return Libc.directoryEntries(directory.toString(), SUFFIX, from, count);
+            return DirectoryNames.read(directory.toString(), SUFFIX, from, count);
         } catch (Libc.ErrnoException e) {
             if (from != 0 && e.errno() == Libc.EINVAL) {
-                return new Libc.DirectoryRead(List.of(), true); // a position beyond any this directory gives: the end
+                return new DirectoryNames.Read(List.of(), true); // a position beyond any this directory gives: the end
             }
             throw StorageException.io(e, "cannot list the pool directory %s", directory);
         }
