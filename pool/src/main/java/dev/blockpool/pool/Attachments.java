@@ -11,7 +11,7 @@ import java.util.Set;
 
 /**
  * ControllerPublish and ControllerUnpublish on the pool: durable attachment records in the
- * volume's metadata, single-node access and each node's attach limit enforced.
+ * volume's record, single-node access and each node's attach limit enforced.
  */
 public final class Attachments {
 

@@ -30,23 +30,7 @@ final class RecordCodecs {
     static final RecordCodec<GroupSnapshot> GROUP_SNAPSHOT = GroupSnapshotFields.CODEC;
     static final RecordCodec<NodeRecord> NODE = NodeFields.CODEC;
 
-    private static final Map<Class<?>, RecordCodec<?>> BY_TYPE = Map.of(
-            Volume.class, VOLUME,
-            Snapshot.class, SNAPSHOT,
-            GroupSnapshot.class, GROUP_SNAPSHOT,
-            NodeRecord.class, NODE);
-
     private RecordCodecs() {}
-
-    /** The codec of the records stored as {@code type}. */
-    @SuppressWarnings("unchecked") // BY_TYPE holds each type's own codec
-    static <T> RecordCodec<T> of(Class<T> type) {
-        RecordCodec<?> codec = BY_TYPE.get(type);
-        if (codec == null) {
-            throw new IllegalArgumentException(type.getSimpleName() + " is not stored as a record");
-        }
-        return (RecordCodec<T>) codec;
-    }
 
     private static final class VolumeFields {
         static final Field<Volume, String> ID = Field.required("id", Volume::id, STRING);

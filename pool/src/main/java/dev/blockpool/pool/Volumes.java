@@ -163,7 +163,7 @@ public final class Volumes {
         Path image = imagePath(volumeId);
         Volume grown = capacity.promising(image, newCapacity, volume.allocation(), "volume " + volumeId, () -> {
             images.grow(image, newCapacity, volume.allocation());
-            DurableFiles.fsync(image); // the new size is on disk before the metadata says so
+            DurableFiles.fsync(image); // the new size is on disk before the record says so
             TestKillPoint.reached("expand.image-grown");
             return update(volumeId, current -> current.withCapacity(newCapacity))
                     .orElseThrow(() -> missing(volumeId));

@@ -54,7 +54,7 @@ class CommitOrderTest {
         while (temporaryFiles().isEmpty() && !create.isDone() && System.nanoTime() < deadline) {
             Thread.sleep(1);
         }
-        assertThat(temporaryFiles()).singleElement().asString().startsWith(id + ImageRecords.METADATA_SUFFIX + ".");
+        assertThat(temporaryFiles()).singleElement().asString().startsWith(id + ImageRecords.RECORD_SUFFIX + ".");
         assertThat(create).isNotDone();
         assertThat(records.find(id))
                 .as("no record while its image is being flushed")
@@ -75,8 +75,7 @@ class CommitOrderTest {
         assertThat(records.create(id, 0, Allocation.SPARSE, snapshot, CommitOrderTest::touch))
                 .isEqualTo(snapshot);
         assertThat(records.find(id)).contains(snapshot);
-        assertThat(files())
-                .containsExactlyInAnyOrder(id + ImageRecords.IMAGE_SUFFIX, id + ImageRecords.METADATA_SUFFIX);
+        assertThat(files()).containsExactlyInAnyOrder(id + ImageRecords.IMAGE_SUFFIX, id + ImageRecords.RECORD_SUFFIX);
     }
 
     private static void mkfifo(Path path) {
