@@ -35,7 +35,7 @@ public final class RecordStore<T> {
         this.codec = codec;
     }
 
-    public Path path(String id) {
+    Path path(String id) {
         return directory.resolve(id + SUFFIX);
     }
 
