@@ -1,7 +1,6 @@
 package dev.blockpool.common;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
@@ -16,27 +15,26 @@ import java.lang.foreign.StructLayout;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
 
 /**
  * The Linux system calls the driver makes itself, through Java's foreign function API (no JNI
  * library to ship): opening a path (also without following any symlink), mount(2), umount2(2),
- * the new mount API's open_tree(2), mount_setattr(2) and move_mount(2), statx(2), fstatfs(2), mknod(2), flock(2), ioctl(2), getdents64(2),
- * lseek(2) and pread(2). Each failure is an
+ * the new mount API's open_tree(2), mount_setattr(2) and move_mount(2), statx(2), fstatfs(2), mknod(2), ioctl(2)
+ * and lseek(2). Each failure is an
  * {@link ErrnoException} that carries errno and says which call failed and the system's words
  * ("umount2: Device or resource busy"). A call that can hang on a dead filesystem is made through
  * {@link BlockingCalls}.
  *
- * <p>Where the knowledge of a system call lives. This class binds every C function the driver
- * calls, each on its first call (binding generates code at run time, so a process binds only the
- * calls it makes: docs/performance.md), and makes every call through one helper that captures
- * errno. It owns the constants of its calls and the structs they read or fill
- * ({@code statx}, {@code statfs}, {@code open_how}, {@code linux_dirent64}). An ioctl belongs to
+ * <p>Where the knowledge of a system call lives. This class binds the C functions that several
+ * packages call, each on its first call (binding generates code at run time, so a process binds
+ * only the calls it makes: docs/performance.md), and every call goes through its one helper that
+ * captures errno ({@link #call}). A call that one package alone makes is bound there, beside its
+ * caller, through {@link #bind} and {@link #call} (flock(2) and getdents64(2) in pool's records,
+ * pread(2) in pool's extents). It owns the constants of its calls and the structs they read or fill
+ * ({@code statx}, {@code statfs}, {@code open_how}). An ioctl belongs to
  * the subsystem whose driver defines it: its request ({@link Ioctl}) and the structs it passes,
  * as named {@link MemoryLayout}s whose fields are read and written through {@link #field}, are
  * declared in the class that speaks to that subsystem (the loop driver's in host's
@@ -87,8 +85,6 @@ public final class Libc {
     public static final long MS_RELATIME = 1L << 21;
     public static final long MS_STRICTATIME = 1L << 24;
     public static final long MS_LAZYTIME = 1L << 25;
-    public static final int LOCK_EX = 2;
-    public static final int LOCK_NB = 4;
     public static final int MNT_DETACH = 2;
     public static final int UMOUNT_NOFOLLOW = 8;
 
@@ -124,15 +120,6 @@ public final class Libc {
     private static final long STATX_ATTR_MOUNT_ROOT = 0x2000;
     private static final long RESOLVE_NO_SYMLINKS = 0x04;
     private static final long RESOLVE_CACHED = 0x20;
-    /** Room for some 16,000 directory entries of the pool's names per getdents64 call. */
-    private static final long DIRENT_BUFFER_BYTES = 1 << 20;
-
-    private static final long DIRENT_PAGE_BUFFER_BYTES = 64 << 10;
-    private static final int SEEK_SET = 0;
-    /** lseek(2)'s whences that find the next byte of data, or of a hole, at or after an offset (Linux 3.1). */
-    public static final int SEEK_DATA = 3;
-
-    public static final int SEEK_HOLE = 4;
     /** openat2's number is the same on every architecture (the unified syscall table). */
     private static final long SYS_OPENAT2 = 437;
     /** The new mount API's numbers, also from the unified table (Linux 5.2; mount_setattr 5.12). */
@@ -317,105 +304,16 @@ public final class Libc {
     }
 
     /**
-     * lseek(2) of {@code fd} to {@code offset} by {@code whence}: the new offset. With
-     * {@link #SEEK_DATA} past the last data (or {@link #SEEK_HOLE} past the end), ENXIO.
+     * lseek(2) of {@code fd} to {@code offset} by {@code whence}: the new offset. With SEEK_DATA
+     * past the last data (or SEEK_HOLE past the end), ENXIO.
      */
     public static long lseek(int fd, long offset, int whence) {
         return call("lseek", call -> call.check((long) Lseek.HANDLE.invokeExact(call.state(), fd, offset, whence)));
     }
 
-    /** pread(2) of up to {@code buffer}'s size at {@code offset}: how many bytes were read, 0 at the end of the file. */
-    public static long pread(int fd, MemorySegment buffer, long offset) {
-        return call(
-                "pread",
-                call -> call.check(
-                        (long) Pread.HANDLE.invokeExact(call.state(), fd, buffer, buffer.byteSize(), offset)));
-    }
-
     /** close(2); a failure is not reported: the descriptor is gone either way. */
     public static void close(int fd) {
         call("close", call -> (int) Close.HANDLE.invokeExact(call.state(), fd));
-    }
-
-    /**
-     * flock(2): a lock on the open file description, so two descriptors opened separately exclude
-     * each other even in one process, and NFS and GlusterFS clients on other hosts see it too.
-     */
-    public static void flock(int fd, int operation) {
-        call("flock", call -> call.check((int) Flock.HANDLE.invokeExact(call.state(), fd, operation)));
-    }
-
-    /** A name read from a directory, and the position at which reading resumes after it (its d_off). */
-    public record DirectoryEntry(String name, long resumeAt) {}
-
-    /**
-     * What {@link #directoryEntries} read: the names wanted, in the directory's own order, and
-     * whether the directory ended before {@code count} of them were found.
-     */
-    public record DirectoryRead(List<DirectoryEntry> entries, boolean end) {}
-
-    /**
-     * At most {@code count} names ending with {@code suffix}, in the directory's own order,
-     * starting at position {@code from} (0 for the start; else a {@link DirectoryEntry#resumeAt}
-     * read before), read with getdents64(2) into one large buffer: a Java string is made only for
-     * the names wanted, which in a directory of thousands of files is most of what listing it
-     * costs in Java. Positions are the cookies telldir(3) and NFS use: ext4 and XFS keep them valid
-     * while other names are added and removed, so a listing can resume where it stopped without
-     * reading the names before it again.
-     */
-    public static DirectoryRead directoryEntries(String path, String suffix, long from, int count) {
-        byte[] wanted = suffix.getBytes(StandardCharsets.UTF_8);
-        List<DirectoryEntry> entries = new ArrayList<>();
-        int fd = open(path, O_RDONLY | O_DIRECTORY, 0);
-        try (Arena arena = Arena.ofConfined()) {
-            if (from != 0) {
-                lseek(fd, from, SEEK_SET);
-            }
-            // A page needs a few hundred names; a whole listing reads in large steps.
-            long size = count == Integer.MAX_VALUE ? DIRENT_BUFFER_BYTES : DIRENT_PAGE_BUFFER_BYTES;
-            MemorySegment buffer = arena.allocate(size, 8);
-            long filled;
-            while ((filled = getdents64(fd, buffer)) > 0) {
-                long recordLength;
-                for (long entry = 0; entry < filled; entry += recordLength) {
-                    recordLength = Short.toUnsignedInt((short) Getdents64.D_RECLEN.get(buffer, entry));
-                    long name = entry + Getdents64.D_NAME;
-                    int length = 0;
-                    while (buffer.get(JAVA_BYTE, name + length) != 0) {
-                        length++;
-                    }
-                    if (endsWith(buffer, name, length, wanted)) {
-                        entries.add(new DirectoryEntry(buffer.getString(name, StandardCharsets.UTF_8), (long)
-                                Getdents64.D_OFF.get(buffer, entry)));
-                        if (entries.size() == count) {
-                            return new DirectoryRead(entries, false);
-                        }
-                    }
-                }
-            }
-            return new DirectoryRead(entries, true);
-        } finally {
-            close(fd);
-        }
-    }
-
-    /** getdents64(2): fills {@code buffer} with the directory's next records; how many bytes they take, 0 at its end. */
-    private static long getdents64(int fd, MemorySegment buffer) {
-        return call(
-                "getdents64",
-                call -> call.check((long) Getdents64.HANDLE.invokeExact(call.state(), fd, buffer, buffer.byteSize())));
-    }
-
-    private static boolean endsWith(MemorySegment buffer, long name, int length, byte[] suffix) {
-        if (length < suffix.length) {
-            return false;
-        }
-        for (int i = 0; i < suffix.length; i++) {
-            if (buffer.get(JAVA_BYTE, name + length - suffix.length + i) != suffix[i]) {
-                return false;
-            }
-        }
-        return true;
     }
 
     public static Stat stat(int fd) {
@@ -619,24 +517,24 @@ public final class Libc {
     }
 
     /** A call being made: its name for a failure, the arena of its arguments, and where errno is captured. */
-    private record Downcall(String name, Arena arena, MemorySegment state) {
+    public record Downcall(String name, Arena arena, MemorySegment state) {
 
-        int errno() {
+        public int errno() {
             return (int) ERRNO.get(state, 0L);
         }
 
-        ErrnoException failure() {
+        public ErrnoException failure() {
             return new ErrnoException(name, errno());
         }
 
-        int check(int result) {
+        public int check(int result) {
             if (result < 0) {
                 throw failure();
             }
             return result;
         }
 
-        long check(long result) {
+        public long check(long result) {
             if (result < 0) {
                 throw failure();
             }
@@ -644,23 +542,24 @@ public final class Libc {
         }
 
         /** A C string in the call's arena; NULL for null. */
-        MemorySegment string(String value) {
+        public MemorySegment string(String value) {
             return value == null ? MemorySegment.NULL : arena.allocateFrom(value);
         }
     }
 
     /** What a call does with its {@link Downcall}: invoke the function, check and read its result. */
     @FunctionalInterface
-    private interface Body<T> {
+    public interface Body<T> {
         T make(Downcall call) throws Throwable;
     }
 
     /**
-     * Makes the call {@code name} in an arena of its own, errno captured: every call of this class
-     * goes through here. An {@link ErrnoException} is the call's failure; anything else thrown
-     * means the function could not be called at all.
+     * Makes the call {@code name} in an arena of its own, errno captured: every system call the
+     * driver makes goes through here, those bound beside their only caller too. An
+     * {@link ErrnoException} is the call's failure; anything else thrown means the function could
+     * not be called at all.
      */
-    private static <T> T call(String name, Body<T> body) {
+    public static <T> T call(String name, Body<T> body) {
         try (Arena arena = Arena.ofConfined()) {
             return body.make(new Downcall(name, arena, arena.allocate(CALL_STATE)));
         } catch (ErrnoException e) {
@@ -671,7 +570,7 @@ public final class Libc {
     }
 
     /** The C library's {@code name}, capturing errno; {@code firstVariadic} is the index of the first variadic argument, or -1. */
-    private static MethodHandle bind(String name, FunctionDescriptor descriptor, int firstVariadic) {
+    public static MethodHandle bind(String name, FunctionDescriptor descriptor, int firstVariadic) {
         MemorySegment address = LINKER.defaultLookup()
                 .find(name)
                 .orElseThrow(() -> new IllegalStateException("the C library has no " + name));
@@ -714,36 +613,9 @@ public final class Libc {
         static final MethodHandle HANDLE = bind("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT), -1);
     }
 
-    private static final class Flock {
-        static final MethodHandle HANDLE = bind("flock", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT), -1);
-    }
-
     private static final class Lseek {
         static final MethodHandle HANDLE =
                 bind("lseek", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_INT), -1);
-    }
-
-    private static final class Pread {
-        static final MethodHandle HANDLE =
-                bind("pread", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG), -1);
-    }
-
-    private static final class Getdents64 {
-        static final MethodHandle HANDLE =
-                bind("getdents64", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG), -1);
-        /** struct linux_dirent64 (getdents64(2)): records of this shape, 8-aligned, fill the buffer. */
-        static final StructLayout LINUX_DIRENT64 = MemoryLayout.structLayout(
-                        JAVA_LONG.withName("d_ino"),
-                        JAVA_LONG.withName("d_off"),
-                        JAVA_SHORT.withName("d_reclen"),
-                        JAVA_BYTE.withName("d_type"),
-                        MemoryLayout.sequenceLayout(0, JAVA_BYTE).withName("d_name"))
-                .withName("linux_dirent64");
-        // Read at a record's offset in the buffer: the handles keep their offset coordinate.
-        static final VarHandle D_OFF = LINUX_DIRENT64.varHandle(PathElement.groupElement("d_off"));
-        static final VarHandle D_RECLEN = LINUX_DIRENT64.varHandle(PathElement.groupElement("d_reclen"));
-        /** Where the NUL-terminated name starts in a record. */
-        static final long D_NAME = LINUX_DIRENT64.byteOffset(PathElement.groupElement("d_name"));
     }
 
     private static final class Statx {

@@ -1,7 +1,7 @@
 package dev.blockpool.controller;
 
 import dev.blockpool.csi.CsiException;
-import dev.blockpool.pool.Page;
+import dev.blockpool.pool.records.Page;
 import java.nio.charset.StandardCharsets;
 import java.util.Base64;
 

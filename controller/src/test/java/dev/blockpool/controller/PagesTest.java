@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.csi.CsiException;
-import dev.blockpool.pool.Page;
+import dev.blockpool.pool.records.Page;
 import io.grpc.Status;
 import java.nio.charset.StandardCharsets;
 import java.util.Base64;

@@ -1,6 +1,7 @@
 package dev.blockpool.pool;
 
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.DurableFiles;
 import java.io.IOException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;

@@ -2,6 +2,7 @@ package dev.blockpool.pool;
 
 import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.RecordLock;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -10,7 +11,7 @@ import java.util.Set;
 
 /**
  * ControllerPublish and ControllerUnpublish on the pool: durable attachment records in the
- * volume's metadata, single-node access and each node's attach limit enforced.
+ * volume's record, single-node access and each node's attach limit enforced.
  */
 public final class Attachments {
 

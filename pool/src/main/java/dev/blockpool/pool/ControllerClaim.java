@@ -1,6 +1,7 @@
 package dev.blockpool.pool;
 
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.PoolLockFile;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.Optional;

@@ -2,6 +2,7 @@ package dev.blockpool.pool;
 
 import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.RecordStore;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.ArrayList;
@@ -27,13 +28,13 @@ public final class GroupSnapshots {
 
     private static final Logger log = LoggerFactory.getLogger(GroupSnapshots.class);
 
-    private final MetadataStore<GroupSnapshot> records;
+    private final RecordStore<GroupSnapshot> records;
     private final Snapshots snapshots;
     private final Volumes volumes;
     private final Clock clock;
 
     GroupSnapshots(Path directory, Snapshots snapshots, Volumes volumes, Clock clock) {
-        this.records = new MetadataStore<>(directory, GroupSnapshot.class);
+        this.records = new RecordStore<>(directory, RecordCodecs.GROUP_SNAPSHOT);
         this.snapshots = snapshots;
         this.volumes = volumes;
         this.clock = clock;

@@ -21,7 +21,7 @@ import org.slf4j.LoggerFactory;
  * as holes.
  *
  * <p>None of these makes the image durable: the caller flushes it once, when it is complete
- * (after a copy and a grow, say), before the metadata that relies on it is put in place.
+ * (after a copy and a grow, say), before the record that relies on it is put in place.
  */
 public final class ImageFiles {
 

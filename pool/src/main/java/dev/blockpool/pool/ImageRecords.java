@@ -3,6 +3,11 @@ package dev.blockpool.pool;
 import dev.blockpool.common.GrowthMarker;
 import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.DurableFiles;
+import dev.blockpool.pool.records.Page;
+import dev.blockpool.pool.records.RecordCodec;
+import dev.blockpool.pool.records.RecordLock;
+import dev.blockpool.pool.records.RecordStore;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
@@ -15,8 +20,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Records that each own an image: {@code <id>.img} beside {@code <id>.json} in one directory.
- * The metadata file is the commit point: it is put in place after the image is complete and
- * flushed, and removed before the image is, so an image without metadata is always unfinished
+ * The record file is the commit point: it is put in place after the image is complete and
+ * flushed, and removed before the image is, so an image without its record is always unfinished
  * work that the reconcile (or a retry of the same create) may remove. Every record type with an
  * image goes through here, so none can get that order wrong.
  *
@@ -26,14 +31,14 @@ import org.slf4j.LoggerFactory;
 final class ImageRecords<T> {
 
     static final String IMAGE_SUFFIX = ".img";
-    static final String METADATA_SUFFIX = MetadataStore.SUFFIX;
+    static final String RECORD_SUFFIX = RecordStore.SUFFIX;
 
     private static final Logger log = LoggerFactory.getLogger(ImageRecords.class);
 
     private final String kind;
     private final Predicate<String> isId;
     private final Path directory;
-    private final MetadataStore<T> metadata;
+    private final RecordStore<T> store;
     private final PoolCapacity capacity;
     private final RecordLock lock;
 
@@ -45,13 +50,13 @@ final class ImageRecords<T> {
             String kind,
             Predicate<String> isId,
             Path directory,
-            Class<T> type,
+            RecordCodec<T> codec,
             PoolCapacity capacity,
             RecordLock lock) {
         this.kind = kind;
         this.isId = isId;
         this.directory = directory;
-        this.metadata = new MetadataStore<>(directory, type);
+        this.store = new RecordStore<>(directory, codec);
         this.capacity = capacity;
         this.lock = lock;
     }
@@ -65,28 +70,28 @@ final class ImageRecords<T> {
 
     /** The committed record; empty when there is none or the ID could never have been issued. */
     Optional<T> find(String id) {
-        return isId.test(id) ? metadata.read(id) : Optional.empty();
+        return isId.test(id) ? store.read(id) : Optional.empty();
     }
 
     /** Every readable committed record, sorted by ID. */
     List<T> list() {
-        return metadata.all(isId, record -> true);
+        return store.all(isId, record -> true);
     }
 
-    /** A page of the committed records whose ID and record pass the filters; see {@link MetadataStore#page}. */
+    /** A page of the committed records whose ID and record pass the filters; see {@link RecordStore#page}. */
     Page<T> page(long from, int max, Predicate<String> idFilter, Predicate<T> filter) {
-        return metadata.page(isId.and(idFilter), from, max, filter);
+        return store.page(isId.and(idFilter), from, max, filter);
     }
 
-    /** A page of what {@code load} makes of each ID; see {@link MetadataStore#pageOf}. */
+    /** A page of what {@code load} makes of each ID; see {@link RecordStore#pageOf}. */
     <R> Page<R> pageOf(long from, int max, Function<String, Optional<R>> load) {
-        return metadata.pageOf(isId, from, max, load);
+        return store.pageOf(isId, from, max, load);
     }
 
     /**
-     * Commits a new record: makes its image with {@code makeImage}, then writes its metadata. A
+     * Commits a new record: makes its image with {@code makeImage}, then writes its record. A
      * leftover image of an earlier attempt at this ID that never committed is removed first, so
-     * that its space counts as free. When making the image or writing the metadata fails, what
+     * that its space counts as free. When making the image or writing the record fails, what
      * this create made is removed again before the failure is rethrown.
      *
      * @param bytes what the new image promises; see {@link PoolCapacity}
@@ -94,7 +99,7 @@ final class ImageRecords<T> {
      */
     T create(String id, long bytes, Allocation allocation, T record, Consumer<Path> makeImage) {
         Path image = imagePath(id);
-        if (metadata.exists(id)) {
+        if (store.exists(id)) {
             // Never reached through find-then-create; it guards an existing record's image all the same.
             throw StorageException.conflict("%s %s already exists", kind, id);
         }
@@ -124,7 +129,7 @@ final class ImageRecords<T> {
      * to log and only flushes the device's cache.
      */
     private void commit(String id, T record, Path image) {
-        DurableFiles.Prepared prepared = metadata.prepare(id, record);
+        DurableFiles.Prepared prepared = store.prepare(id, record);
         try {
             DurableFiles.fsync(image);
         } catch (RuntimeException failure) {
@@ -135,7 +140,7 @@ final class ImageRecords<T> {
     }
 
     /**
-     * Rewrites the metadata of a committed record (its image stays as it is) with what
+     * Rewrites a committed record (its image stays as it is) with what
      * {@code change} makes of it as it is now: read and written under the pool's {@link RecordLock},
      * so a change another process makes meanwhile is never overwritten. Empty when there is no
      * such record; nothing is written when {@code change} leaves it as it was.
@@ -152,7 +157,7 @@ final class ImageRecords<T> {
             T changed = change.apply(current.get());
             if (!changed.equals(current.get())) {
                 capacity.changing(imagePath(id), () -> {
-                    metadata.write(id, changed);
+                    store.write(id, changed);
                     return changed;
                 });
             }
@@ -161,7 +166,7 @@ final class ImageRecords<T> {
     }
 
     /**
-     * Removes the metadata, then the image: a crash in between leaves an image without metadata,
+     * Removes the record, then the image: a crash in between leaves an image without its record,
      * which the reconcile removes. The image's growth mark goes first: one left by a crash is
      * removed by the reconcile once the image is gone. An unknown ID is already deleted.
      */
@@ -169,7 +174,7 @@ final class ImageRecords<T> {
         if (isId.test(id)) {
             capacity.changing(imagePath(id), () -> {
                 DurableFiles.delete(GrowthMarker.beside(imagePath(id)));
-                metadata.delete(id);
+                store.delete(id);
                 return DurableFiles.delete(imagePath(id));
             });
         }

@@ -1,5 +1,6 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.pool.records.PoolLockFile;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.Optional;

@@ -1,15 +1,16 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.pool.records.RecordStore;
 import java.nio.file.Path;
 import java.util.Optional;
 
 /** Nodes register themselves here when their node service starts; ControllerPublish reads it. */
 public final class Nodes {
 
-    private final MetadataStore<NodeRecord> store;
+    private final RecordStore<NodeRecord> store;
 
     Nodes(Path directory) {
-        this.store = new MetadataStore<>(directory, NodeRecord.class);
+        this.store = new RecordStore<>(directory, RecordCodecs.NODE);
     }
 
     public void register(NodeRecord node) {

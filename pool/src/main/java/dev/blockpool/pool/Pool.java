@@ -4,6 +4,8 @@ import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.PoolLockFile;
+import dev.blockpool.pool.records.RecordLock;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,8 +15,8 @@ import java.time.Duration;
 /**
  * The storage pool: a directory that holds everything the driver knows. Layout:
  * <pre>
- *   volumes/&lt;id&gt;.img, volumes/&lt;id&gt;.json      volume images and their metadata
- *   snapshots/&lt;id&gt;.img, snapshots/&lt;id&gt;.json  snapshot images and their metadata
+ *   volumes/&lt;id&gt;.img, volumes/&lt;id&gt;.json      volume images and their records
+ *   snapshots/&lt;id&gt;.img, snapshots/&lt;id&gt;.json  snapshot images and their records
  *   groups/&lt;id&gt;.json                           group snapshots: the commit point of their member snapshots
  *   nodes/&lt;node-id&gt;.json                        registered nodes
  *   frozen/&lt;volume-id&gt;                          a volume whose file system a group snapshot is freezing
@@ -105,7 +107,7 @@ public final class Pool {
     }
 
     /**
-     * Removes what interrupted work left behind: temporary files and images without metadata.
+     * Removes what interrupted work left behind: temporary files and images without their records.
      * Only files untouched for the settle time are considered, so that a create in progress in
      * another process sharing the pool is never robbed of its image, and no image of an ID that
      * holds one of {@code locks} (an operation in progress in this process). Safe beside the

@@ -2,6 +2,7 @@ package dev.blockpool.pool;
 
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.RecordStore;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -205,7 +206,7 @@ public final class PoolCapacity {
         Path directory = image.getParent();
         String name = image.getFileName().toString();
         Path record = directory.resolve(
-                name.substring(0, name.length() - ImageRecords.IMAGE_SUFFIX.length()) + MetadataStore.SUFFIX);
+                name.substring(0, name.length() - ImageRecords.IMAGE_SUFFIX.length()) + RecordStore.SUFFIX);
         long promise = 0;
         if (Files.exists(record, LinkOption.NOFOLLOW_LINKS)) {
             try {

@@ -2,6 +2,8 @@ package dev.blockpool.pool;
 
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.extents.ImageExtents;
+import dev.blockpool.pool.records.RecordStore;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -13,7 +15,7 @@ import java.util.function.Consumer;
 
 /**
  * What the pool holds, counted from its directories and the images' sizes, without reading a
- * record: a committed record is a metadata file's name, and what an image promises and holds are
+ * record: a committed record is a record file's name, and what an image promises and holds are
  * its size and its allocated blocks (an image is exactly its volume's or snapshot's size), of
  * which the filesystem flags some shared with other images by reflinks (FIEMAP). It looks at the
  * whole pool, so every process sharing a pool counts the same figures, whichever of them made the
@@ -112,7 +114,7 @@ public final class PoolCensus {
         forEachRecord(directory, record -> {
             String name = record.getFileName().toString();
             Path image = directory.resolve(
-                    name.substring(0, name.length() - MetadataStore.SUFFIX.length()) + ImageRecords.IMAGE_SUFFIX);
+                    name.substring(0, name.length() - RecordStore.SUFFIX.length()) + ImageRecords.IMAGE_SUFFIX);
             Libc.FileSpace held;
             try {
                 held = Libc.space(image.toString());
@@ -127,7 +129,7 @@ public final class PoolCensus {
     }
 
     private static void forEachRecord(Path directory, Consumer<Path> visit) {
-        try (DirectoryStream<Path> entries = Files.newDirectoryStream(directory, "*" + MetadataStore.SUFFIX)) {
+        try (DirectoryStream<Path> entries = Files.newDirectoryStream(directory, "*" + RecordStore.SUFFIX)) {
             entries.forEach(visit);
         } catch (NoSuchFileException e) {
             // a pool not yet made holds nothing

@@ -5,6 +5,7 @@ import dev.blockpool.common.FilesystemAnswer;
 import dev.blockpool.common.HealthProblem;
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.Page;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -22,7 +23,7 @@ import org.slf4j.LoggerFactory;
 /**
  * What is wrong with the pool and its volumes, read from the pool as it is now: nothing is
  * assumed healthy. The pool's own problems (its directory gone, its filesystem read-only or
- * full) are every volume's; a volume adds its metadata and its image.
+ * full) are every volume's; a volume adds its record and its image.
  */
 public final class PoolHealth {
 
@@ -128,7 +129,7 @@ public final class PoolHealth {
 
     /**
      * The volumes with a problem, a page at a time as {@link Volumes#page} reads them; a volume
-     * whose metadata cannot be read is one of them.
+     * whose record cannot be read is one of them.
      */
     public Page<VolumeHealth> page(long from, int max) {
         List<HealthProblem> pool = pool();
@@ -210,7 +211,7 @@ public final class PoolHealth {
         return image.lastModifiedTime().toInstant().isAfter(clock.instant().minus(settleTime));
     }
 
-    /** Whether the image still matches its metadata. */
+    /** Whether the image still matches its record. */
     private List<HealthProblem> image(Volume volume) {
         Path image = volumes.imagePath(volume.id());
         BasicFileAttributes attributes;

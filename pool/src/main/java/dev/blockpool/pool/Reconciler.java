@@ -3,6 +3,9 @@ package dev.blockpool.pool;
 import dev.blockpool.common.GrowthMarker;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.DurableFiles;
+import dev.blockpool.pool.records.RecordCodec;
+import dev.blockpool.pool.records.RecordStore;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -14,11 +17,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Start-up clean-up of what a crash can leave behind: temporary metadata files (at once when
+ * Start-up clean-up of what a crash can leave behind: temporary record files (at once when
  * their writer's lock is free, see {@link DurableFiles}), images
- * whose metadata was never committed (a create that did not finish) or was already removed (a
+ * whose record was never committed (a create that did not finish) or was already removed (a
  * delete that did not finish), and member snapshots whose group snapshot has no record (a
- * group create or delete that did not finish). An image whose metadata is there is never touched, and metadata
+ * group create or delete that did not finish). An image whose record is there is never touched, and a record
  * that cannot be parsed, or was written by a newer driver, is left alone with an error in the
  * log: losing data is worse than keeping a stray file.
  */
@@ -64,7 +67,7 @@ final class Reconciler {
                 } else if (name.endsWith(ImageRecords.IMAGE_SUFFIX + GrowthMarker.SUFFIX) && settled(file)) {
                     steps.before("check " + dir + "/" + name);
                     reconcileGrowthMarker(file, name);
-                } else if (dir.equals("snapshots") && name.endsWith(ImageRecords.METADATA_SUFFIX) && settled(file)) {
+                } else if (dir.equals("snapshots") && name.endsWith(ImageRecords.RECORD_SUFFIX) && settled(file)) {
                     steps.before("check " + dir + "/" + name);
                     reconcileMember(file, name);
                 }
@@ -87,15 +90,15 @@ final class Reconciler {
         log.warn("reconcile: removed {} (temporary file of a writer that is gone)", temp);
     }
 
-    /** A member snapshot whose group has no record: its metadata, then its image, as a delete removes them. */
-    private void reconcileMember(Path metadata, String name) {
-        String id = name.substring(0, name.length() - ImageRecords.METADATA_SUFFIX.length());
+    /** A member snapshot whose group has no record: its record, then its image, as a delete removes them. */
+    private void reconcileMember(Path record, String name) {
+        String id = name.substring(0, name.length() - ImageRecords.RECORD_SUFFIX.length());
         if (!Ids.isSnapshotId(id)
-                || MetadataStore.problem(metadata, Snapshot.class).isPresent()) {
+                || RecordStore.problem(record, RecordCodecs.SNAPSHOT).isPresent()) {
             return; // an unreadable one is reported with its image
         }
-        MetadataStore<Snapshot> store = new MetadataStore<>(metadata.getParent(), Snapshot.class);
-        MetadataStore<GroupSnapshot> groups = new MetadataStore<>(root.resolve("groups"), GroupSnapshot.class);
+        RecordStore<Snapshot> store = new RecordStore<>(record.getParent(), RecordCodecs.SNAPSHOT);
+        RecordStore<GroupSnapshot> groups = new RecordStore<>(root.resolve("groups"), RecordCodecs.GROUP_SNAPSHOT);
         unlessInUse(
                 id,
                 () -> store.read(id)
@@ -108,7 +111,7 @@ final class Reconciler {
                                     id,
                                     group);
                             store.delete(id);
-                            DurableFiles.delete(metadata.resolveSibling(id + ImageRecords.IMAGE_SUFFIX));
+                            DurableFiles.delete(record.resolveSibling(id + ImageRecords.IMAGE_SUFFIX));
                         }));
     }
 
@@ -125,17 +128,17 @@ final class Reconciler {
 
     private void reconcileImage(Path image, String name) {
         String id = name.substring(0, name.length() - ImageRecords.IMAGE_SUFFIX.length());
-        Path metadata = image.resolveSibling(id + ImageRecords.METADATA_SUFFIX);
-        if (!Files.exists(metadata)) {
+        Path record = image.resolveSibling(id + ImageRecords.RECORD_SUFFIX);
+        if (!Files.exists(record)) {
             unlessInUse(id, () -> {
-                if (!Files.exists(metadata)) {
+                if (!Files.exists(record)) {
                     remove(image, "image without metadata: an interrupted create or delete");
                 }
             });
             return;
         }
-        Class<?> type = Ids.isSnapshotId(id) ? Snapshot.class : Volume.class;
-        MetadataStore.problem(metadata, type)
+        RecordCodec<?> codec = Ids.isSnapshotId(id) ? RecordCodecs.SNAPSHOT : RecordCodecs.VOLUME;
+        RecordStore.problem(record, codec)
                 .ifPresent(problem -> log.error(
                         "reconcile: keeping {} and its metadata for an operator to inspect: {}", image, problem));
     }

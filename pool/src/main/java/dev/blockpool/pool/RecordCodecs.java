@@ -1,15 +1,17 @@
 package dev.blockpool.pool;
 
-import static dev.blockpool.pool.ValueCodec.BOOLEAN;
-import static dev.blockpool.pool.ValueCodec.INSTANT;
-import static dev.blockpool.pool.ValueCodec.LONG;
-import static dev.blockpool.pool.ValueCodec.STRING;
-import static dev.blockpool.pool.ValueCodec.enumOf;
-import static dev.blockpool.pool.ValueCodec.listOf;
-import static dev.blockpool.pool.ValueCodec.mapOf;
-import static dev.blockpool.pool.ValueCodec.setOf;
+import static dev.blockpool.pool.records.ValueCodec.BOOLEAN;
+import static dev.blockpool.pool.records.ValueCodec.INSTANT;
+import static dev.blockpool.pool.records.ValueCodec.LONG;
+import static dev.blockpool.pool.records.ValueCodec.STRING;
+import static dev.blockpool.pool.records.ValueCodec.enumOf;
+import static dev.blockpool.pool.records.ValueCodec.listOf;
+import static dev.blockpool.pool.records.ValueCodec.mapOf;
+import static dev.blockpool.pool.records.ValueCodec.setOf;
 
-import dev.blockpool.pool.RecordCodec.Field;
+import dev.blockpool.pool.records.RecordCodec;
+import dev.blockpool.pool.records.RecordCodec.Field;
+import dev.blockpool.pool.records.RecordFormat;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
@@ -28,23 +30,7 @@ final class RecordCodecs {
     static final RecordCodec<GroupSnapshot> GROUP_SNAPSHOT = GroupSnapshotFields.CODEC;
     static final RecordCodec<NodeRecord> NODE = NodeFields.CODEC;
 
-    private static final Map<Class<?>, RecordCodec<?>> BY_TYPE = Map.of(
-            Volume.class, VOLUME,
-            Snapshot.class, SNAPSHOT,
-            GroupSnapshot.class, GROUP_SNAPSHOT,
-            NodeRecord.class, NODE);
-
     private RecordCodecs() {}
-
-    /** The codec of the records stored as {@code type}. */
-    @SuppressWarnings("unchecked") // BY_TYPE holds each type's own codec
-    static <T> RecordCodec<T> of(Class<T> type) {
-        RecordCodec<?> codec = BY_TYPE.get(type);
-        if (codec == null) {
-            throw new IllegalArgumentException(type.getSimpleName() + " is not stored as a record");
-        }
-        return (RecordCodec<T>) codec;
-    }
 
     private static final class VolumeFields {
         static final Field<Volume, String> ID = Field.required("id", Volume::id, STRING);
@@ -131,7 +117,10 @@ final class RecordCodecs {
                         values.get(SOURCE_VOLUME_ID),
                         values.get(SIZE),
                         values.get(CREATED_AT),
-                        values.get(GROUP_SNAPSHOT_ID)));
+                        values.get(GROUP_SNAPSHOT_ID)),
+                // a member of a group: a driver before groups would let it be deleted alone
+                snapshot ->
+                        snapshot.groupSnapshotId().isPresent() ? RecordFormat.GROUP_MEMBER : RecordFormat.UNVERSIONED);
     }
 
     private static final class GroupSnapshotFields {

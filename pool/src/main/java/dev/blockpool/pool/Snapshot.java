@@ -4,7 +4,7 @@ import java.time.Instant;
 import java.util.Optional;
 
 /**
- * A snapshot's metadata, stored in {@code snapshots/<id>.json}: an immutable copy of a volume's
+ * A snapshot's record, stored in {@code snapshots/<id>.json}: an immutable copy of a volume's
  * image, and the group snapshot it was taken in, if any.
  */
 public record Snapshot(

@@ -3,13 +3,14 @@ package dev.blockpool.pool;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
-import java.util.function.Function;
+import dev.blockpool.pool.extents.SnapshotRanges;
+import java.nio.file.Path;
 
 /**
  * Changed block tracking from the pool's own knowledge of its images: the ranges of a snapshot
  * that hold data, and the ranges in which one snapshot differs from an earlier one of the same
  * volume, found from the filesystem's map of the images' extents rather than by reading them
- * (see {@link ExtentComparison}). Snapshot images never change once committed, and an open
+ * (see {@code dev.blockpool.pool.extents}). Snapshot images never change once committed, and an open
  * image outlives a delete of its snapshot, so a stream needs no lock.
  */
 public final class SnapshotMetadata {
@@ -33,9 +34,11 @@ public final class SnapshotMetadata {
     public SnapshotRanges allocated(String snapshotId, long from) {
         Snapshot snapshot = find(snapshotId);
         requireWithin(from, snapshot);
-        return new SnapshotRanges(
+        return SnapshotRanges.allocated(
+                imageOf(snapshot),
+                ownerOf(snapshot),
+                from,
                 snapshot.sizeBytes(),
-                () -> closedOnFailure(open(snapshot), image -> new AllocatedRanges(image, from, snapshot.sizeBytes())),
                 steps,
                 "reading the data ranges of snapshot " + snapshotId);
     }
@@ -58,13 +61,13 @@ public final class SnapshotMetadata {
                     "the target snapshot %s was taken before the base snapshot %s: swap them", targetId, baseId);
         }
         requireWithin(from, target);
-        return new SnapshotRanges(
+        return SnapshotRanges.delta(
+                imageOf(base),
+                ownerOf(base),
+                imageOf(target),
+                ownerOf(target),
+                from,
                 target.sizeBytes(),
-                () -> closedOnFailure(
-                        open(base),
-                        baseImage -> closedOnFailure(
-                                open(target),
-                                targetImage -> new ChangedRanges(baseImage, targetImage, from, target.sizeBytes()))),
                 steps,
                 "comparing the extents of snapshots " + baseId + " and " + targetId);
     }
@@ -83,17 +86,11 @@ public final class SnapshotMetadata {
         }
     }
 
-    private ImageExtents open(Snapshot snapshot) {
-        return ImageExtents.open(snapshots.imagePath(snapshot.id()), "snapshot " + snapshot.id());
+    private Path imageOf(Snapshot snapshot) {
+        return snapshots.imagePath(snapshot.id());
     }
 
-    /** What {@code use} makes of {@code image}; the image closed again when it fails. */
-    private static <T> T closedOnFailure(ImageExtents image, Function<ImageExtents, T> use) {
-        try {
-            return use.apply(image);
-        } catch (RuntimeException | Error e) {
-            image.close();
-            throw e;
-        }
+    private static String ownerOf(Snapshot snapshot) {
+        return "snapshot " + snapshot.id();
     }
 }

@@ -1,6 +1,8 @@
 package dev.blockpool.pool;
 
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.Page;
+import dev.blockpool.pool.records.RecordLock;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.List;
@@ -24,7 +26,8 @@ public final class Snapshots {
     private final Clock clock;
 
     Snapshots(Path directory, ImageFiles images, PoolCapacity capacity, Clock clock, RecordLock lock) {
-        this.records = new ImageRecords<>("snapshot", Ids::isSnapshotId, directory, Snapshot.class, capacity, lock);
+        this.records =
+                new ImageRecords<>("snapshot", Ids::isSnapshotId, directory, RecordCodecs.SNAPSHOT, capacity, lock);
         this.images = images;
         this.clock = clock;
     }

@@ -6,7 +6,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
-/** A volume's metadata, as stored in {@code volumes/<id>.json} beside its image. */
+/** A volume's record, as stored in {@code volumes/<id>.json} beside its image. */
 public record Volume(
         String id,
         String name,

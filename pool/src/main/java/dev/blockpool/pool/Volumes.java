@@ -3,6 +3,9 @@ package dev.blockpool.pool;
 import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.common.TestKillPoint;
+import dev.blockpool.pool.records.DurableFiles;
+import dev.blockpool.pool.records.Page;
+import dev.blockpool.pool.records.RecordLock;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.List;
@@ -37,7 +40,7 @@ public final class Volumes {
             Snapshots snapshots,
             Clock clock,
             RecordLock lock) {
-        this.records = new ImageRecords<>("volume", Ids::isVolumeId, directory, Volume.class, capacity, lock);
+        this.records = new ImageRecords<>("volume", Ids::isVolumeId, directory, RecordCodecs.VOLUME, capacity, lock);
         this.images = images;
         this.capacity = capacity;
         this.snapshots = snapshots;
@@ -160,7 +163,7 @@ public final class Volumes {
         Path image = imagePath(volumeId);
         Volume grown = capacity.promising(image, newCapacity, volume.allocation(), "volume " + volumeId, () -> {
             images.grow(image, newCapacity, volume.allocation());
-            DurableFiles.fsync(image); // the new size is on disk before the metadata says so
+            DurableFiles.fsync(image); // the new size is on disk before the record says so
             TestKillPoint.reached("expand.image-grown");
             return update(volumeId, current -> current.withCapacity(newCapacity))
                     .orElseThrow(() -> missing(volumeId));

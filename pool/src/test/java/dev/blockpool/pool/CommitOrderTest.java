@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.DurableFiles;
+import dev.blockpool.pool.records.RecordLock;
 import java.io.FileInputStream;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -38,7 +40,7 @@ class CommitOrderTest {
                 "snapshot",
                 Ids::isSnapshotId,
                 directory,
-                Snapshot.class,
+                RecordCodecs.SNAPSHOT,
                 new PoolCapacity(directory, new PoolSpace(directory), CapacityPolicy.DEFAULT, Clock.systemUTC()),
                 new RecordLock(directory));
         String id = Ids.snapshotIdFor("snap");
@@ -52,7 +54,7 @@ class CommitOrderTest {
         while (temporaryFiles().isEmpty() && !create.isDone() && System.nanoTime() < deadline) {
             Thread.sleep(1);
         }
-        assertThat(temporaryFiles()).singleElement().asString().startsWith(id + ImageRecords.METADATA_SUFFIX + ".");
+        assertThat(temporaryFiles()).singleElement().asString().startsWith(id + ImageRecords.RECORD_SUFFIX + ".");
         assertThat(create).isNotDone();
         assertThat(records.find(id))
                 .as("no record while its image is being flushed")
@@ -73,8 +75,7 @@ class CommitOrderTest {
         assertThat(records.create(id, 0, Allocation.SPARSE, snapshot, CommitOrderTest::touch))
                 .isEqualTo(snapshot);
         assertThat(records.find(id)).contains(snapshot);
-        assertThat(files())
-                .containsExactlyInAnyOrder(id + ImageRecords.IMAGE_SUFFIX, id + ImageRecords.METADATA_SUFFIX);
+        assertThat(files()).containsExactlyInAnyOrder(id + ImageRecords.IMAGE_SUFFIX, id + ImageRecords.RECORD_SUFFIX);
     }
 
     private static void mkfifo(Path path) {

@@ -7,6 +7,7 @@ import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.common.StorageException.Kind;
+import dev.blockpool.pool.records.DurableFiles;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

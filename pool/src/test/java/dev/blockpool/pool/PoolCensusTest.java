@@ -3,6 +3,7 @@ package dev.blockpool.pool;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.pool.records.DurableFiles;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

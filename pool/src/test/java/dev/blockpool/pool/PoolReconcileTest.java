@@ -4,10 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.GrowthMarker;
-import dev.blockpool.common.Libc;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.records.DurableFiles;
+import dev.blockpool.pool.records.PoolLockFile;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -108,16 +109,15 @@ class PoolReconcileTest {
         // A writer at work, in this process or another sharing the pool: it holds the lock.
         Path live = volumes.resolve(Ids.volumeIdFor("writing") + ".json.4243-18" + DurableFiles.HELD_SUFFIX);
         Files.write(live, new byte[] {1, 2, 3});
-        int writer = Libc.open(live.toString(), Libc.O_RDWR, 0);
+        // a writer's lock on its file: the flock DurableFiles takes
+        PoolLockFile writer = PoolLockFile.tryTake(live).orElseThrow();
         try {
-            Libc.flock(writer, Libc.LOCK_EX | Libc.LOCK_NB);
-
             open(SETTLE).reconcile(new OperationLocks());
 
             assertThat(abandoned).as("well within the settle time").doesNotExist();
             assertThat(live).exists();
         } finally {
-            Libc.close(writer);
+            writer.close();
         }
         open(SETTLE).reconcile(new OperationLocks());
         assertThat(live).as("once its writer let go without renaming it").doesNotExist();
@@ -135,17 +135,16 @@ class PoolReconcileTest {
         Files.write(killedNode, new byte[] {1});
         Path live = volumes.resolve(Ids.volumeIdFor("writing") + ".json.4243-18" + DurableFiles.HELD_SUFFIX);
         Files.write(live, new byte[] {1});
-        int writer = Libc.open(live.toString(), Libc.O_RDWR, 0);
+        // a writer's lock on its file: the flock DurableFiles takes
+        PoolLockFile writer = PoolLockFile.tryTake(live).orElseThrow();
         try {
-            Libc.flock(writer, Libc.LOCK_EX | Libc.LOCK_NB);
-
             open(SETTLE); // no reconcile: the opening alone
 
             assertThat(killedVolume).doesNotExist();
             assertThat(killedNode).doesNotExist();
             assertThat(live).exists();
         } finally {
-            Libc.close(writer);
+            writer.close();
         }
     }
 
@@ -157,15 +156,14 @@ class PoolReconcileTest {
                 root.resolve("volumes").resolve(Ids.volumeIdFor("stuck") + ".json.4243-18" + DurableFiles.HELD_SUFFIX);
         Files.write(live, new byte[] {1});
         age(live);
-        int writer = Libc.open(live.toString(), Libc.O_RDWR, 0);
+        // a writer's lock on its file: the flock DurableFiles takes
+        PoolLockFile writer = PoolLockFile.tryTake(live).orElseThrow();
         try {
-            Libc.flock(writer, Libc.LOCK_EX | Libc.LOCK_NB);
-
             open(SETTLE).reconcile(new OperationLocks());
 
             assertThat(live).exists();
         } finally {
-            Libc.close(writer);
+            writer.close();
         }
     }
 

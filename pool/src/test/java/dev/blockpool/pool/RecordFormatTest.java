@@ -9,6 +9,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.StorageException;
 import dev.blockpool.common.StorageException.Kind;
+import dev.blockpool.pool.records.RecordCodec;
+import dev.blockpool.pool.records.RecordFormat;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -393,8 +395,19 @@ class RecordFormatTest {
                 .hasMessage("cannot encode the metadata for %s: %s", FILE, "field attachments[1].nodeId has no value");
     }
 
+    /** The codec of the records stored as {@code type}. */
+    @SuppressWarnings("unchecked") // each type's own codec
+    private static <T> RecordCodec<T> codecOf(Class<T> type) {
+        return (RecordCodec<T>) Map.of(
+                        Volume.class, RecordCodecs.VOLUME,
+                        Snapshot.class, RecordCodecs.SNAPSHOT,
+                        GroupSnapshot.class, RecordCodecs.GROUP_SNAPSHOT,
+                        NodeRecord.class, RecordCodecs.NODE)
+                .get(type);
+    }
+
     private static <T> T decode(String content, Class<T> type) {
-        return RecordFormat.decode(FILE, content.getBytes(StandardCharsets.UTF_8), type);
+        return RecordFormat.decode(FILE, content.getBytes(StandardCharsets.UTF_8), codecOf(type));
     }
 
     private static Class<?> typeOf(String file) {
@@ -418,8 +431,10 @@ class RecordFormatTest {
         return fixture("volume-clone.json").replace("\"formatVersion\" : 1", "\"formatVersion\" : " + version);
     }
 
-    private static String encode(Object record) {
-        return new String(RecordFormat.encode(FILE, record), StandardCharsets.UTF_8);
+    private static <T> String encode(T record) {
+        @SuppressWarnings("unchecked") // a record's class is the type it is stored as
+        Class<T> type = (Class<T>) record.getClass();
+        return new String(RecordFormat.encode(FILE, record, codecOf(type)), StandardCharsets.UTF_8);
     }
 
     static String fixture(String file) {

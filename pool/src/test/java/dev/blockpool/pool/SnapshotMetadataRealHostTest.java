@@ -9,6 +9,8 @@ import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.common.StorageException.Kind;
+import dev.blockpool.pool.extents.ByteRange;
+import dev.blockpool.pool.extents.SnapshotRanges;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;

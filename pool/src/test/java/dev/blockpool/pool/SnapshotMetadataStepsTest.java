@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.pool.extents.ImageExtents;
+import dev.blockpool.pool.extents.SnapshotRanges;
 import java.io.FileOutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -1,6 +1,7 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.extents;
 
 import dev.blockpool.common.BlockingCalls;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -9,6 +10,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 /**
@@ -46,6 +48,55 @@ public final class SnapshotRanges implements AutoCloseable {
     private ByteRange open;
 
     private boolean sourceDone;
+
+    /**
+     * The data ranges of the image {@code image} (of {@code owner}, as messages name it) from
+     * {@code from} up to {@code capacityBytes}, each step on a thread of {@code steps}.
+     */
+    public static SnapshotRanges allocated(
+            Path image, String owner, long from, long capacityBytes, BlockingCalls steps, String what) {
+        return new SnapshotRanges(
+                capacityBytes,
+                () -> closedOnFailure(
+                        ImageExtents.open(image, owner), opened -> new AllocatedRanges(opened, from, capacityBytes)),
+                steps,
+                what);
+    }
+
+    /**
+     * The ranges in which the image {@code target} differs from {@code base}, an earlier image of
+     * the same volume (each of its owner, as messages name it), from {@code from} up to
+     * {@code capacityBytes}; beyond the base's size it reads zeros.
+     */
+    public static SnapshotRanges delta(
+            Path base,
+            String baseOwner,
+            Path target,
+            String targetOwner,
+            long from,
+            long capacityBytes,
+            BlockingCalls steps,
+            String what) {
+        return new SnapshotRanges(
+                capacityBytes,
+                () -> closedOnFailure(
+                        ImageExtents.open(base, baseOwner),
+                        baseImage -> closedOnFailure(
+                                ImageExtents.open(target, targetOwner),
+                                targetImage -> new ChangedRanges(baseImage, targetImage, from, capacityBytes))),
+                steps,
+                what);
+    }
+
+    /** What {@code use} makes of {@code image}; the image closed again when it fails. */
+    private static <T> T closedOnFailure(ImageExtents image, Function<ImageExtents, T> use) {
+        try {
+            return use.apply(image);
+        } catch (RuntimeException | Error e) {
+            image.close();
+            throw e;
+        }
+    }
 
     /** The ranges of the source {@code opening} opens, each step on a thread of {@code steps}. */
     SnapshotRanges(long capacityBytes, Supplier<RangeSource> opening, BlockingCalls steps, String what) {

@@ -1,4 +1,4 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.records;
 
 import com.fasterxml.jackson.core.JsonEncoding;
 import com.fasterxml.jackson.core.JsonFactory;
@@ -19,23 +19,23 @@ import java.nio.file.Path;
  * record's own fields. A driver reads every format up to its own and refuses newer ones, so a
  * downgraded driver never misreads (or rewrites) what a newer one wrote.
  */
-final class RecordFormat {
+public final class RecordFormat {
 
     /**
      * The newest format this driver writes and reads. Bump it when an older driver would misread
      * the new records; a record an older driver still reads right keeps the older format.
      */
-    static final int VERSION = 2;
+    public static final int VERSION = 2;
     /**
      * Format 2: a snapshot that is a member of a group snapshot. A driver of format 1 would
      * ignore its group and let it be deleted alone, breaking the group; it refuses format 2
      * instead. Every other record stays format 1, which such a driver still reads.
      */
-    static final int GROUP_MEMBER = 2;
+    public static final int GROUP_MEMBER = 2;
 
     static final String VERSION_FIELD = "formatVersion";
     /** The format of records written before the field existed. */
-    private static final int UNVERSIONED = 1;
+    public static final int UNVERSIONED = 1;
 
     private static final JsonFactory JSON = new JsonFactory();
 
@@ -45,13 +45,11 @@ final class RecordFormat {
      * The record as a JSON object: its {@code formatVersion} first, then its fields, indented by
      * Jackson's default pretty printer, in UTF-8.
      */
-    static <T> byte[] encode(Path path, T record) {
-        @SuppressWarnings("unchecked") // a record's class is the type it is stored as
-        RecordCodec<T> codec = RecordCodecs.of((Class<T>) record.getClass());
+    public static <T> byte[] encode(Path path, T record, RecordCodec<T> codec) {
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         try (JsonGenerator out = JSON.createGenerator(bytes, JsonEncoding.UTF8).useDefaultPrettyPrinter()) {
             out.writeStartObject();
-            out.writeNumberField(VERSION_FIELD, versionOf(record));
+            out.writeNumberField(VERSION_FIELD, codec.formatVersion(record));
             codec.writeFields(out, record);
             out.writeEndObject();
         } catch (InvalidField e) {
@@ -62,19 +60,12 @@ final class RecordFormat {
         return bytes.toByteArray();
     }
 
-    /** The oldest format that holds the record as an older driver must understand it. */
-    static int versionOf(Object record) {
-        return record instanceof Snapshot snapshot && snapshot.groupSnapshotId().isPresent()
-                ? GROUP_MEMBER
-                : UNVERSIONED;
-    }
-
     /** The record in {@code content}, read from {@code path} (named in every error). */
-    static <T> T decode(Path path, byte[] content, Class<T> type) {
+    public static <T> T decode(Path path, byte[] content, RecordCodec<T> codec) {
         requireReadableVersion(path, content);
         try (JsonParser in = JSON.createParser(content)) {
             in.nextToken();
-            return RecordCodecs.of(type).read(in);
+            return codec.read(in);
         } catch (InvalidField e) {
             String why = e.path().isEmpty()
                     ? "its fields do not make a valid record"

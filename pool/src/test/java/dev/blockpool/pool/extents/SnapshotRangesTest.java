@@ -1,12 +1,12 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.extents;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.StorageException;
-import dev.blockpool.pool.ExtentComparison.Piece;
-import dev.blockpool.pool.ImageExtents.Extent;
+import dev.blockpool.pool.extents.ExtentComparison.Piece;
+import dev.blockpool.pool.extents.ImageExtents.Extent;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;

@@ -1,4 +1,4 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.records;
 
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
@@ -16,7 +16,7 @@ import org.slf4j.LoggerFactory;
  * this host or another (NFS and GlusterFS carry flock to their servers). It is released by
  * {@link #close()}, and by the kernel when the process dies, however it dies.
  */
-final class PoolLockFile implements AutoCloseable {
+public final class PoolLockFile implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(PoolLockFile.class);
     private static final Duration FIRST_PAUSE = Duration.ofMillis(1);
@@ -29,7 +29,7 @@ final class PoolLockFile implements AutoCloseable {
     }
 
     /** The lock, or empty while another holder has it (another process, or another descriptor of this one). */
-    static Optional<PoolLockFile> tryTake(Path file) {
+    public static Optional<PoolLockFile> tryTake(Path file) {
         int fd;
         try {
             fd = Libc.open(file.toString(), Libc.O_RDWR | Libc.O_CREAT | Libc.O_NOFOLLOW, 0644);
@@ -37,7 +37,7 @@ final class PoolLockFile implements AutoCloseable {
             throw StorageException.io(e, "cannot open the lock file %s", file);
         }
         try {
-            Libc.flock(fd, Libc.LOCK_EX | Libc.LOCK_NB);
+            Flock.tryLockExclusive(fd);
             return Optional.of(new PoolLockFile(fd));
         } catch (Libc.ErrnoException e) {
             Libc.close(fd);
@@ -79,7 +79,7 @@ final class PoolLockFile implements AutoCloseable {
      * {@link #tryTake}, and on success notes who holds it in the file ("pid P on host H since T"),
      * only to name the holder in the messages of those that find it taken: the lock is what counts.
      */
-    static Optional<PoolLockFile> tryTakeNoted(Path file, Clock clock) {
+    public static Optional<PoolLockFile> tryTakeNoted(Path file, Clock clock) {
         Optional<PoolLockFile> lock = tryTake(file);
         if (lock.isPresent()) {
             String self =
@@ -94,7 +94,7 @@ final class PoolLockFile implements AutoCloseable {
     }
 
     /** Who holds the lock, as its holder noted it. */
-    static String holder(Path file) {
+    public static String holder(Path file) {
         try {
             String noted = Files.readString(file).strip();
             return noted.isEmpty() ? "holder unknown" : noted;

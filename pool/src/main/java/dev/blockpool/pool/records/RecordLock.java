@@ -1,4 +1,4 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.records;
 
 import java.nio.file.Path;
 import java.time.Duration;
@@ -8,12 +8,12 @@ import java.util.function.Supplier;
 /**
  * The pool's lock for changing records: whoever reads a record to decide how to change it holds
  * it until the change is written, in whichever process, on whichever host, so that no other
- * change can land in between and be lost. It is held for the metadata only (milliseconds), never
+ * change can land in between and be lost. It is held for the records only (milliseconds), never
  * while an image is copied. Reentrant within a thread, so a change may be made of smaller ones.
  */
-final class RecordLock {
+public final class RecordLock {
 
-    static final String FILE_NAME = "records.lock";
+    public static final String FILE_NAME = "records.lock";
     /** Far longer than any record change takes; a holder that long is stuck, and the caller retries. */
     private static final Duration PATIENCE = Duration.ofSeconds(30);
 
@@ -21,11 +21,11 @@ final class RecordLock {
     /** The threads of this process queue here, so that only one of them at a time asks for the file's lock. */
     private final ReentrantLock inProcess = new ReentrantLock();
 
-    RecordLock(Path poolRoot) {
+    public RecordLock(Path poolRoot) {
         this.file = poolRoot.resolve(FILE_NAME);
     }
 
-    <T> T locked(Supplier<T> change) {
+    public <T> T locked(Supplier<T> change) {
         inProcess.lock();
         try {
             if (inProcess.getHoldCount() > 1) {

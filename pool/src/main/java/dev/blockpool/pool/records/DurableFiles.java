@@ -1,4 +1,4 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.records;
 
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
@@ -48,7 +48,7 @@ public final class DurableFiles {
      * temporary file. What must be durable before the new content may be seen (an image its record
      * names) is flushed in between.
      */
-    static Prepared prepare(Path target, byte[] content) {
+    public static Prepared prepare(Path target, byte[] content) {
         Path temp = tempPath(target);
         int lock = hold(temp, target);
         try (FileChannel channel = FileChannel.open(
@@ -84,7 +84,7 @@ public final class DurableFiles {
                 throw StorageException.io(e, "cannot write %s", target);
             }
             try {
-                Libc.flock(fd, Libc.LOCK_EX | Libc.LOCK_NB);
+                Flock.tryLockExclusive(fd);
                 if (sameFile(temp, fd)) {
                     return fd;
                 }
@@ -126,7 +126,7 @@ public final class DurableFiles {
      * Removes {@code temp}, a temporary file, when its writer is gone: its lock is free. Returns
      * whether it removed it; a file being written now, or gone already, is left.
      */
-    static boolean removeIfAbandoned(Path temp) {
+    public static boolean removeIfAbandoned(Path temp) {
         int fd;
         try {
             fd = Libc.open(temp.toString(), Libc.O_RDWR | Libc.O_NOFOLLOW, 0);
@@ -137,7 +137,7 @@ public final class DurableFiles {
             throw StorageException.io(e, "cannot open %s", temp);
         }
         try {
-            Libc.flock(fd, Libc.LOCK_EX | Libc.LOCK_NB);
+            Flock.tryLockExclusive(fd);
             if (!sameFile(temp, fd)) {
                 return false;
             }
@@ -157,16 +157,16 @@ public final class DurableFiles {
      * The temporary files in {@code directory} whose writers are gone, each removed as {@link
      * #removeIfAbandoned} does; the names of those removed.
      */
-    static List<Path> removeAbandoned(Path directory) {
-        List<Libc.DirectoryEntry> held;
+    public static List<Path> removeAbandoned(Path directory) {
+        List<DirectoryNames.Entry> held;
         try {
-            held = Libc.directoryEntries(directory.toString(), HELD_SUFFIX, 0, Integer.MAX_VALUE)
+            held = DirectoryNames.read(directory.toString(), HELD_SUFFIX, 0, Integer.MAX_VALUE)
                     .entries();
         } catch (Libc.ErrnoException e) {
             throw StorageException.io(e, "cannot list the pool directory %s", directory);
         }
         List<Path> removed = new ArrayList<>();
-        for (Libc.DirectoryEntry entry : held) {
+        for (DirectoryNames.Entry entry : held) {
             Path temp = directory.resolve(entry.name());
             if (removeIfAbandoned(temp)) {
                 removed.add(temp);
@@ -189,10 +189,20 @@ public final class DurableFiles {
     }
 
     /** A flushed temporary file that becomes {@code target}, or is discarded; {@code lock} holds its flock. */
-    record Prepared(Path temp, Path target, int lock) {
+    public static final class Prepared {
+
+        private final Path temp;
+        private final Path target;
+        private final int lock;
+
+        private Prepared(Path temp, Path target, int lock) {
+            this.temp = temp;
+            this.target = target;
+            this.lock = lock;
+        }
 
         /** Renames the temporary file over the target and flushes the directory, which makes the rename durable. */
-        void publish() {
+        public void publish() {
             try {
                 Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
                 Libc.close(lock);
@@ -204,13 +214,13 @@ public final class DurableFiles {
         }
 
         /** Removes the temporary file; the target stays as it was. */
-        void discard() {
+        public void discard() {
             giveUp(temp, lock);
         }
     }
 
     /** Where this thread writes {@code target}'s next content before renaming it into place. */
-    static Path tempPath(Path target) {
+    public static Path tempPath(Path target) {
         return target.resolveSibling(target.getFileName() + "."
                 + ProcessHandle.current().pid() + "-" + Thread.currentThread().threadId() + HELD_SUFFIX);
     }

@@ -1,4 +1,4 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.records;
 
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
+import java.util.function.ToIntFunction;
 import java.util.stream.Collectors;
 
 /**
@@ -17,17 +18,33 @@ import java.util.stream.Collectors;
  * and whatever a newer driver adds that an older one may ignore), a field that appears twice
  * counts once, with its last value.
  */
-final class RecordCodec<R> implements ValueCodec<R> {
+public final class RecordCodec<R> implements ValueCodec<R> {
 
     private final List<Field<R, ?>> fields;
     private final Map<String, Field<R, ?>> byName;
     private final Function<Values, R> construct;
+    private final ToIntFunction<R> formatVersion;
 
     /** {@code construct} makes the record from its fields' values, each got with {@link Values#get}. */
-    RecordCodec(List<Field<R, ?>> fields, Function<Values, R> construct) {
+    public RecordCodec(List<Field<R, ?>> fields, Function<Values, R> construct) {
+        this(fields, construct, record -> RecordFormat.UNVERSIONED);
+    }
+
+    /**
+     * A codec of records of which some need a newer {@link RecordFormat} than others:
+     * {@code formatVersion} says which a record needs, the oldest that holds it as an older driver
+     * must understand it.
+     */
+    public RecordCodec(List<Field<R, ?>> fields, Function<Values, R> construct, ToIntFunction<R> formatVersion) {
         this.fields = List.copyOf(fields);
         this.byName = fields.stream().collect(Collectors.toUnmodifiableMap(Field::name, Function.identity()));
         this.construct = construct;
+        this.formatVersion = formatVersion;
+    }
+
+    /** The oldest format that holds {@code record} as an older driver must understand it. */
+    int formatVersion(R record) {
+        return formatVersion.applyAsInt(record);
     }
 
     @Override
@@ -76,21 +93,22 @@ final class RecordCodec<R> implements ValueCodec<R> {
      * the value is written and read, and what a record has when the field is absent or null, if
      * it may be (when it may not, the record is invalid).
      */
-    record Field<R, V>(String name, Function<R, V> accessor, ValueCodec<V> codec, Optional<V> whenAbsent) {
+    public record Field<R, V>(String name, Function<R, V> accessor, ValueCodec<V> codec, Optional<V> whenAbsent) {
 
         /** A field every record has written. */
-        static <R, V> Field<R, V> required(String name, Function<R, V> accessor, ValueCodec<V> codec) {
+        public static <R, V> Field<R, V> required(String name, Function<R, V> accessor, ValueCodec<V> codec) {
             return new Field<>(name, accessor, codec, Optional.empty());
         }
 
         /** A field written as its value or null, that reads as empty when absent or null. */
-        static <R, V> Field<R, Optional<V>> optional(
+        public static <R, V> Field<R, Optional<V>> optional(
                 String name, Function<R, Optional<V>> accessor, ValueCodec<V> codec) {
             return new Field<>(name, accessor, ValueCodec.optional(codec), Optional.of(Optional.empty()));
         }
 
         /** A field records written before it existed lack: in them it has the value {@code whenAbsent}. */
-        static <R, V> Field<R, V> since(String name, Function<R, V> accessor, ValueCodec<V> codec, V whenAbsent) {
+        public static <R, V> Field<R, V> since(
+                String name, Function<R, V> accessor, ValueCodec<V> codec, V whenAbsent) {
             return new Field<>(name, accessor, codec, Optional.of(whenAbsent));
         }
 
@@ -117,10 +135,10 @@ final class RecordCodec<R> implements ValueCodec<R> {
     }
 
     /** The values read for a record's fields. */
-    record Values(Map<String, Object> byName) {
+    public record Values(Map<String, Object> byName) {
 
         @SuppressWarnings("unchecked") // each value was read by the field's own codec
-        <V> V get(Field<?, V> field) {
+        public <V> V get(Field<?, V> field) {
             return (V) byName.get(field.name());
         }
     }

@@ -1,11 +1,11 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.records;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
-import dev.blockpool.pool.RecordCodec.Field;
+import dev.blockpool.pool.records.RecordCodec.Field;
 import java.io.IOException;
 import java.util.List;
 import org.junit.jupiter.api.Test;

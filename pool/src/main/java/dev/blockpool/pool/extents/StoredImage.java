@@ -1,4 +1,4 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.extents;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Optional;

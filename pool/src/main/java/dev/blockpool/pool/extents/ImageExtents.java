@@ -1,14 +1,17 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.extents;
 
+import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
+import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -18,13 +21,17 @@ import java.util.Optional;
 /**
  * What the pool's filesystem knows of an image's layout, read through an open descriptor: where
  * its data lies (lseek's SEEK_DATA and SEEK_HOLE), which physical extents hold it (the FIEMAP
- * ioctl, declared here with its structs), and its bytes (pread). Every call may wait on the
+ * ioctl, declared here with its structs), and its bytes (pread, bound here). Every call may wait on the
  * pool's filesystem: callers make them through {@code BlockingCalls}.
  */
-final class ImageExtents implements StoredImage {
+public final class ImageExtents implements StoredImage {
 
     /** FS_IOC_FIEMAP, _IOWR('f', 11, struct fiemap) (linux/fs.h). */
     private static final Libc.Ioctl FS_IOC_FIEMAP = new Libc.Ioctl("FS_IOC_FIEMAP", 0xC020660BL);
+    /** lseek(2)'s whences that find the next byte of data, or of a hole, at or after an offset (Linux 3.1). */
+    private static final int SEEK_DATA = 3;
+
+    private static final int SEEK_HOLE = 4;
     /** fm_flags: flush the file's dirty pages first, so delayed allocations have their place. */
     private static final int FIEMAP_FLAG_SYNC = 0x1;
 
@@ -66,7 +73,7 @@ final class ImageExtents implements StoredImage {
     }
 
     /** Opens {@code image} for reading, not following a symlink; NOT_FOUND when it is gone. */
-    static ImageExtents open(Path image, String what) {
+    public static ImageExtents open(Path image, String what) {
         try {
             return new ImageExtents(image, Libc.open(image.toString(), Libc.O_RDONLY | Libc.O_NOFOLLOW, 0));
         } catch (Libc.ErrnoException e) {
@@ -93,7 +100,7 @@ final class ImageExtents implements StoredImage {
         }
         long data;
         try {
-            data = Libc.lseek(fd, from, Libc.SEEK_DATA);
+            data = Libc.lseek(fd, from, SEEK_DATA);
         } catch (Libc.ErrnoException e) {
             if (e.errno() == Libc.ENXIO) {
                 return Optional.empty(); // no data after from
@@ -104,7 +111,7 @@ final class ImageExtents implements StoredImage {
             return Optional.empty();
         }
         try {
-            return Optional.of(ByteRange.between(data, Math.min(Libc.lseek(fd, data, Libc.SEEK_HOLE), end)));
+            return Optional.of(ByteRange.between(data, Math.min(Libc.lseek(fd, data, SEEK_HOLE), end)));
         } catch (Libc.ErrnoException e) {
             throw StorageException.io(e, "cannot look for a hole in %s", image);
         }
@@ -120,7 +127,7 @@ final class ImageExtents implements StoredImage {
      * (reflinks), as they are on disk: its dirty pages are not flushed first, so a write since
      * the last writeback still counts as the extent it will replace. EOPNOTSUPP as {@link #map}.
      */
-    long sharedBytes(long size, int extentsPerCall) {
+    public long sharedBytes(long size, int extentsPerCall) {
         long shared = 0;
         long at = 0;
         while (at < size) {
@@ -166,7 +173,7 @@ final class ImageExtents implements StoredImage {
     }
 
     /** {@link #map} answered EOPNOTSUPP: the filesystem does not map its files' extents. */
-    static boolean cannotMap(Libc.ErrnoException e) {
+    public static boolean cannotMap(Libc.ErrnoException e) {
         return e.errno() == Libc.EOPNOTSUPP || e.errno() == Libc.ENOTTY;
     }
 
@@ -176,7 +183,7 @@ final class ImageExtents implements StoredImage {
         while (done < buffer.byteSize()) {
             long read;
             try {
-                read = Libc.pread(fd, buffer.asSlice(done), offset + done);
+                read = pread(buffer.asSlice(done), offset + done);
             } catch (Libc.ErrnoException e) {
                 throw StorageException.io(e, "cannot read %s", image);
             }
@@ -188,9 +195,23 @@ final class ImageExtents implements StoredImage {
         }
     }
 
+    /** pread(2) of up to {@code buffer}'s size at {@code offset}: how many bytes were read, 0 at the end of the file. */
+    private long pread(MemorySegment buffer, long offset) {
+        return Libc.call(
+                "pread",
+                call -> call.check(
+                        (long) Pread.HANDLE.invokeExact(call.state(), fd, buffer, buffer.byteSize(), offset)));
+    }
+
     @Override
     public void close() {
         Libc.close(fd);
+    }
+
+    /** pread(2), bound here beside its one caller when first used, as every C function is: see {@link Libc}. */
+    private static final class Pread {
+        static final MethodHandle HANDLE =
+                Libc.bind("pread", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG), -1);
     }
 
     /** Some extents of an image, and whether they are all of those in the range asked. */

@@ -1,4 +1,4 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.records;
 
 /**
  * A value of a record on disk that is missing or of the wrong shape, and where it is, built up as

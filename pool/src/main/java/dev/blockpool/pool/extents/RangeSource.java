@@ -1,4 +1,4 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.extents;
 
 import java.util.List;
 import java.util.function.BooleanSupplier;

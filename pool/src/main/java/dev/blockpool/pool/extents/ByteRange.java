@@ -1,4 +1,4 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.extents;
 
 /** A range of bytes of an image: {@code length} bytes from {@code offset}, never empty. */
 public record ByteRange(long offset, long length) {

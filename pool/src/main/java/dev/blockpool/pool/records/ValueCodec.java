@@ -1,4 +1,4 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.records;
 
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
@@ -21,7 +21,7 @@ import java.util.function.Function;
  * a JSON null included, is an {@link InvalidField}. (A field's null is handled by its record: see
  * {@link RecordCodec.Field}.)
  */
-interface ValueCodec<V> {
+public interface ValueCodec<V> {
 
     void write(JsonGenerator out, V value) throws IOException;
 

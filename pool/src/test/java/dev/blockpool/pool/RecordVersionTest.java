@@ -14,6 +14,7 @@ import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.common.StorageException.Kind;
+import dev.blockpool.pool.records.RecordFormat;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,7 +31,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Every record on disk carries its format version; older files read as before, newer ones are refused. */
-class MetadataFormatTest {
+class RecordVersionTest {
 
     @TempDir
     Path root;

@@ -1,6 +1,6 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.extents;
 
-import dev.blockpool.pool.ImageExtents.Extent;
+import dev.blockpool.pool.extents.ImageExtents.Extent;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeSet;

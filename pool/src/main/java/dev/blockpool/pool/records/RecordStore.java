@@ -1,4 +1,4 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.records;
 
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
@@ -19,32 +19,32 @@ import org.slf4j.LoggerFactory;
  * Records in one pool directory, one file per ID, in the {@link RecordFormat} and written with
  * {@link DurableFiles}.
  */
-final class MetadataStore<T> {
+public final class RecordStore<T> {
 
-    private static final Logger log = LoggerFactory.getLogger(MetadataStore.class);
+    private static final Logger log = LoggerFactory.getLogger(RecordStore.class);
 
-    static final String SUFFIX = ".json";
+    public static final String SUFFIX = ".json";
     /** IDs looked at per pass over the listing at least, so that a filter that skips most costs few passes. */
     private static final int MIN_BATCH = 128;
 
     private final Path directory;
-    private final Class<T> type;
+    private final RecordCodec<T> codec;
 
-    MetadataStore(Path directory, Class<T> type) {
+    public RecordStore(Path directory, RecordCodec<T> codec) {
         this.directory = directory;
-        this.type = type;
+        this.codec = codec;
     }
 
     Path path(String id) {
         return directory.resolve(id + SUFFIX);
     }
 
-    boolean exists(String id) {
+    public boolean exists(String id) {
         return Files.exists(path(id));
     }
 
     /** The record, or empty when it has no file; a file that cannot be read is an error. */
-    Optional<T> read(String id) {
+    public Optional<T> read(String id) {
         Path path = path(id);
         byte[] content;
         try {
@@ -54,26 +54,26 @@ final class MetadataStore<T> {
         } catch (IOException e) {
             throw StorageException.io(e, "cannot read metadata %s", path);
         }
-        return Optional.of(RecordFormat.decode(path, content, type));
+        return Optional.of(RecordFormat.decode(path, content, codec));
     }
 
-    void write(String id, T record) {
+    public void write(String id, T record) {
         prepare(id, record).publish();
     }
 
     /** The record written and flushed beside its file, in place once published; see {@link DurableFiles#prepare}. */
-    DurableFiles.Prepared prepare(String id, T record) {
-        return DurableFiles.prepare(path(id), RecordFormat.encode(path(id), record));
+    public DurableFiles.Prepared prepare(String id, T record) {
+        return DurableFiles.prepare(path(id), RecordFormat.encode(path(id), record, codec));
     }
 
-    boolean delete(String id) {
+    public boolean delete(String id) {
         return DurableFiles.delete(path(id));
     }
 
     /** Every readable record whose ID is {@code wanted} and that {@code filter} accepts, in ID order. */
-    List<T> all(Predicate<String> wanted, Predicate<T> filter) {
+    public List<T> all(Predicate<String> wanted, Predicate<T> filter) {
         List<String> ids = new ArrayList<>();
-        for (Libc.DirectoryEntry entry : names(0, Integer.MAX_VALUE).entries()) {
+        for (DirectoryNames.Entry entry : names(0, Integer.MAX_VALUE).entries()) {
             String id = idOf(entry.name());
             if (wanted.test(id)) {
                 ids.add(id);
@@ -91,12 +91,12 @@ final class MetadataStore<T> {
      * The readable records whose ID is {@code wanted} and that {@code filter} accepts, in the
      * directory's own order from position {@code from} (0: the start): at most {@code max} of
      * them, or all when {@code max} is 0. A page reads only the names from where the last one
-     * stopped to where it fills (a directory position, see {@link Libc#directoryEntries}), and a
+     * stopped to where it fills (a directory position, see {@link DirectoryNames#read}), and a
      * record's file only on the way there, so a page costs its own entries, not the pool's. A
      * record that cannot be read is logged and left out, so one damaged file does not hide the
      * rest of the pool; one deleted since its name was read is simply gone.
      */
-    Page<T> page(Predicate<String> wanted, long from, int max, Predicate<T> filter) {
+    public Page<T> page(Predicate<String> wanted, long from, int max, Predicate<T> filter) {
         return pageOf(wanted, from, max, id -> readListed(id).filter(filter));
     }
 
@@ -104,14 +104,14 @@ final class MetadataStore<T> {
      * Like {@link #page}, but each wanted ID is handed to {@code load}, which reads what it
      * needs and says what the page shows of it, if anything.
      */
-    <R> Page<R> pageOf(Predicate<String> wanted, long from, int max, Function<String, Optional<R>> load) {
+    public <R> Page<R> pageOf(Predicate<String> wanted, long from, int max, Function<String, Optional<R>> load) {
         List<R> entries = new ArrayList<>();
         long position = from;
         while (true) {
             // the names to fill the page and one more, to tell whether a page follows; more when a filter skips some
             int batch = max == 0 ? Integer.MAX_VALUE : Math.max(max - entries.size() + 1, MIN_BATCH);
-            Libc.DirectoryRead read = names(position, batch);
-            for (Libc.DirectoryEntry entry : read.entries()) {
+            DirectoryNames.Read read = names(position, batch);
+            for (DirectoryNames.Entry entry : read.entries()) {
                 String id = idOf(entry.name());
                 if (wanted.test(id)) {
                     if (max > 0 && entries.size() == max) {
@@ -136,14 +136,14 @@ final class MetadataStore<T> {
         }
     }
 
-    /** Up to {@code count} metadata file names from directory position {@code from}. */
-    private Libc.DirectoryRead names(long from, int count) {
+    /** Up to {@code count} record file names from directory position {@code from}. */
+    private DirectoryNames.Read names(long from, int count) {
         try {
             // getdents64 into one buffer: no Path, nor even a String, per file that is not wanted
-            return Libc.directoryEntries(directory.toString(), SUFFIX, from, count);
+            return DirectoryNames.read(directory.toString(), SUFFIX, from, count);
         } catch (Libc.ErrnoException e) {
             if (from != 0 && e.errno() == Libc.EINVAL) {
-                return new Libc.DirectoryRead(List.of(), true); // a position beyond any this directory gives: the end
+                return new DirectoryNames.Read(List.of(), true); // a position beyond any this directory gives: the end
             }
             throw StorageException.io(e, "cannot list the pool directory %s", directory);
         }
@@ -153,10 +153,10 @@ final class MetadataStore<T> {
         return name.substring(0, name.length() - SUFFIX.length());
     }
 
-    /** Why the metadata file cannot be read as a {@code type}, or empty when it can. */
-    static Optional<String> problem(Path path, Class<?> type) {
+    /** Why the record file cannot be read with {@code codec}, or empty when it can. */
+    public static Optional<String> problem(Path path, RecordCodec<?> codec) {
         try {
-            RecordFormat.decode(path, Files.readAllBytes(path), type);
+            RecordFormat.decode(path, Files.readAllBytes(path), codec);
             return Optional.empty();
         } catch (IOException e) {
             return Optional.of(

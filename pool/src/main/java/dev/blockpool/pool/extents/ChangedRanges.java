@@ -1,8 +1,8 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.extents;
 
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
-import dev.blockpool.pool.ExtentComparison.Piece;
+import dev.blockpool.pool.extents.ExtentComparison.Piece;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;

@@ -1,4 +1,4 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.records;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -57,7 +57,7 @@ class DurableFilesTest {
         Path temp = Files.write(DurableFiles.tempPath(target), new byte[0]);
         int look = Libc.open(temp.toString(), Libc.O_RDWR, 0);
         try {
-            Libc.flock(look, Libc.LOCK_EX | Libc.LOCK_NB);
+            Flock.tryLockExclusive(look);
             Thread.currentThread().interrupt();
             assertThatThrownBy(() -> DurableFiles.write(target, new byte[] {1}))
                     .isInstanceOfSatisfying(

@@ -1,9 +1,9 @@
-package dev.blockpool.pool;
+package dev.blockpool.pool.extents;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.blockpool.common.Libc;
-import dev.blockpool.pool.ImageExtents.Extent;
+import dev.blockpool.pool.extents.ImageExtents.Extent;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
