@@ -77,6 +77,8 @@ public record NodeHost(
         return Thread.ofPlatform().daemon().name("node-host-prepare").start(() -> {
             try {
                 Libc.prepare();
+                HostMounter.prepareCalls();
+                HostLoopDevices.prepareCalls();
                 new ProcMountTable().mounts();
                 LoopSysfs.onThisHost(new BlockingCalls("node-host-prepare", 1)).list();
             } catch (RuntimeException e) {

@@ -43,6 +43,11 @@ public final class HostLoopDevices implements LoopDevices {
                 DETACH_GRACE);
     }
 
+    /** Binds this room's own system calls ahead of the first attach, which would otherwise wait for it (docs/performance.md). */
+    public static void prepareCalls() {
+        LinuxLoopCalls.prepare();
+    }
+
     /** Over {@code sysfs} and the processes in {@code proc}, as a test makes them up. */
     HostLoopDevices(LoopCalls calls, LoopSysfs sysfs, ImageIdentities images, Path proc, Duration detachGrace) {
         this.calls = calls;

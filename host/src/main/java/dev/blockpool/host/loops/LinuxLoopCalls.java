@@ -1,5 +1,6 @@
 package dev.blockpool.host.loops;
 
+import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -10,9 +11,11 @@ import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.host.mounts.DeviceNumber;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.StructLayout;
+import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -340,7 +343,7 @@ final class LinuxLoopCalls implements LoopCalls {
         }
         try {
             // As devtmpfs makes it: root's, for root and the disk group.
-            Libc.mknodBlock(node.toString(), 0660, number.major(), number.minor());
+            mknodBlock(node.toString(), 0660, number.major(), number.minor());
             log.info("made the missing device node {} ({})", node, number);
         } catch (Libc.ErrnoException e) {
             if (e.errno() != Libc.EEXIST) { // made meanwhile (udev): opened and checked like any other
@@ -348,6 +351,30 @@ final class LinuxLoopCalls implements LoopCalls {
                         "cannot make the missing device node %s (%s): %s", node, number, e.getMessage());
             }
         }
+    }
+
+    /** mknod(2) of a block device node {@code major:minor} at {@code path}, with permission bits {@code mode}. */
+    private static void mknodBlock(String path, int mode, int major, int minor) {
+        // glibc's makedev(): the 64-bit dev_t keeps the old 8+8 bits low and the rest above.
+        long dev = ((major & 0xfffff000L) << 32)
+                | ((major & 0xfffL) << 8)
+                | ((minor & 0xffffff00L) << 12)
+                | (minor & 0xffL);
+        Libc.call(
+                "mknod",
+                call -> call.check(
+                        (int) Mknod.HANDLE.invokeExact(call.state(), call.string(path), Libc.S_IFBLK | mode, dev)));
+    }
+
+    /** Binds mknod(2) by making it once where it fails harmlessly (an empty path), as {@link Libc#prepare} does its own. */
+    static void prepare() {
+        Libc.prepareByFailing(() -> mknodBlock("", 0, 0, 0));
+    }
+
+    /** mknod(2), bound when first used, as Libc binds its calls. */
+    private static final class Mknod {
+        static final MethodHandle HANDLE =
+                Libc.bind("mknod", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG), -1);
     }
 
     private static int open(Path path, int flags, String what) {

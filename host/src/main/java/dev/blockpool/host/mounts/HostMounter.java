@@ -38,6 +38,11 @@ public final class HostMounter implements Mounter {
         this(new LinuxMountCalls(blocking), table, BUSY_RETRIES);
     }
 
+    /** Binds this room's own system calls ahead of the first mount, which would otherwise wait for it (docs/performance.md). */
+    public static void prepareCalls() {
+        MountSyscalls.prepare();
+    }
+
     HostMounter(MountCalls calls, MountTable table) {
         this(calls, table, BUSY_RETRIES);
     }
@@ -66,12 +71,12 @@ public final class HostMounter implements Mounter {
         MountCalls.TargetKind kind = kindOf(source);
         // Routine for every publish, which the call's own log line records: debug, as mount-utils does.
         log.debug("binding {} at {}{}", source, target, readOnly ? " read-only" : "");
-        long flags = MountFlags.of(options).flags() | (readOnly ? Libc.MS_RDONLY : 0);
+        long flags = MountFlags.of(options).flags() | (readOnly ? MountSyscalls.MS_RDONLY : 0);
         if (flags != 0 && calls.atomicBinds()) {
             calls.bindWithFlags(source.toString(), target, kind, flags);
             return;
         }
-        calls.mount(source.toString(), target, kind, null, Libc.MS_BIND, null);
+        calls.mount(source.toString(), target, kind, null, MountSyscalls.MS_BIND, null);
         if (flags == 0) {
             return;
         }
@@ -97,7 +102,7 @@ public final class HostMounter implements Mounter {
 
     @Override
     public void setBindFlags(Path target, boolean readOnly, List<String> options) {
-        long flags = MountFlags.of(options).flags() | (readOnly ? Libc.MS_RDONLY : 0);
+        long flags = MountFlags.of(options).flags() | (readOnly ? MountSyscalls.MS_RDONLY : 0);
         log.info("setting the flags of the bind at {}{}", target, readOnly ? " (read-only)" : "");
         calls.remountBind(target, kindOf(target), flags);
     }

@@ -29,7 +29,7 @@ final class LinuxMountCalls implements MountCalls {
 
         private static boolean present() {
             try {
-                Libc.mountSetattr(-1, 0, 0);
+                MountSyscalls.mountSetattr(-1, 0, 0);
                 return true; // cannot succeed on no descriptor; a kernel that has the call says EBADF
             } catch (Libc.ErrnoException e) {
                 return e.errno() != Libc.ENOSYS && e.errno() != Libc.EPERM;
@@ -48,7 +48,7 @@ final class LinuxMountCalls implements MountCalls {
 
     @Override
     public void mount(String source, Path target, TargetKind kind, String type, long flags, String data) {
-        if ((flags & Libc.MS_BIND) != 0) {
+        if ((flags & MountSyscalls.MS_BIND) != 0) {
             mountNow(source, target, kind, type, flags, data);
             return;
         }
@@ -59,13 +59,18 @@ final class LinuxMountCalls implements MountCalls {
     }
 
     private static void mountNow(String source, Path target, TargetKind kind, String type, long flags, String data) {
-        boolean bind = (flags & Libc.MS_BIND) != 0;
+        boolean bind = (flags & MountSyscalls.MS_BIND) != 0;
         // A bind's source is opened the same way, so it too is exactly what was checked.
         int sourceFd = bind ? open(Path.of(source), null) : -1;
         try {
             int targetFd = open(target, kind);
             try {
-                Libc.mount(bind ? Libc.fdPath(sourceFd) : source, Libc.fdPath(targetFd), type, flags, data);
+                MountSyscalls.mount(
+                        bind ? MountSyscalls.fdPath(sourceFd) : source,
+                        MountSyscalls.fdPath(targetFd),
+                        type,
+                        flags,
+                        data);
             } catch (Libc.ErrnoException e) {
                 if (e.errno() == Libc.EBUSY) {
                     // The filesystem is mounted elsewhere on this node with other flags (read-write
@@ -97,11 +102,12 @@ final class LinuxMountCalls implements MountCalls {
         try {
             int targetFd = open(target, kind);
             try {
-                int tree = Libc.openTreeClone(sourceFd);
+                int tree = MountSyscalls.openTreeClone(sourceFd);
                 try {
                     TestKillPoint.reached("publish.before-flags");
-                    Libc.mountSetattr(tree, attributes(flags), (flags & ATIME_FLAGS) != 0 ? Libc.MOUNT_ATTR__ATIME : 0);
-                    Libc.moveMount(tree, targetFd);
+                    MountSyscalls.mountSetattr(
+                            tree, attributes(flags), (flags & ATIME_FLAGS) != 0 ? MountSyscalls.MOUNT_ATTR__ATIME : 0);
+                    MountSyscalls.moveMount(tree, targetFd);
                 } finally {
                     Libc.close(tree); // once moved, the mount stays; a copy never moved is dropped with it
                 }
@@ -115,22 +121,23 @@ final class LinuxMountCalls implements MountCalls {
         }
     }
 
-    private static final long ATIME_FLAGS = Libc.MS_NOATIME | Libc.MS_STRICTATIME | Libc.MS_RELATIME;
+    private static final long ATIME_FLAGS =
+            MountSyscalls.MS_NOATIME | MountSyscalls.MS_STRICTATIME | MountSyscalls.MS_RELATIME;
 
     /** mount(2)'s per-mount flags as mount_setattr(2)'s attributes. */
     static long attributes(long flags) {
         long attributes = 0;
-        attributes |= (flags & Libc.MS_RDONLY) != 0 ? Libc.MOUNT_ATTR_RDONLY : 0;
-        attributes |= (flags & Libc.MS_NOSUID) != 0 ? Libc.MOUNT_ATTR_NOSUID : 0;
-        attributes |= (flags & Libc.MS_NODEV) != 0 ? Libc.MOUNT_ATTR_NODEV : 0;
-        attributes |= (flags & Libc.MS_NOEXEC) != 0 ? Libc.MOUNT_ATTR_NOEXEC : 0;
-        attributes |= (flags & Libc.MS_NODIRATIME) != 0 ? Libc.MOUNT_ATTR_NODIRATIME : 0;
-        if ((flags & Libc.MS_NOATIME) != 0) {
-            attributes |= Libc.MOUNT_ATTR_NOATIME;
-        } else if ((flags & Libc.MS_STRICTATIME) != 0) {
-            attributes |= Libc.MOUNT_ATTR_STRICTATIME;
-        } else if ((flags & Libc.MS_RELATIME) != 0) {
-            attributes |= Libc.MOUNT_ATTR_RELATIME;
+        attributes |= (flags & MountSyscalls.MS_RDONLY) != 0 ? MountSyscalls.MOUNT_ATTR_RDONLY : 0;
+        attributes |= (flags & MountSyscalls.MS_NOSUID) != 0 ? MountSyscalls.MOUNT_ATTR_NOSUID : 0;
+        attributes |= (flags & MountSyscalls.MS_NODEV) != 0 ? MountSyscalls.MOUNT_ATTR_NODEV : 0;
+        attributes |= (flags & MountSyscalls.MS_NOEXEC) != 0 ? MountSyscalls.MOUNT_ATTR_NOEXEC : 0;
+        attributes |= (flags & MountSyscalls.MS_NODIRATIME) != 0 ? MountSyscalls.MOUNT_ATTR_NODIRATIME : 0;
+        if ((flags & MountSyscalls.MS_NOATIME) != 0) {
+            attributes |= MountSyscalls.MOUNT_ATTR_NOATIME;
+        } else if ((flags & MountSyscalls.MS_STRICTATIME) != 0) {
+            attributes |= MountSyscalls.MOUNT_ATTR_STRICTATIME;
+        } else if ((flags & MountSyscalls.MS_RELATIME) != 0) {
+            attributes |= MountSyscalls.MOUNT_ATTR_RELATIME;
         }
         return attributes;
     }
@@ -146,7 +153,12 @@ final class LinuxMountCalls implements MountCalls {
         // cannot be renamed or removed.
         int fd = open(target, null);
         try {
-            Libc.mount(null, Libc.fdPath(fd), null, Libc.MS_REMOUNT | Libc.MS_BIND | flags, null);
+            MountSyscalls.mount(
+                    null,
+                    MountSyscalls.fdPath(fd),
+                    null,
+                    MountSyscalls.MS_REMOUNT | MountSyscalls.MS_BIND | flags,
+                    null);
         } catch (Libc.ErrnoException e) {
             throw StorageException.internal(
                     "cannot change the flags of the bind mount at %s: %s", target, e.getMessage());
@@ -159,7 +171,8 @@ final class LinuxMountCalls implements MountCalls {
     public int unmount(Path target, boolean detach) {
         return blocking.call(DEADLINE, "umount2(2) of " + target, () -> {
             try {
-                Libc.umount2(target.toString(), Libc.UMOUNT_NOFOLLOW | (detach ? Libc.MNT_DETACH : 0));
+                MountSyscalls.umount2(
+                        target.toString(), MountSyscalls.UMOUNT_NOFOLLOW | (detach ? MountSyscalls.MNT_DETACH : 0));
                 return 0;
             } catch (Libc.ErrnoException e) {
                 return e.errno();

@@ -1,6 +1,5 @@
 package dev.blockpool.host.mounts;
 
-import dev.blockpool.common.Libc;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -12,19 +11,19 @@ import java.util.Map;
 record MountFlags(long flags, String data) {
 
     private static final Map<String, Long> FLAGS = Map.ofEntries(
-            Map.entry("ro", Libc.MS_RDONLY),
+            Map.entry("ro", MountSyscalls.MS_RDONLY),
             Map.entry("rw", 0L),
-            Map.entry("nosuid", Libc.MS_NOSUID),
-            Map.entry("nodev", Libc.MS_NODEV),
-            Map.entry("noexec", Libc.MS_NOEXEC),
-            Map.entry("sync", Libc.MS_SYNCHRONOUS),
+            Map.entry("nosuid", MountSyscalls.MS_NOSUID),
+            Map.entry("nodev", MountSyscalls.MS_NODEV),
+            Map.entry("noexec", MountSyscalls.MS_NOEXEC),
+            Map.entry("sync", MountSyscalls.MS_SYNCHRONOUS),
             Map.entry("async", 0L),
-            Map.entry("dirsync", Libc.MS_DIRSYNC),
-            Map.entry("noatime", Libc.MS_NOATIME),
-            Map.entry("nodiratime", Libc.MS_NODIRATIME),
-            Map.entry("relatime", Libc.MS_RELATIME),
-            Map.entry("strictatime", Libc.MS_STRICTATIME),
-            Map.entry("lazytime", Libc.MS_LAZYTIME),
+            Map.entry("dirsync", MountSyscalls.MS_DIRSYNC),
+            Map.entry("noatime", MountSyscalls.MS_NOATIME),
+            Map.entry("nodiratime", MountSyscalls.MS_NODIRATIME),
+            Map.entry("relatime", MountSyscalls.MS_RELATIME),
+            Map.entry("strictatime", MountSyscalls.MS_STRICTATIME),
+            Map.entry("lazytime", MountSyscalls.MS_LAZYTIME),
             Map.entry("defaults", 0L));
 
     /** Options already checked against the allow-list; anything that is not a flag goes to the filesystem. */

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.HostRequirements;
-import dev.blockpool.common.Libc;
 import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.StorageException;
 import java.io.IOException;
@@ -40,7 +39,7 @@ class HostMounterRealHostTest {
         dir = Files.createTempDirectory("blockpool-mounter-it-");
         staging = Files.createDirectories(dir.resolve("staging"));
         target = Files.createDirectories(dir.resolve("pods/p/volumes/v"));
-        Libc.mount("tmpfs", staging.toString(), "tmpfs", 0, "size=1m");
+        MountSyscalls.mount("tmpfs", staging.toString(), "tmpfs", 0, "size=1m");
     }
 
     @AfterEach
@@ -49,7 +48,9 @@ class HostMounterRealHostTest {
             return;
         }
         for (int i = 0; i < 10 && !under(dir).isEmpty(); i++) {
-            under(dir).reversed().forEach(m -> Libc.umount2(m.mountPoint().toString(), Libc.MNT_DETACH));
+            under(dir)
+                    .reversed()
+                    .forEach(m -> MountSyscalls.umount2(m.mountPoint().toString(), MountSyscalls.MNT_DETACH));
         }
         assertThat(under(dir)).as("mounts left").isEmpty();
         try (Stream<Path> walk = Files.walk(dir)) {
@@ -100,8 +101,8 @@ class HostMounterRealHostTest {
         LinuxMountCalls calls = new LinuxMountCalls(blocking);
         assumeTrue(calls.atomicBinds(), "the kernel has no mount_setattr(2)");
         Path file = Files.createFile(dir.resolve("pods/p/file"));
-        assertThatThrownBy(() ->
-                        calls.bindWithFlags(staging.toString(), file, MountCalls.TargetKind.DIRECTORY, Libc.MS_RDONLY))
+        assertThatThrownBy(() -> calls.bindWithFlags(
+                        staging.toString(), file, MountCalls.TargetKind.DIRECTORY, MountSyscalls.MS_RDONLY))
                 .isInstanceOf(StorageException.class);
         assertThat(under(dir.resolve("pods"))).isEmpty();
     }
@@ -137,7 +138,7 @@ class HostMounterRealHostTest {
             }
         };
         HostMounter mounter = new HostMounter(twoSteps, table);
-        twoSteps.mount(staging.toString(), target, MountCalls.TargetKind.DIRECTORY, null, Libc.MS_BIND, null);
+        twoSteps.mount(staging.toString(), target, MountCalls.TargetKind.DIRECTORY, null, MountSyscalls.MS_BIND, null);
         assertThat(table.at(target).orElseThrow().readOnly()).isFalse();
         mounter.setBindFlags(target, true, List.of("noexec"));
         assertThat(table.at(target).orElseThrow().mountOptions()).contains("ro", "noexec");

@@ -83,7 +83,7 @@ class HostMounterTest {
                         TARGET,
                         FsType.EXT4,
                         List.of("ro", "noatime", "errors=remount-ro", "nodev"));
-        long flags = Libc.MS_RDONLY | Libc.MS_NOATIME | Libc.MS_NODEV;
+        long flags = MountSyscalls.MS_RDONLY | MountSyscalls.MS_NOATIME | MountSyscalls.MS_NODEV;
         assertThat(calls)
                 .containsExactly(
                         "mount /dev/loop3 " + TARGET + " DIRECTORY ext4 flags=" + flags + " data=errors=remount-ro");
@@ -94,8 +94,8 @@ class HostMounterTest {
         new HostMounter(kernel(() -> 0), table).bind(Path.of("/no/such/staging"), TARGET, true, List.of("nosuid"));
         assertThat(calls)
                 .containsExactly(
-                        "mount /no/such/staging " + TARGET + " FILE null flags=" + Libc.MS_BIND + " data=null",
-                        "remount " + TARGET + " FILE flags=" + (Libc.MS_NOSUID | Libc.MS_RDONLY));
+                        "mount /no/such/staging " + TARGET + " FILE null flags=" + MountSyscalls.MS_BIND + " data=null",
+                        "remount " + TARGET + " FILE flags=" + (MountSyscalls.MS_NOSUID | MountSyscalls.MS_RDONLY));
     }
 
     @Test
@@ -106,20 +106,26 @@ class HostMounterTest {
         mounter.bind(Path.of("/no/such/staging"), TARGET, false, List.of());
         assertThat(calls)
                 .containsExactly(
-                        "bind /no/such/staging " + TARGET + " FILE flags=" + (Libc.MS_NOSUID | Libc.MS_RDONLY),
-                        "mount /no/such/staging " + TARGET + " FILE null flags=" + Libc.MS_BIND + " data=null");
+                        "bind /no/such/staging " + TARGET + " FILE flags="
+                                + (MountSyscalls.MS_NOSUID | MountSyscalls.MS_RDONLY),
+                        "mount /no/such/staging " + TARGET + " FILE null flags=" + MountSyscalls.MS_BIND
+                                + " data=null");
     }
 
     @Test
     void theMountFlagsBecomeTheNewMountApisAttributes() {
-        assertThat(LinuxMountCalls.attributes(Libc.MS_RDONLY | Libc.MS_NOSUID | Libc.MS_NODEV | Libc.MS_NOEXEC))
-                .isEqualTo(Libc.MOUNT_ATTR_RDONLY
-                        | Libc.MOUNT_ATTR_NOSUID
-                        | Libc.MOUNT_ATTR_NODEV
-                        | Libc.MOUNT_ATTR_NOEXEC);
-        assertThat(LinuxMountCalls.attributes(Libc.MS_NOATIME | Libc.MS_NODIRATIME))
-                .isEqualTo(Libc.MOUNT_ATTR_NOATIME | Libc.MOUNT_ATTR_NODIRATIME);
-        assertThat(LinuxMountCalls.attributes(Libc.MS_STRICTATIME)).isEqualTo(Libc.MOUNT_ATTR_STRICTATIME);
+        assertThat(LinuxMountCalls.attributes(MountSyscalls.MS_RDONLY
+                        | MountSyscalls.MS_NOSUID
+                        | MountSyscalls.MS_NODEV
+                        | MountSyscalls.MS_NOEXEC))
+                .isEqualTo(MountSyscalls.MOUNT_ATTR_RDONLY
+                        | MountSyscalls.MOUNT_ATTR_NOSUID
+                        | MountSyscalls.MOUNT_ATTR_NODEV
+                        | MountSyscalls.MOUNT_ATTR_NOEXEC);
+        assertThat(LinuxMountCalls.attributes(MountSyscalls.MS_NOATIME | MountSyscalls.MS_NODIRATIME))
+                .isEqualTo(MountSyscalls.MOUNT_ATTR_NOATIME | MountSyscalls.MOUNT_ATTR_NODIRATIME);
+        assertThat(LinuxMountCalls.attributes(MountSyscalls.MS_STRICTATIME))
+                .isEqualTo(MountSyscalls.MOUNT_ATTR_STRICTATIME);
     }
 
     @Test
