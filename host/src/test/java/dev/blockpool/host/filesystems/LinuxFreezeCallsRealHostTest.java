@@ -14,9 +14,8 @@ import dev.blockpool.host.loops.LoopScratch;
 import dev.blockpool.host.mounts.ProcMountTable;
 import java.io.IOException;
 import java.nio.file.Path;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * FIFREEZE and FITHAW on a real ext4 file system on a loop device (root only), in the test's own
@@ -28,26 +27,13 @@ class LinuxFreezeCallsRealHostTest {
     private final BlockingCalls blocking = new BlockingCalls("test-syscall", 4);
     private final LoopDevices loops = new HostLoopDevices(blocking);
 
-    private LoopScratch scratch;
-    private Path dir;
-
-    @BeforeEach
-    void setUp() throws IOException {
-        scratch = new LoopScratch("blockpool-freeze-it-");
-        dir = scratch.dir();
-    }
-
-    @AfterEach
-    void tearDown() throws IOException {
-        if (scratch != null) {
-            scratch.close();
-        }
-    }
+    @RegisterExtension
+    final LoopScratch scratch = new LoopScratch("blockpool-freeze-it-");
 
     @Test
     void aFileSystemIsFrozenOrThawedAsTheKernelAnswers() throws IOException {
-        Path image = image(dir, "frozen.img", 32 * MiB);
-        Path mountPoint = dir.resolve("frozen");
+        Path image = image(scratch.dir(), "frozen.img", 32 * MiB);
+        Path mountPoint = scratch.dir().resolve("frozen");
         scratch.mountExt4(loops, image, mountPoint);
         FreezeCalls kernel = new LinuxFreezeCalls();
         scratch.undo(() -> kernel.thaw(mountPoint)); // never left frozen, whatever fails: before its unmount

@@ -22,9 +22,8 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Loop devices through the loop ioctls, on real devices (root only). Each test works in its
@@ -37,25 +36,12 @@ class HostLoopDevicesRealHostTest {
     private final BlockingCalls blocking = new BlockingCalls("test-syscall", 4);
     private final LoopDevices loops = new HostLoopDevices(blocking);
 
-    private LoopScratch scratch;
-    private Path dir;
-
-    @BeforeEach
-    void setUp() throws IOException {
-        scratch = new LoopScratch("blockpool-loop-it-");
-        dir = scratch.dir();
-    }
-
-    @AfterEach
-    void tearDown() throws IOException {
-        if (scratch != null) {
-            scratch.close();
-        }
-    }
+    @RegisterExtension
+    final LoopScratch scratch = new LoopScratch("blockpool-loop-it-");
 
     @Test
     void attachesReadsBackGrowsAndDetaches() throws IOException {
-        Path image = image(dir, "vol.img", 8 * MiB);
+        Path image = image(scratch.dir(), "vol.img", 8 * MiB);
         LoopDevice device = scratch.attach(loops, image, false);
         assertThat(device.backingFileId()).isEqualTo(FileId.of(image));
         assertThat(device.sizeBytes()).isEqualTo(8 * MiB);
@@ -86,7 +72,7 @@ class HostLoopDevicesRealHostTest {
         // They race for the same free device; those that lose it take another.
         List<Path> images = new ArrayList<>();
         for (int i = 0; i < 8; i++) {
-            images.add(image(dir, "vol-" + i + ".img", MiB));
+            images.add(image(scratch.dir(), "vol-" + i + ".img", MiB));
         }
         List<Callable<LoopDevice>> attaches = images.stream()
                 .map(image -> (Callable<LoopDevice>) () -> loops.attach(image, false))
@@ -108,7 +94,7 @@ class HostLoopDevicesRealHostTest {
     @Test
     void aMissingDeviceNodeIsMadeAsTheKernelNumbersIt() throws IOException {
         // A /dev without the node (a container's): the node is made in that directory, nowhere else.
-        Path dev = Files.createDirectories(dir.resolve("dev"));
+        Path dev = Files.createDirectories(scratch.dir().resolve("dev"));
         Files.createSymbolicLink(dev.resolve("loop-control"), Path.of("/dev/loop-control"));
         LoopSysfs sysfs = new LoopSysfs(Path.of("/sys/block"), dev, LinuxLoopCalls.status(blocking, dev));
         LoopDevices inContainer = new HostLoopDevices(
@@ -119,16 +105,16 @@ class HostLoopDevicesRealHostTest {
                 Duration.ofSeconds(5));
         // The control device is never reached through a symlink either.
         assertThat(org.assertj.core.api.Assertions.catchThrowable(
-                        () -> inContainer.attach(image(dir, "refused.img", MiB), false)))
+                        () -> inContainer.attach(image(scratch.dir(), "refused.img", MiB), false)))
                 .hasMessageContaining("loop-control");
         Files.delete(dev.resolve("loop-control"));
         LoopScratch.RUNNER.runChecked(
                 "cp", "-a", "/dev/loop-control", dev.resolve("loop-control").toString());
         assumeThat(deviceNodesWork(dev.resolve("loop-control")))
-                .as("device nodes work in " + dir)
+                .as("device nodes work in " + scratch.dir())
                 .isTrue();
 
-        Path image = image(dir, "vol.img", 4 * MiB);
+        Path image = image(scratch.dir(), "vol.img", 4 * MiB);
         LoopDevice device = scratch.attach(inContainer, image, false);
         assertThat(device.device()).isEqualTo(dev.resolve(device.name()));
         assertThat(PathState.of(device.device()))
@@ -139,13 +125,13 @@ class HostLoopDevicesRealHostTest {
     @Test
     void directIoWhereThePoolFilesystemTakesItAndBufferedWithAWarningWhereNot() throws IOException {
         // An ext4 pool of the test's own: its disk (a loop device with 512-byte sectors) takes direct I/O.
-        Path ext4Pool = dir.resolve("ext4-pool");
-        scratch.mountExt4(loops, image(dir, "ext4-pool.img", 64 * MiB), ext4Pool);
+        Path ext4Pool = scratch.dir().resolve("ext4-pool");
+        scratch.mountExt4(loops, image(scratch.dir(), "ext4-pool.img", 64 * MiB), ext4Pool);
         LoopDevice direct = scratch.attach(loops, image(ext4Pool, "vol.img", 8 * MiB), false);
         assertThat(LoopSysfs.onThisHost(blocking).directIo(direct.name())).isTrue();
 
         // ramfs has no direct I/O at all: buffered, and said so once for the pool.
-        Path ramPool = dir.resolve("ram-pool");
+        Path ramPool = scratch.dir().resolve("ram-pool");
         scratch.mount(ramPool, "mount", "-t", "ramfs", "blockpool-test", ramPool.toString());
         String warnings = stderrOf(() -> {
             try {

@@ -15,22 +15,33 @@ import java.util.Comparator;
 import java.util.Deque;
 import java.util.List;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.BeforeEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * A real-host test's own temporary directory, with the loop devices and mounts made in it:
- * {@link #close} undoes each, last made first, even when one fails, then deletes the directory.
- * It only ever detaches devices its own attaches returned.
+ * A real-host test's own temporary directory, with the loop devices and mounts made in it, as a
+ * JUnit extension registered on a field: before each test it makes the directory (root only);
+ * after it, it undoes each device and mount, last made first, even when one fails, then deletes
+ * the directory. It only ever detaches devices its own attaches returned.
  */
-public final class LoopScratch implements AutoCloseable {
+public final class LoopScratch implements BeforeEachCallback, AfterEachCallback {
 
     public static final long MiB = 1L << 20;
     public static final CommandRunner RUNNER = new ProcessCommandRunner();
 
-    private final Path dir;
+    private final String prefix;
     /** What to undo, last made first. */
     private final Deque<Runnable> undo = new ArrayDeque<>();
 
-    public LoopScratch(String prefix) throws IOException {
+    private Path dir;
+
+    public LoopScratch(String prefix) {
+        this.prefix = prefix;
+    }
+
+    @Override
+    public void beforeEach(ExtensionContext context) throws IOException {
         HostRequirements.assumeRootWithLoopDevices();
         dir = Files.createTempDirectory(prefix);
     }
@@ -75,7 +86,7 @@ public final class LoopScratch implements AutoCloseable {
     }
 
     @Override
-    public void close() throws IOException {
+    public void afterEach(ExtensionContext context) throws IOException {
         List<RuntimeException> failures = new ArrayList<>();
         while (!undo.isEmpty()) {
             try {
@@ -84,9 +95,11 @@ public final class LoopScratch implements AutoCloseable {
                 failures.add(e);
             }
         }
-        try (Stream<Path> walk = Files.walk(dir)) {
-            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(p);
+        if (dir != null) {
+            try (Stream<Path> walk = Files.walk(dir)) {
+                for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
+                    Files.deleteIfExists(p);
+                }
             }
         }
         assertThat(failures).as("cleaning up").isEmpty();
