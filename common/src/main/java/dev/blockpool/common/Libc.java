@@ -21,19 +21,19 @@ import java.util.OptionalInt;
 
 /**
  * The Linux system calls the driver makes itself, through Java's foreign function API (no JNI
- * library to ship): opening a path (also without following any symlink), mount(2), umount2(2),
- * the new mount API's open_tree(2), mount_setattr(2) and move_mount(2), statx(2), fstatfs(2), mknod(2), ioctl(2)
- * and lseek(2). Each failure is an
+ * library to ship): opening a path (also without following any symlink), statx(2), fstatfs(2),
+ * ioctl(2) and lseek(2). Each failure is an
  * {@link ErrnoException} that carries errno and says which call failed and the system's words
  * ("umount2: Device or resource busy"). A call that can hang on a dead filesystem is made through
  * {@link BlockingCalls}.
  *
- * <p>Where the knowledge of a system call lives. This class binds the C functions that several
- * packages call, each on its first call (binding generates code at run time, so a process binds
- * only the calls it makes: docs/performance.md), and every call goes through its one helper that
- * captures errno ({@link #call}). A call that one package alone makes is bound there, beside its
- * caller, through {@link #bind} and {@link #call} (flock(2) and getdents64(2) in pool's records,
- * pread(2) in pool's extents). It owns the constants of its calls and the structs they read or fill
+ * <p>Where the knowledge of a system call lives. A call lives beside its only caller: this class
+ * binds the C functions several packages call, and gives the others their binding ({@link #bind})
+ * and their one helper for calling ({@link #call}), which captures errno: the host's mounts room
+ * binds mount(2), umount2(2) and the new mount API, its loops room mknod(2); the pool's records
+ * bind flock(2) and getdents64(2), its extents pread(2). Each function is bound on its first call
+ * (binding generates code at run time, so a process binds only the calls it makes:
+ * docs/performance.md). It owns the constants of its calls and the structs they read or fill
  * ({@code statx}, {@code statfs}, {@code open_how}). An ioctl belongs to
  * the subsystem whose driver defines it: its request ({@link Ioctl}) and the structs it passes,
  * as named {@link MemoryLayout}s whose fields are read and written through {@link #field}, are
@@ -72,36 +72,6 @@ public final class Libc {
     public static final int EOPNOTSUPP = 95;
     public static final int EDQUOT = 122;
 
-    public static final long MS_RDONLY = 1;
-    public static final long MS_NOSUID = 2;
-    public static final long MS_NODEV = 4;
-    public static final long MS_NOEXEC = 8;
-    public static final long MS_SYNCHRONOUS = 16;
-    public static final long MS_REMOUNT = 32;
-    public static final long MS_DIRSYNC = 128;
-    public static final long MS_NOATIME = 1024;
-    public static final long MS_NODIRATIME = 2048;
-    public static final long MS_BIND = 4096;
-    public static final long MS_RELATIME = 1L << 21;
-    public static final long MS_STRICTATIME = 1L << 24;
-    public static final long MS_LAZYTIME = 1L << 25;
-    public static final int MNT_DETACH = 2;
-    public static final int UMOUNT_NOFOLLOW = 8;
-
-    /** mount_setattr(2)'s per-mount attributes (linux/mount.h). */
-    public static final long MOUNT_ATTR_RDONLY = 0x1;
-
-    public static final long MOUNT_ATTR_NOSUID = 0x2;
-    public static final long MOUNT_ATTR_NODEV = 0x4;
-    public static final long MOUNT_ATTR_NOEXEC = 0x8;
-    /** The access-time setting, one of the values below, cleared and set as a whole. */
-    public static final long MOUNT_ATTR__ATIME = 0x70;
-
-    public static final long MOUNT_ATTR_RELATIME = 0x0;
-    public static final long MOUNT_ATTR_NOATIME = 0x10;
-    public static final long MOUNT_ATTR_STRICTATIME = 0x20;
-    public static final long MOUNT_ATTR_NODIRATIME = 0x80;
-
     public static final int S_IFMT = 0xF000;
     public static final int S_IFCHR = 0x2000;
     public static final int S_IFDIR = 0x4000;
@@ -111,7 +81,7 @@ public final class Libc {
     public static final int S_IFSOCK = 0xC000;
 
     private static final int AT_FDCWD = -100;
-    private static final int AT_EMPTY_PATH = 0x1000;
+    public static final int AT_EMPTY_PATH = 0x1000;
     private static final int AT_SYMLINK_NOFOLLOW = 0x100;
     private static final int AT_STATX_DONT_SYNC = 0x4000;
     private static final int STATX_TYPE = 0x1;
@@ -122,14 +92,6 @@ public final class Libc {
     private static final long RESOLVE_CACHED = 0x20;
     /** openat2's number is the same on every architecture (the unified syscall table). */
     private static final long SYS_OPENAT2 = 437;
-    /** The new mount API's numbers, also from the unified table (Linux 5.2; mount_setattr 5.12). */
-    private static final long SYS_OPEN_TREE = 428;
-
-    private static final long SYS_MOVE_MOUNT = 429;
-    private static final long SYS_MOUNT_SETATTR = 442;
-    private static final long OPEN_TREE_CLONE = 1;
-    private static final long MOVE_MOUNT_F_EMPTY_PATH = 0x4;
-    private static final long MOVE_MOUNT_T_EMPTY_PATH = 0x40;
 
     private static final Linker LINKER = Linker.nativeLinker();
     private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
@@ -382,93 +344,12 @@ public final class Libc {
         });
     }
 
-    /** mknod(2) of a block device node {@code major:minor} at {@code path}, with permission bits {@code mode}. */
-    public static void mknodBlock(String path, int mode, int major, int minor) {
-        // glibc's makedev(): the 64-bit dev_t keeps the old 8+8 bits low and the rest above.
-        long dev = ((major & 0xfffff000L) << 32)
-                | ((major & 0xfffL) << 8)
-                | ((minor & 0xffffff00L) << 12)
-                | (minor & 0xffL);
-        call(
-                "mknod",
-                call -> call.check(
-                        (int) Mknod.HANDLE.invokeExact(call.state(), call.string(path), S_IFBLK | mode, dev)));
-    }
-
-    /** mount(2); a null source, type or data is passed as NULL. */
-    public static void mount(String source, String target, String type, long flags, String data) {
-        call(
-                "mount",
-                call -> call.check((int) Mount.HANDLE.invokeExact(
-                        call.state(),
-                        call.string(source),
-                        call.string(target),
-                        call.string(type),
-                        flags,
-                        call.string(data))));
-    }
-
-    public static void umount2(String target, int flags) {
-        call("umount2", call -> call.check((int) Umount2.HANDLE.invokeExact(call.state(), call.string(target), flags)));
-    }
-
     /**
-     * open_tree(2) with OPEN_TREE_CLONE of the object behind {@code fd} (not recursive, as a
-     * bind without MS_REC): a descriptor of a detached copy of that mount, which nobody sees
-     * until {@link #moveMount} attaches it, and which closing the descriptor unmounts again.
-     * ENOSYS before Linux 5.2.
-     */
-    public static int openTreeClone(int fd) {
-        long tree = call(
-                "open_tree",
-                call -> call.check((long) MountApi.THREE.invokeExact(
-                        call.state(),
-                        SYS_OPEN_TREE,
-                        (long) fd,
-                        call.string(""),
-                        OPEN_TREE_CLONE | O_CLOEXEC | AT_EMPTY_PATH)));
-        return (int) tree;
-    }
-
-    /**
-     * mount_setattr(2) of the mount behind {@code fd} alone (not its children): sets the
-     * attributes {@code set} and clears {@code clear} (MOUNT_ATTR_*) in one step. ENOSYS before
-     * Linux 5.12.
-     */
-    public static void mountSetattr(int fd, long set, long clear) {
-        call("mount_setattr", call -> {
-            MemorySegment attr = call.arena().allocate(MountApi.MOUNT_ATTR);
-            MountApi.ATTR_SET.set(attr, set);
-            MountApi.ATTR_CLR.set(attr, clear);
-            return call.check((long) MountApi.FIVE.invokeExact(
-                    call.state(),
-                    SYS_MOUNT_SETATTR,
-                    (long) fd,
-                    call.string(""),
-                    (long) AT_EMPTY_PATH,
-                    attr,
-                    attr.byteSize()));
-        });
-    }
-
-    /** move_mount(2) of the detached mount behind {@code from} onto the object behind {@code to}. */
-    public static void moveMount(int from, int to) {
-        call(
-                "move_mount",
-                call -> call.check((long) MountApi.FIVE.invokeExact(
-                        call.state(),
-                        SYS_MOVE_MOUNT,
-                        (long) from,
-                        call.string(""),
-                        (long) to,
-                        call.string(""),
-                        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)));
-    }
-
-    /**
-     * Makes every call once, each failing harmlessly (an empty path, a request no descriptor
-     * knows): the first call of each C function binds and links it, which would otherwise fall
-     * on the first requests a node serves (docs/performance.md, "The first calls after a start").
+     * Makes every call of this class once, each failing harmlessly (an empty path, a request no
+     * descriptor knows): the first call of each C function binds and links it, which would
+     * otherwise fall on the first requests a node serves (docs/performance.md, "The first calls
+     * after a start"). A call bound beside its caller is prepared there, through
+     * {@link #prepareByFailing}.
      */
     public static void prepare() {
         int fd = openPathNoSymlinks("/", true);
@@ -481,30 +362,24 @@ public final class Libc {
         int root = open("/", O_RDONLY | O_DIRECTORY, 0);
         try (Arena arena = Arena.ofConfined()) {
             Ioctl none = new Ioctl("ioctl", 0);
-            ignore(() -> ioctl(root, none, 0L));
-            ignore(() -> ioctl(root, none, arena.allocate(8)));
+            prepareByFailing(() -> ioctl(root, none, 0L));
+            prepareByFailing(() -> ioctl(root, none, arena.allocate(8)));
         } finally {
             close(root);
         }
-        ignore(() -> mount(null, "", null, 0, null));
-        ignore(() -> umount2("", UMOUNT_NOFOLLOW));
-        ignore(() -> openTreeClone(-1));
-        ignore(() -> mountSetattr(-1, 0, 0));
-        ignore(() -> mknodBlock("", 0, 0, 0));
         strerror(ENOENT);
     }
 
-    private static void ignore(Runnable call) {
+    /**
+     * Makes a call that fails harmlessly, for its binding alone: the warm-up of {@link #prepare},
+     * and of the calls bound beside their one caller.
+     */
+    public static void prepareByFailing(Runnable call) {
         try {
             call.run();
         } catch (ErrnoException e) {
             // the failure was the point: only the call's linking was wanted
         }
-    }
-
-    /** The path through which the kernel reaches exactly the object behind an open descriptor. */
-    public static String fdPath(int fd) {
-        return "/proc/self/fd/" + fd;
     }
 
     public static String strerror(int errno) {
@@ -685,42 +560,6 @@ public final class Libc {
         static final VarHandle FFREE = field(STATFS, "f_ffree");
         static final VarHandle FRSIZE = field(STATFS, "f_frsize");
         static final VarHandle FLAGS = field(STATFS, "f_flags");
-    }
-
-    private static final class Mknod {
-        static final MethodHandle HANDLE =
-                bind("mknod", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG), -1);
-    }
-
-    private static final class Mount {
-        static final MethodHandle HANDLE =
-                bind("mount", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS), -1);
-    }
-
-    /** The new mount API through syscall(2), which older C libraries do not wrap. */
-    private static final class MountApi {
-        /** syscall(nr, int, const char *, unsigned): open_tree. */
-        static final MethodHandle THREE =
-                bind("syscall", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG), 1);
-        /** syscall(nr, int, const char *, long, void *, long): mount_setattr and move_mount. */
-        static final MethodHandle FIVE = bind(
-                "syscall",
-                FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG),
-                1);
-        /** struct mount_attr (linux/mount.h). */
-        static final StructLayout MOUNT_ATTR = MemoryLayout.structLayout(
-                        JAVA_LONG.withName("attr_set"),
-                        JAVA_LONG.withName("attr_clr"),
-                        JAVA_LONG.withName("propagation"),
-                        JAVA_LONG.withName("userns_fd"))
-                .withName("mount_attr");
-
-        static final VarHandle ATTR_SET = field(MOUNT_ATTR, "attr_set");
-        static final VarHandle ATTR_CLR = field(MOUNT_ATTR, "attr_clr");
-    }
-
-    private static final class Umount2 {
-        static final MethodHandle HANDLE = bind("umount2", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT), -1);
     }
 
     /** strerror(3) reads no errno of its own: bound without capturing it. */

@@ -3,7 +3,7 @@ package dev.blockpool.driver;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.controller.MemberFreeze;
-import dev.blockpool.host.FilesystemFreezes;
+import dev.blockpool.host.filesystems.FilesystemFreezes;
 import dev.blockpool.node.FrozenVolumes;
 import dev.blockpool.pool.FreezeMarks;
 import dev.blockpool.pool.Pool;

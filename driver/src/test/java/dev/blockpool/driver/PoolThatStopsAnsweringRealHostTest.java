@@ -13,7 +13,7 @@ import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.common.SilentFuseMount;
 import dev.blockpool.csi.CsiRequests;
-import dev.blockpool.host.ProcMountTable;
+import dev.blockpool.host.mounts.ProcMountTable;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;

@@ -2,8 +2,8 @@ package dev.blockpool.flexvolume;
 
 import dev.blockpool.common.Endpoint;
 import dev.blockpool.common.Quoting;
-import dev.blockpool.host.MountTable;
-import dev.blockpool.host.ProcMountTable;
+import dev.blockpool.host.mounts.MountTable;
+import dev.blockpool.host.mounts.ProcMountTable;
 import io.grpc.netty.shaded.io.netty.util.internal.logging.InternalLoggerFactory;
 import io.grpc.netty.shaded.io.netty.util.internal.logging.JdkLoggerFactory;
 import java.io.IOException;

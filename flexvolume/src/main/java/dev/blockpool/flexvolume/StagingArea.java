@@ -1,7 +1,7 @@
 package dev.blockpool.flexvolume;
 
-import dev.blockpool.host.MountInfo;
-import dev.blockpool.host.MountTable;
+import dev.blockpool.host.mounts.MountInfo;
+import dev.blockpool.host.mounts.MountTable;
 import dev.blockpool.pool.Ids;
 import java.io.IOException;
 import java.nio.channels.FileChannel;

@@ -3,9 +3,9 @@ package dev.blockpool.flexvolume;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.blockpool.host.DeviceNumber;
-import dev.blockpool.host.MountInfo;
-import dev.blockpool.host.MountTable;
+import dev.blockpool.host.mounts.DeviceNumber;
+import dev.blockpool.host.mounts.MountInfo;
+import dev.blockpool.host.mounts.MountTable;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -1,6 +1,7 @@
 package dev.blockpool.host;
 
 import dev.blockpool.common.StorageException;
+import dev.blockpool.host.mounts.MountTable;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;

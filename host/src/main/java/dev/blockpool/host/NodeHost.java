@@ -3,6 +3,18 @@ package dev.blockpool.host;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.Libc;
+import dev.blockpool.host.filesystems.Filesystems;
+import dev.blockpool.host.filesystems.HostFilesystems;
+import dev.blockpool.host.filesystems.JournalCheckpoints;
+import dev.blockpool.host.filesystems.SafeFormatAndMount;
+import dev.blockpool.host.loops.HostLoopDevices;
+import dev.blockpool.host.loops.LoopAttachments;
+import dev.blockpool.host.loops.LoopDevices;
+import dev.blockpool.host.loops.LoopSysfs;
+import dev.blockpool.host.mounts.HostMounter;
+import dev.blockpool.host.mounts.MountTable;
+import dev.blockpool.host.mounts.Mounter;
+import dev.blockpool.host.mounts.ProcMountTable;
 
 /**
  * The node's work on the host, knowing nothing of gRPC, as the node service uses it: staging,
@@ -65,6 +77,8 @@ public record NodeHost(
         return Thread.ofPlatform().daemon().name("node-host-prepare").start(() -> {
             try {
                 Libc.prepare();
+                HostMounter.prepareCalls();
+                HostLoopDevices.prepareCalls();
                 new ProcMountTable().mounts();
                 LoopSysfs.onThisHost(new BlockingCalls("node-host-prepare", 1)).list();
             } catch (RuntimeException e) {

@@ -1,6 +1,14 @@
 package dev.blockpool.host;
 
 import dev.blockpool.common.StorageException;
+import dev.blockpool.host.filesystems.FilesystemRequest;
+import dev.blockpool.host.filesystems.SafeFormatAndMount;
+import dev.blockpool.host.loops.LoopAttachments;
+import dev.blockpool.host.mounts.MountInfo;
+import dev.blockpool.host.mounts.MountOwner;
+import dev.blockpool.host.mounts.MountTable;
+import dev.blockpool.host.mounts.Mounter;
+import dev.blockpool.host.mounts.PathState;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;

@@ -2,6 +2,15 @@ package dev.blockpool.host;
 
 import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.host.filesystems.Filesystems;
+import dev.blockpool.host.filesystems.FsStats;
+import dev.blockpool.host.loops.LoopAttachments;
+import dev.blockpool.host.loops.LoopDevice;
+import dev.blockpool.host.mounts.DeviceNumber;
+import dev.blockpool.host.mounts.MountInfo;
+import dev.blockpool.host.mounts.MountOwner;
+import dev.blockpool.host.mounts.MountTable;
+import dev.blockpool.host.mounts.PathState;
 import java.nio.file.Path;
 import java.util.Optional;
 import java.util.OptionalInt;

@@ -5,7 +5,7 @@ import dev.blockpool.common.MountOptions;
 import dev.blockpool.csi.Capability;
 import dev.blockpool.csi.CsiException;
 import dev.blockpool.csi.CsiKeys;
-import dev.blockpool.host.FilesystemRequest;
+import dev.blockpool.host.filesystems.FilesystemRequest;
 import dev.blockpool.pool.AccessType;
 import java.util.Map;
 import java.util.Optional;

@@ -1,8 +1,8 @@
 package dev.blockpool.node;
 
 import dev.blockpool.common.HealthProblem;
-import dev.blockpool.host.LoopDevice;
 import dev.blockpool.host.NodeHost;
+import dev.blockpool.host.loops.LoopDevice;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.LinkedHashMap;

@@ -2,8 +2,8 @@ package dev.blockpool.node;
 
 import csi.v1.Csi.NodeGetVolumeStatsResponse;
 import csi.v1.Csi.VolumeUsage;
-import dev.blockpool.host.FsStats;
 import dev.blockpool.host.VolumeStats;
+import dev.blockpool.host.filesystems.FsStats;
 
 /** The host side's usage of a volume as a NodeGetVolumeStats response. */
 final class VolumeStatsMapper {

@@ -8,7 +8,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import csi.v1.Csi;
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.NeedsRoot;
-import dev.blockpool.host.MountInfo;
+import dev.blockpool.host.mounts.MountInfo;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

@@ -3,7 +3,7 @@ package dev.blockpool.systemtest;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.ProcessCommandRunner;
-import dev.blockpool.host.ProcMountTable;
+import dev.blockpool.host.mounts.ProcMountTable;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;

@@ -3,8 +3,8 @@ package dev.blockpool.systemtest;
 import static dev.blockpool.systemtest.CallerModel.NODE_ID;
 
 import csi.v1.Csi;
-import dev.blockpool.host.LoopDevice;
-import dev.blockpool.host.MountInfo;
+import dev.blockpool.host.loops.LoopDevice;
+import dev.blockpool.host.mounts.MountInfo;
 import dev.blockpool.systemtest.CallerModel.Kind;
 import dev.blockpool.systemtest.CallerModel.Volume;
 import io.grpc.StatusRuntimeException;
