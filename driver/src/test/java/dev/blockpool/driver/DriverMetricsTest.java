@@ -82,9 +82,9 @@ class DriverMetricsTest {
                     .contains(series + "\"InvalidArgument\",method_name=\"/csi.v1.Identity/Probe\"} 1")
                     .contains(series + "\"OK\",method_name=\"/csi.v1.Identity/Probe\"} 1")
                     .contains(series + "\"OK\",method_name=\"/csi.v1.Controller/CreateVolume\"} 1")
-                    .contains(
-                            "blockpool_build_info{csi_spec_version=\"" + System.getProperty("csi.spec.version")
-                                    + "\",driver_name=\"blockpool.csi.dev\",mode=\"controller\",pool_scope=\"shared\",version=\"1.2.3\"} 1")
+                    .contains("blockpool_build_info{csi_spec_version=\"" + System.getProperty("csi.spec.version")
+                            + "\",driver_name=\"blockpool.csi.dev\",mode=\"controller\""
+                            + ",pool_scope=\"shared\",version=\"1.2.3\"} 1")
                     .contains("# TYPE blockpool_pool_volumes gauge");
         } finally {
             channel.shutdownNow();

@@ -59,7 +59,9 @@ final class DriverProcess implements AutoCloseable {
         this(dir, dir.resolve("pool"), "all", "system-test-node", "warn", extraArgs);
     }
 
-    /** A driver in {@code mode} ("controller", "node", "all") on the pool at {@code pool}, e.g. one node's mount of it. */
+    /**
+     * A driver in {@code mode} ("controller", "node", "all") on the pool at {@code pool}, e.g. one node's mount of it.
+     */
     DriverProcess(Path dir, Path pool, String mode, String nodeId, String logLevel, String... extraArgs) {
         this.dir = dir;
         this.socket = dir.resolve("csi.sock");
