@@ -2,7 +2,7 @@
 # The shared-pool figures of docs/performance.md: bench/run.sh's node and fio sections (stage,
 # publish, fio in a published volume) with the pool on the local disk, then on a GlusterFS
 # volume: one brick on the same disk, mounted through FUSE, with the volume options
-# docs/deploy.md asks of a pool ("A shared pool on GlusterFS"). The difference is what the
+# docs/pool.md asks of a pool ("A shared pool on GlusterFS"). The difference is what the
 # distributed filesystem costs, without a network in between.
 #
 #   usage: sudo bench/shared-pool.sh [csibench flags]     e.g. -node-iters 200 -fio-runtime 10s

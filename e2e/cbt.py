@@ -22,7 +22,7 @@ from cluster import NAMESPACE, ON_HOST, RECONCILED, STARTED, wait_for
 OVERLAY = "sidecars-deploy/overlays/snapshot-metadata"
 SIDECAR = "csi-snapshot-metadata"
 SERVICE = f"blockpool-snapshot-metadata.{NAMESPACE}"  # the overlay's Service, named in the certificate
-AUDIENCE = "blockpool-snapshot-metadata"  # as docs/deploy.md has it
+AUDIENCE = "blockpool-snapshot-metadata"  # as docs/changed-block-tracking.md has it
 BACKUP_SA = "e2e-backup"  # the backup tool's ServiceAccount, in the test's namespace
 CLIENT_ROLE = cl.REPO / ".cache" / "e2e" / "snapshot-metadata" / "snapshot-metadata-client-cluster-role.yaml"
 NS = "default"
@@ -32,8 +32,8 @@ BLKDISCARD = 0x1277  # <linux/fs.h> _IO(0x12, 119)
 
 
 def enable(c: cl.Cluster):
-    """What docs/deploy.md has a cluster admin do: the SnapshotMetadataService CRD, a certificate
-    for the sidecar's Service in the TLS Secret, kubectl apply -k of the overlay, and the
+    """What docs/changed-block-tracking.md has a cluster admin do: the SnapshotMetadataService CRD,
+    a certificate for the sidecar's Service in the TLS Secret, kubectl apply -k of the overlay, and the
     SnapshotMetadataService object with the address, the CA and the audience. The sidecar then
     runs with the arguments the overlay gives its container, under the controller's token."""
     c.install_crds("cbt.storage.k8s.io", ("snapshotmetadataservices",))

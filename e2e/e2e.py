@@ -462,7 +462,7 @@ class E2E:
 
     def flexvolume(self):
         """A blockpool volume made by a claim, kept (Retain) when the claim goes, then mounted by
-        the real kubelet through blockpool's FlexVolume driver (docs/deploy.md, FlexVolume)."""
+        the real kubelet through blockpool's FlexVolume driver (docs/flexvolume.md)."""
         ext4 = self.c.get("storageclass", "blockpool-ext4")
         try:
             # A class like blockpool-ext4 but binding at once: no pod consumes the claim.
@@ -476,7 +476,7 @@ class E2E:
             source = self.claim_volume("flex-source")
             vid, image = source["handle"], source["image"]
             self.flex_source_pv = source["pv"]
-            # docs/deploy.md: Retain on the PV, then the claim goes and the volume stays.
+            # docs/flexvolume.md: Retain on the PV, then the claim goes and the volume stays.
             self.c.kubectl("patch", "pv", source["pv"], "--type=merge",
                            "-p", json.dumps({"spec": {"persistentVolumeReclaimPolicy": "Retain"}}))
             self.c.kubectl("delete", "pvc", "flex-source", "-n", NS, "--wait=true", f"--timeout={RECONCILED}s")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The real node's flows (e2e/README.md, "The real node"): the e2e's control plane, a real kubelet
-with containerd, runc and CNI beside it (realnode.py), and pods run there for real. Ends with
+with containerd, runc and CNI beside it (real_node_setup.py), and pods run there for real. Ends with
 f"{LABEL}: N passed, N failed, N skipped"; skips with the reason where this machine cannot
 run containers."""
 
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import cluster as cl
 import host
-import realnode
+import real_node_setup
 from cluster import DRIVER_NAME, NAMESPACE, ON_HOST, POD, RECONCILED, STARTED, pvc, wait_for
 from e2e import E2E
-from realnode import KUBELET_DIR, REAL_NODE
+from real_node_setup import KUBELET_DIR, REAL_NODE
 
 LABEL = "e2e-real-node"
 BASE = "sidecars-deploy/base"
@@ -319,10 +319,10 @@ class RealNodeFlows(E2E):
         """A plain busybox pod on the real node becomes Running; its output is read back through
         kubelet; once deleted, its container is gone from containerd."""
         name = "busybox-hello"
-        self.c.apply(realnode.pod_on_node(name, self.node.images["busybox"][1], command=[
+        self.c.apply(real_node_setup.pod_on_node(name, self.node.images["busybox"][1], command=[
             "/bin/sh", "-c", "echo hello from $(hostname); exec sleep 3600"]))
         p = self.running_pod(name)
-        assert p["spec"]["nodeName"] == realnode.REAL_NODE, f"{name} ran on {p['spec']['nodeName']}"
+        assert p["spec"]["nodeName"] == real_node_setup.REAL_NODE, f"{name} ran on {p['spec']['nodeName']}"
         out = wait_for(f"{name}'s output", lambda: self.c.kubectl("logs", "-n", "default", name).strip(), ON_HOST)
         assert out == f"hello from {name}", f"{name} printed {out!r}"
         self.c.kubectl("delete", "pod", "-n", "default", name, "--wait=true", "--timeout=120s")
@@ -334,7 +334,7 @@ class RealNodeFlows(E2E):
         answers --version with the image's version and exits 0."""
         name = "blockpool-version"
         image = self.node.images["driver"][1]
-        self.c.apply(realnode.pod_on_node(name, image, args=["--version"]))
+        self.c.apply(real_node_setup.pod_on_node(name, image, args=["--version"]))
         def finished():
             p = self.c.get("pod", name, "-n", "default")
             return p and p["status"].get("phase") in ("Succeeded", "Failed") and p
@@ -349,14 +349,14 @@ class RealNodeFlows(E2E):
 def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     began = time.monotonic()
-    why = realnode.why_no_containers()
+    why = real_node_setup.why_no_containers()
     if why:
         print(f"{LABEL}: skipped: {why}")
         print(f"{LABEL}: 0 passed, 0 failed, 1 skipped")
         return 0
     work = Path(tempfile.mkdtemp(prefix="blockpool-e2e-real-node."))
     c = cl.Cluster(work)
-    node = realnode.RealNode(c)
+    node = real_node_setup.RealNode(c)
     t = RealNodeFlows(c, node)
     print(f"{LABEL}: working in {work}", flush=True)
     interrupted = False

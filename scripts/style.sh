@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The style gate: the Java formatting (Spotless), shellcheck on the shell scripts and ruff on the
-# Python. Prints "style: NAME ok" or "style: NAME failed:" and the tool's output per check.
+# The style gate: the Java and pom.xml formatting (Spotless), shellcheck on the shell scripts, ruff
+# on the Python, gofmt and go vet on the Go modules. Prints "style: NAME ok" or
+# "style: NAME failed:" and the tool's output per check.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo" || exit 1
@@ -17,7 +18,8 @@ check() { # NAME COMMAND...
   fi
 }
 
-# The Spotless Maven plugin's check of the Java sources and pom.xml files, on the build's JDK.
+# The Spotless Maven plugin's check of the Java sources and pom.xml files (the root pom.xml says
+# what it checks of each), on the build's JDK.
 # shellcheck disable=SC2317 # run through check below, which shellcheck does not follow
 java_format() {
   local java_home
@@ -33,7 +35,44 @@ else
 fi
 scripts+=(.ci/run bin/blockpool-csi bin/blockpool-flexvolume bin/java25-home)
 
+# Where .ci/run and the build's scripts find the go tool when it is not on PATH.
+command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
+
+# gofmt's verdict on every Go source: it lists the files it would change, so any output fails.
+# shellcheck disable=SC2317 # run through check below, which shellcheck does not follow
+go_format() {
+  local unformatted
+  [[ ${#go_sources[@]} -gt 0 ]] || return 0 # gofmt with no files would read stdin
+  unformatted=$(gofmt -l "${go_sources[@]}") || return 1
+  [[ -z $unformatted ]] || { printf 'not gofmt-formatted (gofmt -w fixes them):\n%s\n' "$unformatted"; return 1; }
+}
+
+# go vet in each Go module that has sources of its own (e2e/node only pins tools to build).
+# shellcheck disable=SC2317 # run through check below, which shellcheck does not follow
+go_vet() {
+  local mod source failed=0
+  for mod in "${go_modules[@]}"; do
+    for source in "${go_sources[@]}"; do
+      [[ $source == "$mod"/* ]] || continue
+      (cd "$mod" && go vet ./...) || { echo "go vet failed in $mod"; failed=1; }
+      break
+    done
+  done
+  return "$failed"
+}
+
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  mapfile -t go_sources < <(git ls-files '*.go')
+  mapfile -t go_modules < <(git ls-files 'go.mod' '*/go.mod' | xargs -r -n1 dirname)
+else
+  mapfile -t go_sources < <(find . -name '*.go' -not -path './.git/*' -not -path './.cache/*' -not -path '*/target/*')
+  mapfile -t go_modules < <(find . -name go.mod -not -path './.git/*' -not -path './.cache/*' -not -path '*/target/*' \
+    -exec dirname {} \;)
+fi
+
 check "Java format" java_format
 check shellcheck shellcheck "${scripts[@]}"
 check ruff python3 -m ruff check --no-cache .
+check gofmt go_format
+check "go vet" go_vet
 exit $status

@@ -47,9 +47,8 @@ func idleRSS(k kind, tag, pool string) (*proc, int64) {
 	return p, p.rss()
 }
 
-// sectionMemory: idle RSS; peak RSS and CPU time over two csi-sanity runs (what
-// bench/footprint.sh measured before); RSS and CPU of a burst of cheap calls, and how fast
-// memory comes back once it is over.
+// sectionMemory: idle RSS; peak RSS and CPU time over two csi-sanity runs; RSS and CPU of a
+// burst of cheap calls, and how fast memory comes back once it is over.
 func sectionMemory() {
 	bp, bpIdle := idleRSS(blockpool, "memory-blockpool", dir("memory", "pool"))
 	mock, mockIdle := idleRSS(gomock, "memory-gomock", "")

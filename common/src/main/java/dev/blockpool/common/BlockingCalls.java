@@ -174,8 +174,8 @@ public final class BlockingCalls {
         if (stuck.get() >= threads) {
             throw StorageException.unavailable(
                     "%s is refused: all %d threads for system calls that can hang are stuck "
-                            + "in calls the kernel never returned from (the latest: %s); a filesystem of this node, likely "
-                            + "the pool's, does not answer",
+                            + "in calls the kernel never returned from (the latest: %s); a filesystem of this "
+                            + "node, likely the pool's, does not answer",
                     what, threads, latestStuck);
         }
         throw StorageException.unavailable(

@@ -13,7 +13,9 @@ public final class NoWaiting {
 
     private NoWaiting() {}
 
-    /** Runs {@code work} on the calling thread, marked as {@code thread} (its description, for a refusal) while it runs. */
+    /**
+     * Runs {@code work} on the calling thread, marked as {@code thread} (its description, for a refusal) while it runs.
+     */
     public static void run(String thread, Runnable work) {
         MARKED.set(thread);
         try {

@@ -31,7 +31,8 @@ public final class SilentFuseMount implements AutoCloseable {
                         "bash",
                         "-c",
                         "exec 3<>/dev/fuse && mount -i -t fuse -o "
-                                + "fd=3,rootmode=40000,user_id=0,group_id=0 silent \"$1\" && echo mounted && exec sleep infinity",
+                                + "fd=3,rootmode=40000,user_id=0,group_id=0 silent \"$1\" "
+                                + "&& echo mounted && exec sleep infinity",
                         "silent-fuse",
                         mountPoint.toString())
                 .redirectErrorStream(true)

@@ -10,6 +10,7 @@ import static dev.blockpool.csi.CsiRequests.mount;
 import static dev.blockpool.csi.StatusAssertions.failure;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.google.protobuf.Message;
 import csi.v1.Csi.CapacityRange;
 import csi.v1.Csi.ControllerExpandVolumeRequest;
 import csi.v1.Csi.ControllerExpandVolumeResponse;
@@ -45,6 +46,7 @@ import csi.v1.Csi.VolumeHealth;
 import csi.v1.Csi.VolumeHealthErrorType;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.csi.CsiCalls;
 import dev.blockpool.csi.Sizes;
 import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Ids;
@@ -72,6 +74,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /** The Controller service over gRPC on a pool in a temporary directory: codes, durability, concurrency. */
 class ControllerServiceTest {
@@ -375,53 +380,149 @@ class ControllerServiceTest {
         assertThat(controller.pool().volumes().find(source.getVolumeId())).isEmpty();
     }
 
-    @Test
-    void createVolumeValidatesItsArguments() {
-        failure(() -> controller.stub().createVolume(createRequest("", MIB).build()), Status.Code.INVALID_ARGUMENT);
-        failure(
-                () -> controller
-                        .stub()
-                        .createVolume(createRequest("pvc", MIB)
-                                .clearVolumeCapabilities()
-                                .build()),
-                Status.Code.INVALID_ARGUMENT);
-        failure(
-                () -> controller
-                        .stub()
-                        .createVolume(createRequest("pvc", MIB)
+    static Stream<Arguments> createRequestsThatCannotBeMade() {
+        return Stream.of(
+                Arguments.of("no name", createRequest("", MIB).build(), Status.Code.INVALID_ARGUMENT),
+                Arguments.of(
+                        "no capability",
+                        createRequest("pvc", MIB).clearVolumeCapabilities().build(),
+                        Status.Code.INVALID_ARGUMENT),
+                Arguments.of(
+                        "many nodes writing",
+                        createRequest("pvc", MIB)
                                 .clearVolumeCapabilities()
                                 .addVolumeCapabilities(mount(Mode.MULTI_NODE_MULTI_WRITER))
-                                .build()),
-                Status.Code.INVALID_ARGUMENT);
-        failure(
-                () -> controller
-                        .stub()
-                        .createVolume(createRequest("pvc", MIB)
-                                .putParameters("replicas", "3")
-                                .build()),
-                Status.Code.INVALID_ARGUMENT);
-        failure(
-                () -> controller
-                        .stub()
-                        .createVolume(createRequest("pvc", MIB)
+                                .build(),
+                        Status.Code.INVALID_ARGUMENT),
+                Arguments.of(
+                        "an unknown parameter",
+                        createRequest("pvc", MIB).putParameters("replicas", "3").build(),
+                        Status.Code.INVALID_ARGUMENT),
+                Arguments.of(
+                        "an unknown allocation",
+                        createRequest("pvc", MIB)
                                 .putParameters("allocation", "thick")
-                                .build()),
-                Status.Code.INVALID_ARGUMENT);
-        failure(
-                () -> controller
-                        .stub()
-                        .createVolume(createRequest("pvc", MIB)
+                                .build(),
+                        Status.Code.INVALID_ARGUMENT),
+                Arguments.of(
+                        "an unknown parameter of its VolumeAttributesClass",
+                        createRequest("pvc", MIB)
+                                .putMutableParams("XXX_FakeKey", "x")
+                                .build(),
+                        Status.Code.INVALID_ARGUMENT),
+                Arguments.of(
+                        "a limit below the required size",
+                        createRequest("pvc", MIB)
                                 .setCapacityRange(CapacityRange.newBuilder()
                                         .setRequiredBytes(2 * MIB)
                                         .setLimitBytes(MIB))
-                                .build()),
-                Status.Code.OUT_OF_RANGE);
-        failure(() -> create("pvc-huge", 1L << 60), Status.Code.OUT_OF_RANGE);
+                                .build(),
+                        Status.Code.OUT_OF_RANGE),
+                Arguments.of(
+                        "more than the pool can hold",
+                        createRequest("pvc", 1L << 60).build(),
+                        Status.Code.OUT_OF_RANGE));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("createRequestsThatCannotBeMade")
+    void createVolumeRefusesWhatItCannotMakeAndMakesNothing(
+            String what, CreateVolumeRequest request, Status.Code code) {
+        failure(() -> controller.stub().createVolume(request), code);
         assertThat(controller
                         .stub()
                         .listVolumes(ListVolumesRequest.getDefaultInstance())
                         .getEntriesList())
                 .isEmpty();
+    }
+
+    /** The volume the requests of the two rules below name when they need one that exists; and one that does not. */
+    private static final String THERE = Ids.volumeIdFor("pvc-there");
+
+    private static final String NOWHERE = Ids.volumeIdFor("nope");
+
+    private void aVolumeAndANodeThatAreThere() {
+        assertThat(create("pvc-there", MIB).getVolumeId()).isEqualTo(THERE);
+        register("node-1", 8);
+    }
+
+    static Stream<Arguments> requestsMissingAField() {
+        return Stream.of(
+                Arguments.of("delete without a volume ID", delete("")),
+                Arguments.of("publish without a node ID", publish(THERE, "", false, singleWriter())),
+                Arguments.of(
+                        "publish without a capability",
+                        ControllerPublishVolumeRequest.newBuilder()
+                                .setVolumeId(THERE)
+                                .setNodeId("node-1")
+                                .build()),
+                Arguments.of(
+                        "validate without a capability",
+                        ValidateVolumeCapabilitiesRequest.newBuilder()
+                                .setVolumeId(THERE)
+                                .build()),
+                Arguments.of(
+                        "modify without a volume ID",
+                        ControllerModifyVolumeRequest.newBuilder()
+                                .putMutableParams("allocation", "sparse")
+                                .build()),
+                Arguments.of(
+                        "expand without a capacity range",
+                        ControllerExpandVolumeRequest.newBuilder()
+                                .setVolumeId(THERE)
+                                .build()),
+                Arguments.of("snapshot without a name", snapshot("", THERE)),
+                Arguments.of("snapshot without a source", snapshot("snap-2", "")));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("requestsMissingAField")
+    void aRequestMissingAFieldItsMethodNeedsIsAnInvalidArgument(String what, Message request) {
+        aVolumeAndANodeThatAreThere();
+        failure(() -> CsiCalls.call(controller.stub().getChannel(), request), Status.Code.INVALID_ARGUMENT);
+    }
+
+    static Stream<Arguments> requestsNamingWhatIsNotThere() {
+        return Stream.of(
+                Arguments.of(
+                        "publish to an unregistered node", publish(THERE, "node-unregistered", false, singleWriter())),
+                Arguments.of("publish an unknown volume", publish(NOWHERE, "node-1", false, singleWriter())),
+                Arguments.of(
+                        "validate an unknown volume",
+                        ValidateVolumeCapabilitiesRequest.newBuilder()
+                                .setVolumeId(NOWHERE)
+                                .addVolumeCapabilities(singleWriter())
+                                .build()),
+                Arguments.of(
+                        "the health of an unknown volume",
+                        ControllerGetVolumeHealthRequest.newBuilder()
+                                .setVolumeId(NOWHERE)
+                                .build()),
+                Arguments.of(
+                        "modify an unknown volume",
+                        ControllerModifyVolumeRequest.newBuilder()
+                                .setVolumeId(NOWHERE)
+                                .putMutableParams("allocation", "sparse")
+                                .build()),
+                Arguments.of("expand an unknown volume", expand(NOWHERE, 8 * MIB)),
+                Arguments.of("snapshot an unknown volume", snapshot("snap-2", NOWHERE)),
+                Arguments.of(
+                        "restore an unknown snapshot",
+                        createRequest("pvc-x", 8 * MIB)
+                                .setVolumeContentSource(fromSnapshot(Ids.snapshotIdFor("nope")))
+                                .build()),
+                Arguments.of(
+                        "clone an unknown volume",
+                        createRequest("pvc-x", 8 * MIB)
+                                .setVolumeContentSource(fromVolume(NOWHERE))
+                                .build()));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("requestsNamingWhatIsNotThere")
+    void aRequestNamingAVolumeSnapshotOrNodeThatIsNotThereIsNotFound(String what, Message request) {
+        aVolumeAndANodeThatAreThere();
+        failure(() -> CsiCalls.call(controller.stub().getChannel(), request), Status.Code.NOT_FOUND);
     }
 
     @Test
@@ -453,7 +554,6 @@ class ControllerServiceTest {
         controller.stub().deleteVolume(delete(volume.getVolumeId()));
         controller.stub().deleteVolume(delete(Ids.volumeIdFor("never-created")));
         assertThat(poolDir.resolve("volumes")).isEmptyDirectory();
-        failure(() -> controller.stub().deleteVolume(delete("")), Status.Code.INVALID_ARGUMENT);
     }
 
     // ---- ControllerPublish / Unpublish ----
@@ -466,22 +566,6 @@ class ControllerServiceTest {
         String b = create("pvc-b", MIB).getVolumeId();
         String c = create("pvc-c", MIB).getVolumeId();
         var stub = controller.stub();
-
-        failure(
-                () -> stub.controllerPublishVolume(publish(a, "node-unregistered", false, singleWriter())),
-                Status.Code.NOT_FOUND);
-        failure(
-                () -> stub.controllerPublishVolume(publish(Ids.volumeIdFor("nope"), "node-1", false, singleWriter())),
-                Status.Code.NOT_FOUND);
-        failure(
-                () -> stub.controllerPublishVolume(publish(a, "", false, singleWriter())),
-                Status.Code.INVALID_ARGUMENT);
-        failure(
-                () -> stub.controllerPublishVolume(ControllerPublishVolumeRequest.newBuilder()
-                        .setVolumeId(a)
-                        .setNodeId("node-1")
-                        .build()),
-                Status.Code.INVALID_ARGUMENT);
 
         assertThat(stub.controllerPublishVolume(publish(a, "node-1", false, singleWriter()))
                         .getPublishContextMap())
@@ -631,22 +715,6 @@ class ControllerServiceTest {
                 .as("an ext4 volume cannot be mounted as xfs")
                 .isFalse();
         assertThat(otherFs.getMessage()).contains("ext4").contains("xfs");
-
-        failure(
-                () -> controller
-                        .stub()
-                        .validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
-                                .setVolumeId(id)
-                                .build()),
-                Status.Code.INVALID_ARGUMENT);
-        failure(
-                () -> controller
-                        .stub()
-                        .validateVolumeCapabilities(ValidateVolumeCapabilitiesRequest.newBuilder()
-                                .setVolumeId(Ids.volumeIdFor("nope"))
-                                .addVolumeCapabilities(singleWriter())
-                                .build()),
-                Status.Code.NOT_FOUND);
     }
 
     @Test
@@ -750,13 +818,6 @@ class ControllerServiceTest {
         assertThat(missing.getMessage()).contains("missing");
         assertThat(listHealth()).extracting(VolumeHealth::getVolumeId).containsExactly(id);
 
-        failure(
-                () -> controller
-                        .stub()
-                        .controllerGetVolumeHealth(ControllerGetVolumeHealthRequest.newBuilder()
-                                .setVolumeId(Ids.volumeIdFor("nope"))
-                                .build()),
-                Status.Code.NOT_FOUND);
         assertThat(failure(
                         () -> controller
                                 .stub()
@@ -880,21 +941,6 @@ class ControllerServiceTest {
                                         .build()),
                         Status.Code.INVALID_ARGUMENT))
                 .hasMessageContaining("preallocated");
-        failure(
-                () -> controller
-                        .stub()
-                        .controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
-                                .putMutableParams("allocation", "sparse")
-                                .build()),
-                Status.Code.INVALID_ARGUMENT);
-        failure(
-                () -> controller
-                        .stub()
-                        .controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
-                                .setVolumeId(Ids.volumeIdFor("nope"))
-                                .putMutableParams("allocation", "sparse")
-                                .build()),
-                Status.Code.NOT_FOUND);
         assertThat(controller.pool().volumes().get(id).allocation()).isEqualTo(Allocation.SPARSE);
     }
 
@@ -911,13 +957,6 @@ class ControllerServiceTest {
         assertThat(controller.pool().volumes().get(id).allocation()).isEqualTo(Allocation.PREALLOCATED);
         assertThat(allocatedBytes(poolDir.resolve("volumes").resolve(id + ".img")))
                 .isGreaterThanOrEqualTo(4 * MIB);
-        failure(
-                () -> controller
-                        .stub()
-                        .createVolume(createRequest("pvc-vac-unknown", MIB)
-                                .putMutableParams("XXX_FakeKey", "x")
-                                .build()),
-                Status.Code.INVALID_ARGUMENT);
     }
 
     private static long allocatedBytes(Path file) {
@@ -969,16 +1008,6 @@ class ControllerServiceTest {
         assertThat(controller.stub().controllerExpandVolume(expand(id, 8 * MIB)).getCapacityBytes())
                 .as("never shrinks")
                 .isEqualTo(20 * MIB);
-        failure(
-                () -> controller.stub().controllerExpandVolume(expand(Ids.volumeIdFor("nope"), 8 * MIB)),
-                Status.Code.NOT_FOUND);
-        failure(
-                () -> controller
-                        .stub()
-                        .controllerExpandVolume(ControllerExpandVolumeRequest.newBuilder()
-                                .setVolumeId(id)
-                                .build()),
-                Status.Code.INVALID_ARGUMENT);
         failure(() -> controller.stub().controllerExpandVolume(expand(id, 1L << 60)), Status.Code.OUT_OF_RANGE);
     }
 
@@ -1041,11 +1070,6 @@ class ControllerServiceTest {
         assertThat(controller.stub().createSnapshot(snapshot("snap-1", source)).getSnapshot())
                 .isEqualTo(first);
         failure(() -> controller.stub().createSnapshot(snapshot("snap-1", other)), Status.Code.ALREADY_EXISTS);
-        failure(
-                () -> controller.stub().createSnapshot(snapshot("snap-2", Ids.volumeIdFor("nope"))),
-                Status.Code.NOT_FOUND);
-        failure(() -> controller.stub().createSnapshot(snapshot("", source)), Status.Code.INVALID_ARGUMENT);
-        failure(() -> controller.stub().createSnapshot(snapshot("snap-2", "")), Status.Code.INVALID_ARGUMENT);
 
         controller.stub().deleteVolume(delete(source));
         assertThat(controller.stub().createSnapshot(snapshot("snap-1", source)).getSnapshot())
@@ -1159,20 +1183,6 @@ class ControllerServiceTest {
                                 .setVolumeContentSource(fromVolume(source))
                                 .build()),
                 Status.Code.OUT_OF_RANGE);
-        failure(
-                () -> controller
-                        .stub()
-                        .createVolume(createRequest("pvc-x", 8 * MIB)
-                                .setVolumeContentSource(fromSnapshot(Ids.snapshotIdFor("nope")))
-                                .build()),
-                Status.Code.NOT_FOUND);
-        failure(
-                () -> controller
-                        .stub()
-                        .createVolume(createRequest("pvc-x", 8 * MIB)
-                                .setVolumeContentSource(fromVolume(Ids.volumeIdFor("nope")))
-                                .build()),
-                Status.Code.NOT_FOUND);
 
         Volume bigger = controller
                 .stub()

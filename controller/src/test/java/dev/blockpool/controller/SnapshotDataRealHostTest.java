@@ -139,7 +139,9 @@ class SnapshotDataRealHostTest {
         return controller.pool().volumes().imagePath(volumeId);
     }
 
-    /** Writes random data over {@link #REGIONS} through a loop device on the volume's image, and into {@code expected}. */
+    /**
+     * Writes random data over {@link #REGIONS} through a loop device on the volume's image, and into {@code expected}.
+     */
     private void writePattern(String volumeId, byte[] expected, long seed) throws IOException {
         Random random = new Random(seed);
         String device = attach(image(volumeId), false);

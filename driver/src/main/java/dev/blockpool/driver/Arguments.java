@@ -65,7 +65,7 @@ record Arguments(
     private static final String DESCRIPTION =
             "CSI driver serving block volumes carved from a pool of image files, attached as loop devices.";
     private static final String FOOTER = COMMAND + " " + Main.FLEXVOLUME + " <operation> [arguments]: kubelet's "
-            + "FlexVolume call convention, a client of the node plugin at $CSI_ENDPOINT (docs/deploy.md).";
+            + "FlexVolume call convention, a client of the node plugin at $CSI_ENDPOINT (docs/flexvolume.md).";
 
     private static final Option ENDPOINT = valued(
             "endpoint", "ENDPOINT", "CSI endpoint: unix:///path/to/csi.sock or a plain path (default: $CSI_ENDPOINT).");

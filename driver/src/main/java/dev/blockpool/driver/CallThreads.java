@@ -25,9 +25,9 @@ import java.util.stream.Stream;
  *
  * <p>gRPC cannot take a refusal from an executor, so the ceiling is kept at the door: a call that
  * comes when every thread of its kind is taken is placed in place, and {@link CallDeadlines}
- * answers it there at once (see {@link CallPlacement#refusedForWantOfThreads}). Work handed over beyond the ceiling anyway
- * (the next steps of calls under way, two transport threads racing for the last one) waits for the
- * next free thread rather than being lost.
+ * answers it there at once (see {@link CallPlacement#refusedForWantOfThreads}). Work handed over
+ * beyond the ceiling anyway (the next steps of calls under way, two transport threads racing for
+ * the last one) waits for the next free thread rather than being lost.
  */
 final class CallThreads implements AutoCloseable {
 

@@ -129,9 +129,10 @@ public final class Driver {
         /**
          * Stops serving and everything beside the calls, within {@code grace}: no claim on the pool
          * is taken from the moment it begins, the background work is told to end, the calls in
-         * flight are drained, and the background work is waited for. Then the claims are let go
-         * for good: once this returns, nothing of this driver writes in the pool or takes a claim. A pool that has not opened
-         * yet is not waited for: its opening goes no further than the step it waits in.
+         * flight are drained, and the background work is waited for. Then the claims are let go for
+         * good: once this returns, nothing of this driver writes in the pool or takes a claim. A
+         * pool that has not opened yet is not waited for: its opening goes no further than the step
+         * it waits in.
          */
         public void stop(Duration grace) {
             long deadline = System.nanoTime() + grace.toNanos();

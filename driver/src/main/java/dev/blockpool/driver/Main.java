@@ -114,9 +114,9 @@ public final class Main {
             // DeleteVolume looks at this node's mounts, and group snapshots freeze them: one process must do both.
             throw new IllegalArgumentException(
                     "--mode " + arguments.mode().name().toLowerCase(Locale.ROOT)
-                            + " cannot serve a node-local pool (--pool-scope node, the default): its controller and node"
-                            + " services must run in one process, with --mode all; for one pool every node mounts, add"
-                            + " --pool-scope shared");
+                            + " cannot serve a node-local pool (--pool-scope node, the default): its controller"
+                            + " and node services must run in one process, with --mode all; for one pool every"
+                            + " node mounts, add --pool-scope shared");
         }
         String node = arguments.nodeId().isPresent() ? arguments.nodeId().get() : hostName();
         if (!Ids.isNodeId(node)) {

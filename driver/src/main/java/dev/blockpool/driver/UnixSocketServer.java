@@ -126,7 +126,10 @@ public final class UnixSocketServer {
         return start(endpoint, services, standIns, interceptors, observers, new CallThreads());
     }
 
-    /** {@link #start(Endpoint, List, List, List, List)}, the calls running on {@code threads}, which it closes at its stop. */
+    /**
+     * {@link #start(Endpoint, List, List, List, List)}, the calls running on {@code threads}, which it closes at its
+     * stop.
+     */
     static UnixSocketServer start(
             Endpoint endpoint,
             List<ServerServiceDefinition> services,

@@ -90,8 +90,8 @@ class ArgumentsTest {
         assertThat(parse(Map.of(), "--http-endpoint=[::1]:9808").httpEndpoint()).contains(new HttpAddress("::1", 9808));
         assertThat(parse(Map.of(), "--http-endpoint=").httpEndpoint()).isEmpty();
         assertThatThrownBy(() -> parse(Map.of(), "--http-endpoint", "8080"))
-                .hasMessage(
-                        "Invalid value for option '--http-endpoint': '8080': expected host:port, e.g. :8080 or 0.0.0.0:8080");
+                .hasMessage("Invalid value for option '--http-endpoint': '8080': expected host:port, "
+                        + "e.g. :8080 or 0.0.0.0:8080");
         assertThatThrownBy(() -> parse(Map.of(), "--http-endpoint", ":http"))
                 .hasMessage("Invalid value for option '--http-endpoint': ':http': the port is not a number");
     }

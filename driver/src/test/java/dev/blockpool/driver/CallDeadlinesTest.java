@@ -13,15 +13,11 @@ import csi.v1.IdentityGrpc;
 import csi.v1.NodeGrpc;
 import dev.blockpool.common.Endpoint;
 import dev.blockpool.csi.StatusInterceptor;
+import dev.blockpool.csi.UnixSocketChannels;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
-import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.grpc.stub.StreamObserver;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -78,7 +74,7 @@ class CallDeadlinesTest {
     }
 
     private final WaitingNode node = new WaitingNode();
-    private final EventLoopGroup clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+    private final EventLoopGroup clientLoop = UnixSocketChannels.clientLoop();
     private UnixSocketServer server;
     private ManagedChannel channel;
 
@@ -96,11 +92,7 @@ class CallDeadlinesTest {
                 List.of(new StatusInterceptor(), deadlines, new CallLoggingInterceptor()),
                 List.of(),
                 threads);
-        channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
-                .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(clientLoop)
-                .usePlaintext()
-                .build();
+        channel = UnixSocketChannels.channel(socket, clientLoop);
         probe(); // connected before the calls with deadlines, which a first connection would eat into
         return deadlines;
     }

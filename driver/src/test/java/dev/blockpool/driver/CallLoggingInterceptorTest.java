@@ -9,16 +9,12 @@ import csi.v1.ControllerGrpc;
 import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.CreateVolumeResponse;
 import dev.blockpool.common.Endpoint;
+import dev.blockpool.csi.UnixSocketChannels;
 import dev.blockpool.driver.LogConfigurator.LogFormat;
 import dev.blockpool.driver.LogConfigurator.LogLevel;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
-import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.grpc.stub.StreamObserver;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -119,12 +115,8 @@ class CallLoggingInterceptorTest {
                 Endpoint.parse(socket.toString()),
                 List.of(controller.bindService()),
                 List.of(new CallLoggingInterceptor()));
-        EventLoopGroup clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
-        ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
-                .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(clientLoop)
-                .usePlaintext()
-                .build();
+        EventLoopGroup clientLoop = UnixSocketChannels.clientLoop();
+        ManagedChannel channel = UnixSocketChannels.channel(socket, clientLoop);
         try {
             assertThatThrownBy(() -> ControllerGrpc.newBlockingStub(channel).createVolume(request))
                     .hasMessageStartingWith("RESOURCE_EXHAUSTED");

@@ -8,13 +8,9 @@ import csi.v1.Csi.ProbeRequest;
 import csi.v1.Csi.ProbeResponse;
 import csi.v1.IdentityGrpc;
 import dev.blockpool.common.Endpoint;
+import dev.blockpool.csi.UnixSocketChannels;
 import io.grpc.ManagedChannel;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
-import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.grpc.stub.StreamObserver;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -69,12 +65,8 @@ class CallPlacementTest {
         Path socket = dir.resolve("csi.sock");
         UnixSocketServer server =
                 UnixSocketServer.start(Endpoint.parse(socket.toString()), List.of(identity.bindService()), List.of());
-        EventLoopGroup clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
-        ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
-                .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(clientLoop)
-                .usePlaintext()
-                .build();
+        EventLoopGroup clientLoop = UnixSocketChannels.clientLoop();
+        ManagedChannel channel = UnixSocketChannels.channel(socket, clientLoop);
         try {
             var stub = IdentityGrpc.newBlockingStub(channel);
             CompletableFuture<ProbeResponse> waiting =

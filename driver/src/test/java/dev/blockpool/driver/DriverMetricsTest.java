@@ -12,18 +12,14 @@ import csi.v1.IdentityGrpc;
 import dev.blockpool.common.Endpoint;
 import dev.blockpool.csi.PoolScope;
 import dev.blockpool.csi.RawRequests;
+import dev.blockpool.csi.UnixSocketChannels;
 import dev.blockpool.metrics.HttpAddress;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
-import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.grpc.stub.ClientCalls;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -55,7 +51,7 @@ class DriverMetricsTest {
     @Test
     void theCallsAreCountedAsTheCoSawThemBesideThePoolAndTheBuild() throws Exception {
         Driver.Running running = startWithMetrics();
-        EventLoopGroup loop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+        EventLoopGroup loop = UnixSocketChannels.clientLoop();
         ManagedChannel channel = channel(loop);
         try {
             // refused by the guard in front of the service: the CO sees INVALID_ARGUMENT, and so does the histogram
@@ -82,9 +78,9 @@ class DriverMetricsTest {
                     .contains(series + "\"InvalidArgument\",method_name=\"/csi.v1.Identity/Probe\"} 1")
                     .contains(series + "\"OK\",method_name=\"/csi.v1.Identity/Probe\"} 1")
                     .contains(series + "\"OK\",method_name=\"/csi.v1.Controller/CreateVolume\"} 1")
-                    .contains(
-                            "blockpool_build_info{csi_spec_version=\"" + System.getProperty("csi.spec.version")
-                                    + "\",driver_name=\"blockpool.csi.dev\",mode=\"controller\",pool_scope=\"shared\",version=\"1.2.3\"} 1")
+                    .contains("blockpool_build_info{csi_spec_version=\"" + System.getProperty("csi.spec.version")
+                            + "\",driver_name=\"blockpool.csi.dev\",mode=\"controller\""
+                            + ",pool_scope=\"shared\",version=\"1.2.3\"} 1")
                     .contains("# TYPE blockpool_pool_volumes gauge");
         } finally {
             channel.shutdownNow();
@@ -101,7 +97,7 @@ class DriverMetricsTest {
     @Test
     void aThousandHostileConnectionsToTheMetricsPortLeaveTheDriverServing() throws Exception {
         Driver.Running running = startWithMetrics();
-        EventLoopGroup loop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+        EventLoopGroup loop = UnixSocketChannels.clientLoop();
         ManagedChannel channel = channel(loop);
         List<SocketChannel> hostile = new ArrayList<>();
         try {
@@ -184,12 +180,7 @@ class DriverMetricsTest {
     }
 
     private ManagedChannel channel(EventLoopGroup loop) {
-        return NettyChannelBuilder.forAddress(
-                        new DomainSocketAddress(dir.resolve("csi.sock").toString()))
-                .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(loop)
-                .usePlaintext()
-                .build();
+        return UnixSocketChannels.channel(dir.resolve("csi.sock"), loop);
     }
 
     private static String scrape(int port) throws Exception {

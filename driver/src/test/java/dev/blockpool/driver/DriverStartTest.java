@@ -95,7 +95,10 @@ class DriverStartTest {
         }
     }
 
-    /** A controller of a shared pool on {@code socket}, its reconcile {@code delay} after it serves, telling {@code steps}. */
+    /**
+     * A controller of a shared pool on {@code socket}, its reconcile {@code delay} after it serves, telling {@code
+     * steps}.
+     */
     static Driver.Running controller(Path socket, Path poolDir, Duration delay, ReconcileSteps steps) throws Exception {
         return new Driver(
                         new DriverConfig(

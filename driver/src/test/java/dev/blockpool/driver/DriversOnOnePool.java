@@ -4,14 +4,10 @@ import csi.v1.Csi.ProbeRequest;
 import csi.v1.IdentityGrpc;
 import dev.blockpool.common.Endpoint;
 import dev.blockpool.csi.PoolScope;
+import dev.blockpool.csi.UnixSocketChannels;
 import dev.blockpool.pool.ReconcileSteps;
 import io.grpc.ManagedChannel;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
-import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -28,7 +24,7 @@ final class DriversOnOnePool implements AutoCloseable {
     private static final Duration STOP_GRACE = Duration.ofSeconds(10);
 
     private final Path dir;
-    private final EventLoopGroup clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+    private final EventLoopGroup clientLoop = UnixSocketChannels.clientLoop();
     private final List<Driver.Running> drivers = new ArrayList<>();
     private final List<ManagedChannel> channels = new ArrayList<>();
 
@@ -61,12 +57,7 @@ final class DriversOnOnePool implements AutoCloseable {
 
     /** A client of the driver started as {@code name}. */
     ManagedChannel channel(String name) {
-        ManagedChannel channel = NettyChannelBuilder.forAddress(
-                        new DomainSocketAddress(socket(name).socketPath().toString()))
-                .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(clientLoop)
-                .usePlaintext()
-                .build();
+        ManagedChannel channel = UnixSocketChannels.channel(socket(name).socketPath(), clientLoop);
         channels.add(channel);
         return channel;
     }

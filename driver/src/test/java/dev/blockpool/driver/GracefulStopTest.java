@@ -8,15 +8,11 @@ import csi.v1.Csi.ProbeResponse;
 import csi.v1.IdentityGrpc;
 import dev.blockpool.common.Endpoint;
 import dev.blockpool.csi.StatusInterceptor;
+import dev.blockpool.csi.UnixSocketChannels;
 import dev.blockpool.identity.IdentityService;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
-import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -44,12 +40,8 @@ class GracefulStopTest {
                 Endpoint.parse(socket.toString()),
                 List.of(slowIdentity.bindService()),
                 List.of(new StatusInterceptor(), new CallLoggingInterceptor()));
-        EventLoopGroup clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
-        ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
-                .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(clientLoop)
-                .usePlaintext()
-                .build();
+        EventLoopGroup clientLoop = UnixSocketChannels.clientLoop();
+        ManagedChannel channel = UnixSocketChannels.channel(socket, clientLoop);
         try {
             var identity = IdentityGrpc.newBlockingStub(channel);
             CompletableFuture<ProbeResponse> inFlight =

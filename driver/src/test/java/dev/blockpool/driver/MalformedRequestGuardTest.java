@@ -8,18 +8,14 @@ import csi.v1.IdentityGrpc;
 import dev.blockpool.common.Endpoint;
 import dev.blockpool.csi.RawRequests;
 import dev.blockpool.csi.StatusInterceptor;
+import dev.blockpool.csi.UnixSocketChannels;
 import dev.blockpool.identity.IdentityService;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
-import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import io.grpc.stub.ClientCalls;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -45,12 +41,8 @@ class MalformedRequestGuardTest {
                 Endpoint.parse(socket.toString()),
                 List.of(identity.bindService()),
                 List.of(new StatusInterceptor(), new CallLoggingInterceptor()));
-        EventLoopGroup loop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
-        ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
-                .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(loop)
-                .usePlaintext()
-                .build();
+        EventLoopGroup loop = UnixSocketChannels.clientLoop();
+        ManagedChannel channel = UnixSocketChannels.channel(socket, loop);
         try {
             for (byte[] garbage : List.of(
                     new byte[] {(byte) 0xff, (byte) 0xff, (byte) 0xff},

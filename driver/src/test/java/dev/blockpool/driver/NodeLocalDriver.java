@@ -12,15 +12,11 @@ import dev.blockpool.common.Endpoint;
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.csi.PoolScope;
+import dev.blockpool.csi.UnixSocketChannels;
 import dev.blockpool.pool.CapacityPolicy;
 import dev.blockpool.pool.ReconcileSteps;
 import io.grpc.ManagedChannel;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
-import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -103,13 +99,8 @@ final class NodeLocalDriver implements AutoCloseable {
                         "test",
                         new Driver.Background(Duration.ofDays(1), ReconcileSteps.ALL))
                 .start();
-        clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
-        channel = NettyChannelBuilder.forAddress(
-                        new DomainSocketAddress(socket.socketPath().toString()))
-                .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(clientLoop)
-                .usePlaintext()
-                .build();
+        clientLoop = UnixSocketChannels.clientLoop();
+        channel = UnixSocketChannels.channel(socket.socketPath(), clientLoop);
     }
 
     /** The test's directory. */

@@ -13,18 +13,14 @@ import dev.blockpool.common.Endpoint;
 import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.SilentFuseMount;
 import dev.blockpool.csi.CsiRequests;
+import dev.blockpool.csi.UnixSocketChannels;
 import dev.blockpool.driver.LogConfigurator.LogFormat;
 import dev.blockpool.driver.LogConfigurator.LogLevel;
 import dev.blockpool.pool.ReconcileSteps;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
-import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -59,7 +55,7 @@ class PoolThatDoesNotAnswerAtStartRealHostTest {
     private Path pool;
     private SilentFuseMount silent;
     private CapturedLog log;
-    private final EventLoopGroup clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+    private final EventLoopGroup clientLoop = UnixSocketChannels.clientLoop();
     private ManagedChannel channel;
     private CompletableFuture<Driver.Running> starting;
 
@@ -82,12 +78,7 @@ class PoolThatDoesNotAnswerAtStartRealHostTest {
                 starting.completeExceptionally(e);
             }
         });
-        channel = NettyChannelBuilder.forAddress(
-                        new DomainSocketAddress(socket().socketPath().toString()))
-                .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(clientLoop)
-                .usePlaintext()
-                .build();
+        channel = UnixSocketChannels.channel(socket().socketPath(), clientLoop);
     }
 
     @AfterEach

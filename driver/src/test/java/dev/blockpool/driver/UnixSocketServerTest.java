@@ -9,14 +9,11 @@ import csi.v1.Csi.NodeGetInfoRequest;
 import csi.v1.Csi.NodeGetInfoResponse;
 import csi.v1.NodeGrpc;
 import dev.blockpool.common.Endpoint;
+import dev.blockpool.csi.UnixSocketChannels;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
-import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
-import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
@@ -77,11 +74,8 @@ class UnixSocketServerTest {
         };
         UnixSocketServer server =
                 UnixSocketServer.start(Endpoint.parse(socket.toString()), List.of(node.bindService()), List.of());
-        ManagedChannel channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
-                .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory()))
-                .usePlaintext()
-                .build();
+        EventLoopGroup clientLoop = UnixSocketChannels.clientLoop();
+        ManagedChannel channel = UnixSocketChannels.channel(socket, clientLoop);
         try {
             NodeGrpc.NodeBlockingStub stub = NodeGrpc.newBlockingStub(channel).withDeadlineAfter(10, TimeUnit.SECONDS);
             // An unknown field of the size of a Kubernetes Secret: what parses is not what is bounded.
@@ -102,6 +96,7 @@ class UnixSocketServerTest {
                     .isEqualTo("n");
         } finally {
             channel.shutdownNow();
+            clientLoop.shutdownGracefully();
             server.stop(Duration.ofSeconds(1));
         }
     }

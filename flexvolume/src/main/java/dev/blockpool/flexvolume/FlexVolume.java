@@ -35,7 +35,9 @@ import java.util.logging.Logger;
  */
 public final class FlexVolume {
 
-    /** The node DaemonSet's plugin directory on the host and the socket's name in it (sidecars-deploy/base/node.yaml). */
+    /**
+     * The node DaemonSet's plugin directory on the host and the socket's name in it (sidecars-deploy/base/node.yaml).
+     */
     public static final Path DEFAULT_SOCKET = Path.of("/var/lib/kubelet/plugins/blockpool.csi.dev/csi.sock");
 
     private final Path socket;

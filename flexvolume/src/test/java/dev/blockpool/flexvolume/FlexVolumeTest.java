@@ -31,11 +31,11 @@ class FlexVolumeTest {
     @Test
     void initReportsThatAttachIsNotOffered() {
         assertThat(run("init"))
-                .isEqualTo(
-                        new Call(
-                                0,
-                                "{\"status\":\"Success\",\"message\":\"blockpool FlexVolume driver: "
-                                        + "mount and unmount through the node plugin\",\"capabilities\":{\"attach\":false}}\n"));
+                .isEqualTo(new Call(
+                        0,
+                        "{\"status\":\"Success\",\"message\":\"blockpool FlexVolume driver: "
+                                + "mount and unmount through the node plugin\","
+                                + "\"capabilities\":{\"attach\":false}}\n"));
     }
 
     @Test

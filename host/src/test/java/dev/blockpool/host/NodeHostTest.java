@@ -225,7 +225,9 @@ class NodeHostTest {
         assertThat(fake.mounts).isEmpty();
     }
 
-    /** The real conditions are caused in the node's VolumeHealthRealHostTest; here, how each is worded, once per device. */
+    /**
+     * The real conditions are caused in the node's VolumeHealthRealHostTest; here, how each is worded, once per device.
+     */
     @Test
     void aVolumesFilesystemIsAskedOncePerDeviceAndEachAnswerIsAProblem() {
         host.staging().stageFilesystem(image, staging, ext4(false));

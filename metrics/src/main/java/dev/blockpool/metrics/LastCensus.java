@@ -15,10 +15,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The last census of something the gauges show, taken in the background every
- * {@link #INTERVAL} (or less often, see {@link #SPACING}): a scrape reads only what it left, so it costs the same however much there
- * is to count, and never waits on the pool or the host. Before the first census a gauge has no
- * sample, rather than a zero that would read as an empty pool.
+ * The last census of something the gauges show, taken in the background every {@link #INTERVAL} (or
+ * less often, see {@link #SPACING}): a scrape reads only what it left, so it costs the same however
+ * much there is to count, and never waits on the pool or the host. Before the first census a gauge
+ * has no sample, rather than a zero that would read as an empty pool.
  *
  * <p>The census runs on a platform thread of its own: its system calls on a pool that does not
  * answer wait in the kernel, and on a virtual thread they would hold its carrier, and with it

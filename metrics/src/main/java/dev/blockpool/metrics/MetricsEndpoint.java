@@ -12,10 +12,11 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
 /**
- * Serves a registry's metrics at {@code /metrics} in the Prometheus text format (or any format
- * the scraper asks for), through the Prometheus client's handler on the JDK's HTTP server. Each scrape runs on a virtual thread
- * of its own: the server then keeps only its dispatcher thread between scrapes, where its
- * default pool would keep platform threads and their stacks (docs/performance.md).
+ * Serves a registry's metrics at {@code /metrics} in the Prometheus text format (or any format the
+ * scraper asks for), through the Prometheus client's handler on the JDK's HTTP server. Each scrape
+ * runs on a virtual thread of its own: the server then keeps only its dispatcher thread between
+ * scrapes, where its default pool would keep platform threads and their stacks
+ * (docs/performance.md).
  *
  * <p>Any pod can reach the port, so what a client can make the server hold is bounded
  * ({@link #BOUNDS}): connections (one scrape's thread each), the headers of a request, and how

@@ -41,8 +41,9 @@ final class PoolGauges {
                 census,
                 "blockpool_pool_reflink_shared_bytes",
                 "Bytes of the images' extents that the pool's filesystem flags shared by reflinks, counted in each"
-                        + " image that shares them: a volume's need blocks of their own when written, a snapshot's allocated bytes"
-                        + " beyond them are its own; no sample where the filesystem maps no extents (NFS, tmpfs)",
+                        + " image that shares them: a volume's need blocks of their own when written, a snapshot's"
+                        + " allocated bytes beyond them are its own; no sample where the filesystem maps no extents"
+                        + " (NFS, tmpfs)",
                 PoolCensus.Figures::sharingTold,
                 PoolCensus.Images::sharedBytes);
         census.gauge(
@@ -81,7 +82,10 @@ final class PoolGauges {
                 f -> f.took().toNanos() / 1e9);
     }
 
-    /** One gauge with a series for the volumes and one for the snapshots ({@code kind}), when the census {@code told} it. */
+    /**
+     * One gauge with a series for the volumes and one for the snapshots ({@code kind}), when the census {@code told}
+     * it.
+     */
     private static void images(
             PrometheusRegistry registry,
             LastCensus<PoolCensus.Figures> census,

@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory;
  * pool still has blocks for the holes that takes. A filesystem whose journal is home and that is
  * not writing when the pool fills has nothing left that the full pool can refuse, so it comes out
  * clean; one that keeps allocating metadata in a full pool can still abort its journal
- * (docs/deploy.md, "When the pool fills"). Repeated at each look while the pool is short, so a
+ * (docs/pool.md, "When the pool fills"). Repeated at each look while the pool is short, so a
  * volume's later writes are written home too.
  */
 public final class FullPoolGuard {

@@ -350,7 +350,8 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
             long capacity = host.resizer().expand(volume.image(), path, block);
             if (capacity < required) {
                 throw CsiException.failedPrecondition(
-                        "the volume's image is %d bytes, less than the %d requested: ControllerExpandVolume grows it first",
+                        "the volume's image is %d bytes, less than the %d requested: "
+                                + "ControllerExpandVolume grows it first",
                         capacity, required);
             }
             return NodeExpandVolumeResponse.newBuilder()

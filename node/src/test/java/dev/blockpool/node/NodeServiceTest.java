@@ -3,12 +3,14 @@ package dev.blockpool.node;
 import static dev.blockpool.csi.StatusAssertions.assertCode;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.google.protobuf.Message;
 import csi.v1.Csi;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
 import csi.v1.NodeGrpc;
 import dev.blockpool.common.HealthProblem;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.csi.CsiCalls;
 import dev.blockpool.csi.CsiException;
 import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.InProcessCsi;
@@ -25,10 +27,15 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /** Request validation, status codes and capability reporting, on a fake host and catalog. */
 class NodeServiceTest {
@@ -144,137 +151,171 @@ class NodeServiceTest {
             .build();
 
     private String staging() {
-        return dir.resolve("staging").toString();
+        return staging(dir);
     }
 
     private String target() {
+        return target(dir);
+    }
+
+    private static String staging(Path dir) {
+        return dir.resolve("staging").toString();
+    }
+
+    private static String target(Path dir) {
         return dir.resolve("target").toString();
     }
 
-    @Test
-    void missingFieldsAreInvalidArguments() {
-        var stage = Csi.NodeStageVolumeRequest.newBuilder()
-                .setVolumeId("vol-1")
-                .setStagingTargetPath(staging())
-                .setVolumeCapability(WRITER)
-                .build();
-        assertCode(() -> node.nodeStageVolume(stage.toBuilder().clearVolumeId().build()), Status.Code.INVALID_ARGUMENT);
-        assertCode(
-                () -> node.nodeStageVolume(
-                        stage.toBuilder().clearStagingTargetPath().build()),
-                Status.Code.INVALID_ARGUMENT);
-        assertCode(
-                () -> node.nodeStageVolume(
-                        stage.toBuilder().clearVolumeCapability().build()),
-                Status.Code.INVALID_ARGUMENT);
-        assertCode(
-                () -> node.nodeStageVolume(
-                        stage.toBuilder().setStagingTargetPath("relative").build()),
-                Status.Code.INVALID_ARGUMENT);
-        assertCode(
-                () -> node.nodeStageVolume(stage.toBuilder()
-                        .setVolumeCapability(WRITER.toBuilder()
-                                .setMount(WRITER.getMount().toBuilder().setFsType("btrfs")))
-                        .build()),
-                Status.Code.INVALID_ARGUMENT);
-        assertCode(
-                () -> node.nodeStageVolume(stage.toBuilder()
-                        .setVolumeCapability(WRITER.toBuilder().clearAccessMode())
-                        .build()),
-                Status.Code.INVALID_ARGUMENT);
+    /** A case of a rule: a request whose paths lie under the test's directory, {@code dir}. */
+    private static Arguments request(String what, Function<Path, Message> request) {
+        return Arguments.of(what, request);
+    }
 
-        var publish = Csi.NodePublishVolumeRequest.newBuilder()
+    private static Csi.NodeStageVolumeRequest.Builder stage(Path dir) {
+        return Csi.NodeStageVolumeRequest.newBuilder()
                 .setVolumeId("vol-1")
-                .setTargetPath(target())
-                .setStagingTargetPath(staging())
-                .setVolumeCapability(WRITER)
-                .build();
-        assertCode(
-                () -> node.nodePublishVolume(publish.toBuilder().clearVolumeId().build()),
-                Status.Code.INVALID_ARGUMENT);
-        assertCode(
-                () -> node.nodePublishVolume(
-                        publish.toBuilder().clearTargetPath().build()),
-                Status.Code.INVALID_ARGUMENT);
-        assertCode(
-                () -> node.nodePublishVolume(
-                        publish.toBuilder().clearVolumeCapability().build()),
-                Status.Code.INVALID_ARGUMENT);
-        assertCode(
-                () -> node.nodePublishVolume(
-                        publish.toBuilder().clearStagingTargetPath().build()),
-                Status.Code.INVALID_ARGUMENT);
+                .setStagingTargetPath(staging(dir))
+                .setVolumeCapability(WRITER);
+    }
 
-        assertCode(
-                () -> node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
-                        .setTargetPath(target())
-                        .build()),
-                Status.Code.INVALID_ARGUMENT);
-        assertCode(
-                () -> node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
-                        .setVolumeId("vol-1")
-                        .build()),
-                Status.Code.INVALID_ARGUMENT);
-        assertCode(
-                () -> node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
-                        .setStagingTargetPath(staging())
-                        .build()),
-                Status.Code.INVALID_ARGUMENT);
-        assertCode(
-                () -> node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
-                        .setVolumeId("vol-1")
-                        .build()),
-                Status.Code.INVALID_ARGUMENT);
-        assertCode(
-                () -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
-                        .setVolumePath("some/path")
-                        .build()),
-                Status.Code.INVALID_ARGUMENT);
-        assertCode(
-                () -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
-                        .setVolumeId("vol-1")
-                        .build()),
-                Status.Code.INVALID_ARGUMENT);
-        assertCode(
-                () -> node.nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder()
-                        .setVolumePath(target())
-                        .build()),
-                Status.Code.INVALID_ARGUMENT);
-        assertCode(
-                () -> node.nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder()
-                        .setVolumeId("vol-1")
-                        .build()),
-                Status.Code.INVALID_ARGUMENT);
+    private static Csi.NodePublishVolumeRequest.Builder publish(Path dir) {
+        return Csi.NodePublishVolumeRequest.newBuilder()
+                .setVolumeId("vol-1")
+                .setTargetPath(target(dir))
+                .setStagingTargetPath(staging(dir))
+                .setVolumeCapability(WRITER);
+    }
+
+    static Stream<Arguments> requestsMissingOrMisstatingAField() {
+        return Stream.of(
+                request(
+                        "stage without a volume ID",
+                        d -> stage(d).clearVolumeId().build()),
+                request(
+                        "stage without a staging path",
+                        d -> stage(d).clearStagingTargetPath().build()),
+                request(
+                        "stage without a capability",
+                        d -> stage(d).clearVolumeCapability().build()),
+                request(
+                        "stage at a relative path",
+                        d -> stage(d).setStagingTargetPath("relative").build()),
+                request(
+                        "stage as a filesystem the driver does not make",
+                        d -> stage(d).setVolumeCapability(WRITER.toBuilder()
+                                        .setMount(WRITER.getMount().toBuilder().setFsType("btrfs")))
+                                .build()),
+                request(
+                        "stage without an access mode",
+                        d -> stage(d).setVolumeCapability(WRITER.toBuilder().clearAccessMode())
+                                .build()),
+                request(
+                        "publish without a volume ID",
+                        d -> publish(d).clearVolumeId().build()),
+                request(
+                        "publish without a target",
+                        d -> publish(d).clearTargetPath().build()),
+                request(
+                        "publish without a capability",
+                        d -> publish(d).clearVolumeCapability().build()),
+                request(
+                        "publish without a staging path",
+                        d -> publish(d).clearStagingTargetPath().build()),
+                request(
+                        "unpublish without a volume ID",
+                        d -> Csi.NodeUnpublishVolumeRequest.newBuilder()
+                                .setTargetPath(target(d))
+                                .build()),
+                request(
+                        "unpublish without a target",
+                        d -> Csi.NodeUnpublishVolumeRequest.newBuilder()
+                                .setVolumeId("vol-1")
+                                .build()),
+                request(
+                        "unstage without a volume ID",
+                        d -> Csi.NodeUnstageVolumeRequest.newBuilder()
+                                .setStagingTargetPath(staging(d))
+                                .build()),
+                request(
+                        "unstage without a staging path",
+                        d -> Csi.NodeUnstageVolumeRequest.newBuilder()
+                                .setVolumeId("vol-1")
+                                .build()),
+                request(
+                        "stats without a volume ID",
+                        d -> Csi.NodeGetVolumeStatsRequest.newBuilder()
+                                .setVolumePath("some/path")
+                                .build()),
+                request(
+                        "stats without a path",
+                        d -> Csi.NodeGetVolumeStatsRequest.newBuilder()
+                                .setVolumeId("vol-1")
+                                .build()),
+                request(
+                        "expand without a volume ID",
+                        d -> Csi.NodeExpandVolumeRequest.newBuilder()
+                                .setVolumePath(target(d))
+                                .build()),
+                request(
+                        "expand without a path",
+                        d -> Csi.NodeExpandVolumeRequest.newBuilder()
+                                .setVolumeId("vol-1")
+                                .build()),
+                request("health without a volume ID", d -> Csi.NodeGetVolumeHealthRequest.getDefaultInstance()),
+                request(
+                        "health at a relative path",
+                        d -> Csi.NodeGetVolumeHealthRequest.newBuilder()
+                                .setVolumeId("vol-1")
+                                .setVolumePublishPath("relative/target")
+                                .build()));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("requestsMissingOrMisstatingAField")
+    void aRequestMissingOrMisstatingAFieldIsAnInvalidArgumentAndTouchesNothing(
+            String what, Function<Path, Message> request) {
+        assertCode(() -> CsiCalls.call(served.channel(), request.apply(dir)), Status.Code.INVALID_ARGUMENT);
         assertThat(fake.log).isEmpty();
     }
 
+    static Stream<Arguments> requestsForAVolumeThatIsNotThere() {
+        return Stream.of(
+                request(
+                        "stage an unknown volume",
+                        d -> stage(d).setVolumeId("vol-unknown").build()),
+                request(
+                        "stats of an unknown volume",
+                        d -> Csi.NodeGetVolumeStatsRequest.newBuilder()
+                                .setVolumeId("fake-vol-id")
+                                .setVolumePath("some/path")
+                                .build()),
+                request(
+                        "stats of a volume not at the path",
+                        d -> Csi.NodeGetVolumeStatsRequest.newBuilder()
+                                .setVolumeId("vol-1")
+                                .setVolumePath("some/path")
+                                .build()),
+                request(
+                        "expand an unknown volume",
+                        d -> Csi.NodeExpandVolumeRequest.newBuilder()
+                                .setVolumeId("fake-vol-id")
+                                .setVolumePath("some/path")
+                                .build()),
+                request(
+                        "health of an unknown volume",
+                        d -> Csi.NodeGetVolumeHealthRequest.newBuilder()
+                                .setVolumeId("vol-9")
+                                .build()));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("requestsForAVolumeThatIsNotThere")
+    void aVolumeThatIsNotThereIsNotFound(String what, Function<Path, Message> request) {
+        assertCode(() -> CsiCalls.call(served.channel(), request.apply(dir)), Status.Code.NOT_FOUND);
+    }
+
     @Test
-    void unknownVolumesAreNotFoundAndTheirTeardownIsOk() {
-        assertCode(
-                () -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                        .setVolumeId("vol-unknown")
-                        .setStagingTargetPath(staging())
-                        .setVolumeCapability(WRITER)
-                        .build()),
-                Status.Code.NOT_FOUND);
-        assertCode(
-                () -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
-                        .setVolumeId("fake-vol-id")
-                        .setVolumePath("some/path")
-                        .build()),
-                Status.Code.NOT_FOUND);
-        assertCode(
-                () -> node.nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()
-                        .setVolumeId("vol-1")
-                        .setVolumePath("some/path")
-                        .build()),
-                Status.Code.NOT_FOUND);
-        assertCode(
-                () -> node.nodeExpandVolume(Csi.NodeExpandVolumeRequest.newBuilder()
-                        .setVolumeId("fake-vol-id")
-                        .setVolumePath("some/path")
-                        .build()),
-                Status.Code.NOT_FOUND);
+    void theTeardownOfAVolumeThatIsNotThereIsOk() {
         node.nodeUnpublishVolume(Csi.NodeUnpublishVolumeRequest.newBuilder()
                 .setVolumeId("fake-vol-id")
                 .setTargetPath(target())
@@ -285,29 +326,23 @@ class NodeServiceTest {
                 .build());
     }
 
-    @Test
-    void aCapabilityTheVolumeCannotServeIsAFailedPrecondition() {
+    static Stream<Arguments> capabilitiesAFilesystemVolumeCannotServe() {
+        return Stream.of(
+                Arguments.of("raw block", BLOCK),
+                Arguments.of("many nodes writing", mount(Mode.MULTI_NODE_MULTI_WRITER)),
+                Arguments.of(
+                        "another filesystem",
+                        WRITER.toBuilder()
+                                .setMount(WRITER.getMount().toBuilder().setFsType("xfs"))
+                                .build()));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("capabilitiesAFilesystemVolumeCannotServe")
+    void aCapabilityTheVolumeCannotServeIsAFailedPrecondition(String what, Csi.VolumeCapability capability) {
         assertCode(
-                () -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                        .setVolumeId("vol-1")
-                        .setStagingTargetPath(staging())
-                        .setVolumeCapability(BLOCK)
-                        .build()),
-                Status.Code.FAILED_PRECONDITION);
-        assertCode(
-                () -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                        .setVolumeId("vol-1")
-                        .setStagingTargetPath(staging())
-                        .setVolumeCapability(mount(Mode.MULTI_NODE_MULTI_WRITER))
-                        .build()),
-                Status.Code.FAILED_PRECONDITION);
-        assertCode(
-                () -> node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                        .setVolumeId("vol-1")
-                        .setStagingTargetPath(staging())
-                        .setVolumeCapability(WRITER.toBuilder()
-                                .setMount(WRITER.getMount().toBuilder().setFsType("xfs")))
-                        .build()),
+                () -> node.nodeStageVolume(
+                        stage(dir).setVolumeCapability(capability).build()),
                 Status.Code.FAILED_PRECONDITION);
     }
 
@@ -525,21 +560,7 @@ class NodeServiceTest {
     }
 
     @Test
-    void volumeHealthNeedsAKnownVolumeAndAbsolutePaths() {
-        assertCode(
-                () -> node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.getDefaultInstance()),
-                Status.Code.INVALID_ARGUMENT);
-        assertCode(
-                () -> node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder()
-                        .setVolumeId("vol-9")
-                        .build()),
-                Status.Code.NOT_FOUND);
-        assertCode(
-                () -> node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder()
-                        .setVolumeId("vol-1")
-                        .setVolumePublishPath("relative/target")
-                        .build()),
-                Status.Code.INVALID_ARGUMENT);
+    void aKnownVolumeAndTheStorageAreHealthy() {
         assertThat(node.nodeGetVolumeHealth(Csi.NodeGetVolumeHealthRequest.newBuilder()
                                 .setVolumeId("vol-1")
                                 .setStagingTargetPath(staging())

@@ -22,7 +22,10 @@ final class ScratchFilesystem implements AutoCloseable {
     private Path mountPoint;
     private String device;
 
-    /** Makes a filesystem of {@code sizeBytes} with {@code mkfs} (e.g. {@code mkfs.xfs -q -m reflink=1}) under {@code workDir}. */
+    /**
+     * Makes a filesystem of {@code sizeBytes} with {@code mkfs} (e.g. {@code mkfs.xfs -q -m reflink=1}) under {@code
+     * workDir}.
+     */
     static ScratchFilesystem create(Path workDir, long sizeBytes, String... mkfs) {
         ScratchFilesystem fs = new ScratchFilesystem();
         try {
@@ -69,7 +72,9 @@ final class ScratchFilesystem implements AutoCloseable {
         mount(workDir.resolve("mnt"), device);
     }
 
-    /** Mounts on {@code on} what {@code mount} names (its options, then the source), to be unmounted by {@link #close}. */
+    /**
+     * Mounts on {@code on} what {@code mount} names (its options, then the source), to be unmounted by {@link #close}.
+     */
     private void mount(Path on, String... mount) {
         try {
             Files.createDirectories(on);

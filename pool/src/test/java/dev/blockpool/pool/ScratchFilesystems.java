@@ -23,7 +23,10 @@ final class ScratchFilesystems implements BeforeEachCallback, AfterEachCallback 
         HostRequirements.assumeCommand("losetup");
     }
 
-    /** A filesystem of {@code sizeBytes} made by {@code mkfs} (skipped without it) under {@code workDir}; its mount point. */
+    /**
+     * A filesystem of {@code sizeBytes} made by {@code mkfs} (skipped without it) under {@code workDir}; its mount
+     * point.
+     */
     Path make(Path workDir, long sizeBytes, String... mkfs) {
         HostRequirements.assumeCommand(mkfs[0]);
         return keep(ScratchFilesystem.create(workDir, sizeBytes, mkfs));

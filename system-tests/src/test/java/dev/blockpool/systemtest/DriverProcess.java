@@ -3,13 +3,9 @@ package dev.blockpool.systemtest;
 import csi.v1.ControllerGrpc;
 import csi.v1.IdentityGrpc;
 import csi.v1.NodeGrpc;
+import dev.blockpool.csi.UnixSocketChannels;
 import io.grpc.ManagedChannel;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
-import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -59,7 +55,9 @@ final class DriverProcess implements AutoCloseable {
         this(dir, dir.resolve("pool"), "all", "system-test-node", "warn", extraArgs);
     }
 
-    /** A driver in {@code mode} ("controller", "node", "all") on the pool at {@code pool}, e.g. one node's mount of it. */
+    /**
+     * A driver in {@code mode} ("controller", "node", "all") on the pool at {@code pool}, e.g. one node's mount of it.
+     */
     DriverProcess(Path dir, Path pool, String mode, String nodeId, String logLevel, String... extraArgs) {
         this.dir = dir;
         this.socket = dir.resolve("csi.sock");
@@ -137,12 +135,8 @@ final class DriverProcess implements AutoCloseable {
             }
             Thread.sleep(20);
         }
-        clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
-        channel = NettyChannelBuilder.forAddress(new DomainSocketAddress(socket.toString()))
-                .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(clientLoop)
-                .usePlaintext()
-                .build();
+        clientLoop = UnixSocketChannels.clientLoop();
+        channel = UnixSocketChannels.channel(socket, clientLoop);
         return this;
     }
 

@@ -4,13 +4,9 @@ import static org.assertj.core.api.Assertions.fail;
 
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.NeedsRoot;
+import dev.blockpool.csi.UnixSocketChannels;
 import io.grpc.ManagedChannel;
-import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
-import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
-import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -71,13 +67,9 @@ class FuzzRealHostTest {
                 .workingDirectory(tree.cwd())
                 .start();
         tree.keepSocket();
-        clientLoop = new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+        clientLoop = UnixSocketChannels.clientLoop();
         // grpc-go, which kubelet and the sidecars use, takes up to 16 MiB of headers: a long message arrives as such.
-        channel = NettyChannelBuilder.forAddress(
-                        new DomainSocketAddress(tree.socket().toString()))
-                .channelType(EpollDomainSocketChannel.class)
-                .eventLoopGroup(clientLoop)
-                .usePlaintext()
+        channel = UnixSocketChannels.builder(tree.socket(), clientLoop)
                 .maxInboundMetadataSize(16 << 20)
                 .maxInboundMessageSize(64 << 20)
                 .build();

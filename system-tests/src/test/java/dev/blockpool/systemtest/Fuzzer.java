@@ -63,7 +63,9 @@ final class Fuzzer {
             "csi.v1.Controller/ControllerGetCapabilities",
             "csi.v1.Identity/Probe",
             "csi.v1.Identity/GetPluginInfo");
-    /** The methods behind each capability, as the CSI spec ties them; a method is fuzzed when the driver advertises it. */
+    /**
+     * The methods behind each capability, as the CSI spec ties them; a method is fuzzed when the driver advertises it.
+     */
     private static final Map<String, List<String>> CONTROLLER_METHODS = Map.ofEntries(
             Map.entry("CREATE_DELETE_VOLUME", List.of("CreateVolume", "DeleteVolume")),
             Map.entry("PUBLISH_UNPUBLISH_VOLUME", List.of("ControllerPublishVolume", "ControllerUnpublishVolume")),

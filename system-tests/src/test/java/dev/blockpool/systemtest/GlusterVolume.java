@@ -42,13 +42,13 @@ import java.util.stream.Stream;
  *
  * <p>GlusterFS's client-side caches are switched off ({@link #COHERENT}): with them, a record
  * another mount just replaced reads back old for about a second, which a shared pool cannot
- * have (docs/deploy.md).
+ * have (docs/pool.md).
  */
 final class GlusterVolume implements AutoCloseable {
 
     /** glusterd's management port: its brick processes find it only there. */
     static final int GLUSTERD_PORT = 24007;
-    /** The volume options docs/deploy.md asks of a pool's volume: no client cache serves old records. */
+    /** The volume options docs/pool.md asks of a pool's volume: no client cache serves old records. */
     static final List<String> COHERENT = List.of(
             "performance.quick-read",
             "performance.stat-prefetch",

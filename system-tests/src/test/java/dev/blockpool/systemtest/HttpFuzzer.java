@@ -139,8 +139,8 @@ final class HttpFuzzer {
                 kind = "lying body";
                 bytes = random.nextBoolean()
                         ? ascii("POST /metrics HTTP/1.1\r\nContent-Length: 1099511627776\r\n\r\nshort")
-                        : ascii(
-                                "POST /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\nx\r\n");
+                        : ascii("POST /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                + "fffffffffffffffff\r\nx\r\n");
             }
             case 5 -> {
                 kind = "pipeline";

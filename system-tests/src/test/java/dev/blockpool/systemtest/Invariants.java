@@ -172,7 +172,9 @@ final class Invariants {
                         "ListSnapshots shows " + id + ", which the caller does not believe exists")));
     }
 
-    /** The pool directory holds a committed record with an image of the right size for each believed ID, and no others. */
+    /**
+     * The pool directory holds a committed record with an image of the right size for each believed ID, and no others.
+     */
     private void poolFiles(String kind, Map<String, Long> believed, boolean afterSettleTime, List<Problem> problems) {
         HostInspector.PoolFiles files = host.poolFiles(kind);
         believed.forEach((id, size) -> {
@@ -212,12 +214,11 @@ final class Invariants {
                 continue;
             }
             if (afterSettleTime) {
-                problems.add(
-                        new Problem(
-                                "leftover:" + id,
-                                id,
-                                "the image " + kind + "/" + id
-                                        + ".img without metadata is still there after the start-up reconcile past the settle time"));
+                problems.add(new Problem(
+                        "leftover:" + id,
+                        id,
+                        "the image " + kind + "/" + id + ".img without metadata is still there after"
+                                + " the start-up reconcile past the settle time"));
             } else {
                 awaitingReconcile.add(id);
             }

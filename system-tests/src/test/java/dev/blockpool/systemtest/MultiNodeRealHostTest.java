@@ -56,7 +56,7 @@ import org.junit.jupiter.api.extension.TestWatcher;
  * Many nodes, one pool: a real GlusterFS volume on this host, mounted twice by FUSE as the pools
  * of two "nodes", with one controller (on the first mount) and a node plugin on each mount,
  * every one the packaged binary in its own process with its own socket. The flows are those of
- * docs/deploy.md's shared pool: a single-writer volume handed from node to node with its data,
+ * docs/pool.md's shared pool: a single-writer volume handed from node to node with its data,
  * a read-only volume on both at once, snapshots without reflinks, a node plugin killed and
  * restarted, and a node that never comes back. Each flow tears down what it made and checks
  * that no mount or loop device of its volume is left; the end checks the whole run.
@@ -331,7 +331,7 @@ class MultiNodeRealHostTest {
     /**
      * A node that dies for good: what it had mounted and attached dies with it (here the test
      * releases them, as the host's end would), and the operator's ControllerUnpublish of its
-     * attachment (docs/deploy.md) lets another node take the volume, with the data it had synced.
+     * attachment (docs/pool.md) lets another node take the volume, with the data it had synced.
      */
     @Test
     @Order(7)

@@ -153,7 +153,9 @@ final class OperationGenerator {
 
     // Controller side: what external-provisioner, -snapshotter, -attacher and -resizer send.
 
-    /** A new volume: empty, or restored from a snapshot ID, or cloned from a volume ID (the same kind, maybe larger). */
+    /**
+     * A new volume: empty, or restored from a snapshot ID, or cloned from a volume ID (the same kind, maybe larger).
+     */
     Operation createVolume(Optional<String> sourceId) {
         String name = model.newName("pvc");
         Optional<Snapshot> snapshot = sourceId.map(model.snapshots::get);

@@ -44,7 +44,9 @@ final class PersistentCaller implements AutoCloseable {
 
     private static final Duration GIVE_UP_AFTER = Duration.ofMinutes(2);
     private static final Duration TRANSIENT_BACKOFF = Duration.ofMillis(100);
-    /** Once the driver is killed and the client closed, every call still in flight fails at once; far longer is a hang. */
+    /**
+     * Once the driver is killed and the client closed, every call still in flight fails at once; far longer is a hang.
+     */
     private static final Duration UNANSWERED_AFTER_KILL = Duration.ofSeconds(10);
 
     /** A kill: when it fell relative to the call, and what the host showed right after it. */

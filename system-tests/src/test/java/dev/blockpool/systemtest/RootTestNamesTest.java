@@ -27,8 +27,9 @@ class RootTestNamesTest {
     /** The annotation on a top-level class: at the start of a line, as the formatter puts it. */
     private static final Pattern TAGGED = Pattern.compile("(?m)^@NeedsRoot\\b");
     /** The test helpers that need root, and the guard that skips a test without it. */
-    private static final Pattern USES_ROOT = Pattern.compile(
-            "\\b(assumeRootWithLoopDevices|SilentFuseMount|ScratchFilesystems?|RealHost|GlusterVolume|DriverProcess)\\b");
+    private static final Pattern USES_ROOT =
+            Pattern.compile("\\b(assumeRootWithLoopDevices|SilentFuseMount|ScratchFilesystems?|RealHost|GlusterVolume"
+                    + "|DriverProcess)\\b");
 
     @Test
     void aTestNeedsRootExactlyWhenItIsNamedAndTaggedSo() throws IOException {

@@ -336,7 +336,10 @@ final class Templates {
                 : List.copyOf(groups.entrySet()).get(random.nextInt(groups.size()));
     }
 
-    /** An offset into a snapshot, at its edges, inside a block or beyond it: the driver answers OUT_OF_RANGE for the last. */
+    /**
+     * An offset into a snapshot, at its edges, inside a block or beyond it: the driver answers OUT_OF_RANGE for the
+     * last.
+     */
     private long startingOffset() {
         return switch (random.nextInt(6)) {
             case 0 -> 0;

@@ -26,9 +26,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * The offline growth of ext4 on a real loop device, killed mid-way as a driver is killed with
- * its children: resize2fs is not crash-safe (cut short, it leaves a filesystem e2fsck -p will
- * not repair), so the next stage must repair it and grow it again, with the data intact. Works in its own temporary directory and detaches the device it attached.
+ * The offline growth of ext4 on a real loop device, killed mid-way as a driver is killed with its
+ * children: resize2fs is not crash-safe (cut short, it leaves a filesystem e2fsck -p will not
+ * repair), so the next stage must repair it and grow it again, with the data intact. Works in its
+ * own temporary directory and detaches the device it attached.
  */
 @NeedsRoot
 class Ext4OfflineGrowthRealHostTest {
