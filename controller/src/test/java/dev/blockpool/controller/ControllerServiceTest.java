@@ -316,9 +316,10 @@ class ControllerServiceTest {
             }
         });
 
+        // Told to retry, or answered the one volume: whether any call had to wait depends on timing.
         assertThat(codes)
                 .hasSize(24)
-                .containsOnly(Status.Code.OK, Status.Code.ABORTED)
+                .isSubsetOf(Status.Code.OK, Status.Code.ABORTED)
                 .contains(Status.Code.OK);
         assertThat(ids).containsOnly(Ids.volumeIdFor("pvc-race"));
         assertThat(poolFiles("volumes"))
