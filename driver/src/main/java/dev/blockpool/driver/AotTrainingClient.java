@@ -4,6 +4,7 @@ import csi.v1.ControllerGrpc;
 import csi.v1.Csi;
 import csi.v1.IdentityGrpc;
 import csi.v1.NodeGrpc;
+import dev.blockpool.driver.logging.LogConfigurator;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;

@@ -2,8 +2,8 @@ package dev.blockpool.driver;
 
 import dev.blockpool.common.Endpoint;
 import dev.blockpool.csi.PoolScope;
-import dev.blockpool.driver.LogConfigurator.LogFormat;
-import dev.blockpool.driver.LogConfigurator.LogLevel;
+import dev.blockpool.driver.logging.LogConfigurator.LogFormat;
+import dev.blockpool.driver.logging.LogConfigurator.LogLevel;
 import dev.blockpool.metrics.HttpAddress;
 import dev.blockpool.pool.CapacityPolicy;
 import java.io.IOException;

@@ -2,6 +2,7 @@ package dev.blockpool.driver;
 
 import dev.blockpool.common.StorageException;
 import dev.blockpool.csi.PoolScope;
+import dev.blockpool.driver.logging.LogConfigurator;
 import dev.blockpool.flexvolume.FlexVolume;
 import dev.blockpool.pool.Ids;
 import java.io.IOException;

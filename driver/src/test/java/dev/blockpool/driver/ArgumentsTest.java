@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.csi.PoolScope;
-import dev.blockpool.driver.LogConfigurator.LogFormat;
-import dev.blockpool.driver.LogConfigurator.LogLevel;
+import dev.blockpool.driver.logging.LogConfigurator.LogFormat;
+import dev.blockpool.driver.logging.LogConfigurator.LogLevel;
 import dev.blockpool.metrics.HttpAddress;
 import java.nio.file.Path;
 import java.util.Map;

@@ -4,8 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.blockpool.driver.LogConfigurator.LogFormat;
-import dev.blockpool.driver.LogConfigurator.LogLevel;
+import dev.blockpool.driver.logging.LogConfigurator;
+import dev.blockpool.driver.logging.LogConfigurator.LogFormat;
+import dev.blockpool.driver.logging.LogConfigurator.LogLevel;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;

@@ -1,4 +1,4 @@
-package dev.blockpool.driver;
+package dev.blockpool.driver.logging;
 
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.classic.spi.IThrowableProxy;

@@ -1,4 +1,4 @@
-package dev.blockpool.driver;
+package dev.blockpool.driver.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

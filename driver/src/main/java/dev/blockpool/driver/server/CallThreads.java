@@ -1,4 +1,4 @@
-package dev.blockpool.driver;
+package dev.blockpool.driver.server;
 
 import csi.v1.IdentityGrpc;
 import csi.v1.NodeGrpc;
@@ -29,7 +29,7 @@ import java.util.stream.Stream;
  * beyond the ceiling anyway (the next steps of calls under way, two transport threads racing for
  * the last one) waits for the next free thread rather than being lost.
  */
-final class CallThreads implements AutoCloseable {
+public final class CallThreads implements AutoCloseable {
 
     /**
      * Calls in general at once. The sidecars call with up to 100 workers between them, kubelet a
@@ -53,7 +53,7 @@ final class CallThreads implements AutoCloseable {
     private final Lane general;
     private final Lane releasing;
 
-    CallThreads() {
+    public CallThreads() {
         this(MOST, MOST_RELEASING, KEEP_ALIVE);
     }
 
@@ -73,7 +73,7 @@ final class CallThreads implements AutoCloseable {
      * whose path the kernel's caches do not resolve): refuses with {@link RejectedExecutionException}
      * when all are taken, for the call to be answered at once.
      */
-    Executor forRestOfInPlaceCall() {
+    public Executor forRestOfInPlaceCall() {
         return work -> {
             if (general.full()) {
                 throw new RejectedExecutionException("all %d threads for calls are busy".formatted(general.most));

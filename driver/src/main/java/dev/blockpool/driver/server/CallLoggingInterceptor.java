@@ -1,4 +1,4 @@
-package dev.blockpool.driver;
+package dev.blockpool.driver.server;
 
 import com.google.protobuf.Descriptors.Descriptor;
 import com.google.protobuf.Descriptors.FieldDescriptor;

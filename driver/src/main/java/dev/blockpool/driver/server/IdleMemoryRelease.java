@@ -1,4 +1,4 @@
-package dev.blockpool.driver;
+package dev.blockpool.driver.server;
 
 import io.grpc.Metadata;
 import io.grpc.ServerCall;
@@ -26,7 +26,7 @@ import org.slf4j.LoggerFactory;
  * without calls runs nothing on the virtual-thread scheduler, which then ends the carrier threads
  * that a burst's blocking file I/O added to it (it ends them only after 30 s without any task).
  */
-final class IdleMemoryRelease implements ServerInterceptor, AutoCloseable {
+public final class IdleMemoryRelease implements ServerInterceptor, AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(IdleMemoryRelease.class);
     static final Duration QUIET = Duration.ofSeconds(10);
@@ -52,7 +52,7 @@ final class IdleMemoryRelease implements ServerInterceptor, AutoCloseable {
     }
 
     /** Watches this JVM's heap from a virtual thread until {@link #close}. */
-    static IdleMemoryRelease start() {
+    public static IdleMemoryRelease start() {
         Runtime runtime = Runtime.getRuntime();
         return new IdleMemoryRelease(System::nanoTime, runtime::totalMemory, System::gc, true);
     }
@@ -136,7 +136,7 @@ final class IdleMemoryRelease implements ServerInterceptor, AutoCloseable {
     }
 
     /** Whether the watcher has ended (or never ran). */
-    boolean ended() {
+    public boolean ended() {
         return watcher == null || !watcher.isAlive();
     }
 }

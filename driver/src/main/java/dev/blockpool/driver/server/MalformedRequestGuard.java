@@ -1,4 +1,4 @@
-package dev.blockpool.driver;
+package dev.blockpool.driver.server;
 
 import io.grpc.ForwardingServerCallListener;
 import io.grpc.Metadata;

@@ -1,4 +1,4 @@
-package dev.blockpool.driver;
+package dev.blockpool.driver.logging;
 
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;

@@ -1,4 +1,4 @@
-package dev.blockpool.driver;
+package dev.blockpool.driver.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -10,8 +10,9 @@ import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.CreateVolumeResponse;
 import dev.blockpool.common.Endpoint;
 import dev.blockpool.csi.UnixSocketChannels;
-import dev.blockpool.driver.LogConfigurator.LogFormat;
-import dev.blockpool.driver.LogConfigurator.LogLevel;
+import dev.blockpool.driver.logging.CapturedLog;
+import dev.blockpool.driver.logging.LogConfigurator.LogFormat;
+import dev.blockpool.driver.logging.LogConfigurator.LogLevel;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;

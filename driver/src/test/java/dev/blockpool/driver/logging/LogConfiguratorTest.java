@@ -1,11 +1,11 @@
-package dev.blockpool.driver;
+package dev.blockpool.driver.logging;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.blockpool.driver.LogConfigurator.LogFormat;
-import dev.blockpool.driver.LogConfigurator.LogLevel;
+import dev.blockpool.driver.logging.LogConfigurator.LogFormat;
+import dev.blockpool.driver.logging.LogConfigurator.LogLevel;
 import java.time.OffsetDateTime;
 import java.util.Arrays;
 import java.util.logging.Level;
@@ -21,7 +21,8 @@ class LogConfiguratorTest {
     @Test
     void textLineKeepsTheShapeOfBefore() {
         try (CapturedLog log = new CapturedLog(LogFormat.TEXT, LogLevel.INFO)) {
-            LoggerFactory.getLogger(UnixSocketServer.class).info("listening on {}", "unix:///csi/csi.sock");
+            LoggerFactory.getLogger("dev.blockpool.driver.server.UnixSocketServer")
+                    .info("listening on {}", "unix:///csi/csi.sock");
             assertThat(log.lines())
                     .singleElement()
                     .asString()

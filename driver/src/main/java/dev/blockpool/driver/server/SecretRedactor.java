@@ -1,4 +1,4 @@
-package dev.blockpool.driver;
+package dev.blockpool.driver.server;
 
 import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.MapEntry;
@@ -12,13 +12,13 @@ import java.util.List;
  * {@code csi_secret} masked. The marking is read from the descriptor, so a secret field added in
  * a later spec version is masked without a change here.
  */
-public final class SecretRedactor {
+final class SecretRedactor {
 
     static final String MASK = "***stripped***";
 
     private SecretRedactor() {}
 
-    public static Message redact(Message message) {
+    static Message redact(Message message) {
         Message.Builder builder = message.toBuilder();
         for (FieldDescriptor field : message.getDescriptorForType().getFields()) {
             if (isSecret(field)) {

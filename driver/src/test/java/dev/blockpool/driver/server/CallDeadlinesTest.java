@@ -1,4 +1,4 @@
-package dev.blockpool.driver;
+package dev.blockpool.driver.server;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -14,7 +14,12 @@ import csi.v1.NodeGrpc;
 import dev.blockpool.common.Endpoint;
 import dev.blockpool.csi.StatusInterceptor;
 import dev.blockpool.csi.UnixSocketChannels;
+import io.grpc.ForwardingServerCallListener;
 import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerInterceptor;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
@@ -24,6 +29,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -74,6 +80,37 @@ class CallDeadlinesTest {
     }
 
     private final WaitingNode node = new WaitingNode();
+    /**
+     * NodeStageVolume calls whose last step, their completion, has begun: a call's completion runs
+     * on its thread too, after the client has its answer, so until then a freed thread is taken again.
+     */
+    private final AtomicInteger stagesCompleting = new AtomicInteger();
+
+    private final ServerInterceptor countStagesCompleting = new ServerInterceptor() {
+        @Override
+        public <Q, R> ServerCall.Listener<Q> interceptCall(
+                ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
+            boolean stage = call.getMethodDescriptor().getFullMethodName().equals(STAGE);
+            return new ForwardingServerCallListener.SimpleForwardingServerCallListener<>(
+                    next.startCall(call, headers)) {
+                @Override
+                public void onComplete() {
+                    if (stage) {
+                        stagesCompleting.incrementAndGet();
+                    }
+                    super.onComplete();
+                }
+
+                @Override
+                public void onCancel() {
+                    if (stage) {
+                        stagesCompleting.incrementAndGet();
+                    }
+                    super.onCancel();
+                }
+            };
+        }
+    };
     private final EventLoopGroup clientLoop = UnixSocketChannels.clientLoop();
     private UnixSocketServer server;
     private ManagedChannel channel;
@@ -90,7 +127,7 @@ class CallDeadlinesTest {
                 List.of(node.bindService(), new ReadyIdentity().bindService()),
                 List.of(),
                 List.of(new StatusInterceptor(), deadlines, new CallLoggingInterceptor()),
-                List.of(),
+                List.of(countStagesCompleting),
                 threads);
         channel = UnixSocketChannels.channel(socket, clientLoop);
         probe(); // connected before the calls with deadlines, which a first connection would eat into
@@ -201,7 +238,8 @@ class CallDeadlinesTest {
         probe();
 
         node.poolAnswers.countDown();
-        awaitTrue("the threads are free again", () -> threads.forCall(STAGE) != null);
+        // The two that held the threads and the one refused: no step of theirs is left to take a thread.
+        awaitTrue("the threads are free again", () -> stagesCompleting.get() == 3 && threads.forCall(STAGE) != null);
         stage();
     }
 

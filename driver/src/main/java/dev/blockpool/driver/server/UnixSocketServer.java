@@ -1,4 +1,4 @@
-package dev.blockpool.driver;
+package dev.blockpool.driver.server;
 
 import dev.blockpool.common.Endpoint;
 import dev.blockpool.common.Libc;
@@ -130,7 +130,7 @@ public final class UnixSocketServer {
      * {@link #start(Endpoint, List, List, List, List)}, the calls running on {@code threads}, which it closes at its
      * stop.
      */
-    static UnixSocketServer start(
+    public static UnixSocketServer start(
             Endpoint endpoint,
             List<ServerServiceDefinition> services,
             List<ServerServiceDefinition> standIns,

@@ -1,4 +1,4 @@
-package dev.blockpool.driver;
+package dev.blockpool.driver.server;
 
 import csi.v1.ControllerGrpc;
 import csi.v1.GroupControllerGrpc;

@@ -1,4 +1,4 @@
-package dev.blockpool.driver;
+package dev.blockpool.driver.server;
 
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.csi.StatusInterceptor;
@@ -43,7 +43,7 @@ import org.slf4j.LoggerFactory;
  * (its reader stopped taking messages, or its pool stopped answering), so that one that makes
  * progress goes on and one that does not lets go of what it holds.
  */
-final class CallDeadlines implements ServerInterceptor {
+public final class CallDeadlines implements ServerInterceptor {
 
     private static final Logger log = LoggerFactory.getLogger(CallDeadlines.class);
 
@@ -78,7 +78,7 @@ final class CallDeadlines implements ServerInterceptor {
     /** How long a call may run before it counts as stuck, when its deadline is later or it has none. */
     private final Duration withoutDeadline;
 
-    CallDeadlines() {
+    public CallDeadlines() {
         this(MOST_STUCK, CallThreads.MOST, WITHOUT_DEADLINE);
     }
 
