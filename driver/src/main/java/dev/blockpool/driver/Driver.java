@@ -253,7 +253,7 @@ public final class Driver {
                     config.endpoint(),
                     services,
                     openAtStart.isPresent() ? List.of() : opening.standIns(poolServiceDescriptors()),
-                    List.of(new StatusInterceptor(), new CallDeadlines(), new CallLoggingInterceptor(), memory),
+                    List.of(new StatusInterceptor(), new CallDeadlines(threads), new CallLoggingInterceptor(), memory),
                     metrics.map(m -> List.of(m.calls())).orElse(List.of()),
                     threads);
         } catch (IOException | RuntimeException e) {

@@ -66,8 +66,8 @@ public final class CallDeadlines implements ServerInterceptor {
     private static final Duration SWEEPER_KEEP_ALIVE = Duration.ofSeconds(10);
 
     private final int mostStuck;
-    /** How many calls the driver's threads take at once, for the refusal that says they are all taken. */
-    private final int mostThreads;
+    /** The threads calls run on: how many a refusal says are taken. */
+    private final CallThreads threads;
 
     private final AtomicInteger stuck = new AtomicInteger();
     /** The calls under way, each until it is answered. */
@@ -78,13 +78,14 @@ public final class CallDeadlines implements ServerInterceptor {
     /** How long a call may run before it counts as stuck, when its deadline is later or it has none. */
     private final Duration withoutDeadline;
 
-    public CallDeadlines() {
-        this(MOST_STUCK, CallThreads.MOST, WITHOUT_DEADLINE);
+    /** Over the calls that run on {@code threads}. */
+    public CallDeadlines(CallThreads threads) {
+        this(MOST_STUCK, threads, WITHOUT_DEADLINE);
     }
 
-    CallDeadlines(int mostStuck, int mostThreads, Duration withoutDeadline) {
+    CallDeadlines(int mostStuck, CallThreads threads, Duration withoutDeadline) {
         this.mostStuck = mostStuck;
-        this.mostThreads = mostThreads;
+        this.threads = threads;
         this.withoutDeadline = withoutDeadline;
     }
 
@@ -102,7 +103,7 @@ public final class CallDeadlines implements ServerInterceptor {
                     call,
                     "refused: all %d threads for calls are busy, most likely with calls waiting on a pool whose "
                             + "filesystem does not answer; retry later",
-                    mostThreads);
+                    threads.mostFor(method));
         }
         if (CallPlacement.IN_PLACE.contains(method)) {
             return next.startCall(call, headers);

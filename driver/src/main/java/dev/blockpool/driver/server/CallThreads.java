@@ -82,9 +82,9 @@ public final class CallThreads implements AutoCloseable {
         };
     }
 
-    /** The most calls in general at once, for messages. */
-    int most() {
-        return general.most;
+    /** The most calls of {@code method}'s kind at once, for messages. */
+    int mostFor(String method) {
+        return (RELEASING.contains(method) ? releasing : general).most;
     }
 
     /** Threads there are now, busy or idle. */

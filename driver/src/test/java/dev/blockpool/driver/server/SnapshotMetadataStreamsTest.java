@@ -111,7 +111,7 @@ class SnapshotMetadataStreamsTest {
     @Test
     @Timeout(120)
     void streamsCutAtTheirDeadlineLetGoOfTheirImages() throws Exception {
-        serve(new CallDeadlines());
+        serve(new CallDeadlines(new CallThreads()));
         long before = openInPool();
         List<CompletableFuture<Status>> streams = new ArrayList<>();
         for (int i = 0; i < 100; i++) {
@@ -156,7 +156,7 @@ class SnapshotMetadataStreamsTest {
     @Timeout(60)
     void aStreamWithoutADeadlineGoesOnWhileItMakesProgress() throws Exception {
         // Calls without a deadline of their own are answered within 3 s here, in place of 2 min.
-        serve(new CallDeadlines(CallDeadlines.MOST_STUCK, CallThreads.MOST, Duration.ofSeconds(4)));
+        serve(new CallDeadlines(CallDeadlines.MOST_STUCK, new CallThreads(), Duration.ofSeconds(4)));
         Iterator<GetMetadataAllocatedResponse> stream = SnapshotMetadataGrpc.newBlockingStub(channel)
                 .getMetadataAllocated(GetMetadataAllocatedRequest.newBuilder()
                         .setSnapshotId(base)
@@ -174,7 +174,7 @@ class SnapshotMetadataStreamsTest {
     @Test
     @Timeout(60)
     void aStreamWithoutADeadlineWhoseReaderStopsIsAnsweredAndLetsGo() throws Exception {
-        serve(new CallDeadlines(CallDeadlines.MOST_STUCK, CallThreads.MOST, Duration.ofMillis(200)));
+        serve(new CallDeadlines(CallDeadlines.MOST_STUCK, new CallThreads(), Duration.ofMillis(200)));
         long before = openInPool();
         CompletableFuture<Status> stalled = readOneMessage(
                 GetMetadataAllocatedRequest.newBuilder()
