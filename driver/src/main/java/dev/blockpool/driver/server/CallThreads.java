@@ -87,11 +87,6 @@ public final class CallThreads implements AutoCloseable {
         return (RELEASING.contains(method) ? releasing : general).most;
     }
 
-    /** Threads there are now, busy or idle. */
-    int threadCount() {
-        return general.executor.getPoolSize() + releasing.executor.getPoolSize();
-    }
-
     @Override
     public void close() {
         general.executor.shutdownNow();
