@@ -1,0 +1,38 @@
+package dev.blockpool.controller;
+
+import csi.v1.Csi.ControllerModifyVolumeRequest;
+import dev.blockpool.pool.ContentSource;
+import dev.blockpool.pool.transfer.RemoteImage;
+import java.util.Optional;
+
+/**
+ * The other nodes' pools, as a controller on a node-local pool reaches them: through the peer
+ * channel, where the driver serves one ({@link #NONE} where it does not, or on a shared pool).
+ */
+public interface OtherNodes {
+
+    /**
+     * The source's image, opened for the transfer {@code transferId} on the other node whose pool
+     * holds it; empty when no other node's does.
+     */
+    Optional<RemoteImage> open(ContentSource source, String transferId);
+
+    /**
+     * Hands ControllerModifyVolume to the other node whose pool holds the volume, which applies it
+     * as its own; false when no other node's pool holds it.
+     */
+    boolean modifyVolume(ControllerModifyVolumeRequest request);
+
+    /** Reaches no other node. */
+    OtherNodes NONE = new OtherNodes() {
+        @Override
+        public Optional<RemoteImage> open(ContentSource source, String transferId) {
+            return Optional.empty();
+        }
+
+        @Override
+        public boolean modifyVolume(ControllerModifyVolumeRequest request) {
+            return false;
+        }
+    };
+}
