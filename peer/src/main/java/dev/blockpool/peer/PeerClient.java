@@ -192,7 +192,8 @@ public final class PeerClient implements OtherNodes, AutoCloseable {
 
     private record Answer(PeerAddress peer, boolean found, Throwable failure) {}
 
-    private PeerGrpc.PeerBlockingStub stub(PeerAddress peer) {
+    /** A stub on the channel to {@code peer}, which the client keeps until its close. */
+    PeerGrpc.PeerBlockingStub stub(PeerAddress peer) {
         return PeerGrpc.newBlockingStub(channel(peer));
     }
 
