@@ -15,9 +15,9 @@ import io.grpc.netty.shaded.io.netty.handler.ssl.SslContext;
 import io.grpc.netty.shaded.io.netty.handler.ssl.SslProvider;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Who may talk to a peer server, and whom a client takes for the node it meant to reach. */
@@ -26,25 +26,18 @@ class PeerAuthenticationTest {
     private static final ContentSource SNAPSHOT = ContentSource.snapshot("secret-snapshot-name");
 
     @TempDir
-    Path caDir;
-
-    @TempDir
     Path otherCaDir;
 
-    private TestPeers peers;
+    @RegisterExtension
+    final TestPeers peers = new TestPeers();
+
     private FakeExports exports;
     private PeerServer server;
 
     @BeforeEach
     void serve() throws Exception {
-        peers = new TestPeers(caDir);
         exports = new FakeExports().holding(SNAPSHOT, new byte[] {1, 2, 3});
         server = peers.server("node-b", exports);
-    }
-
-    @AfterEach
-    void closeAll() {
-        peers.close();
     }
 
     @Test

@@ -8,35 +8,20 @@ import dev.blockpool.common.StorageException;
 import dev.blockpool.csi.CsiException;
 import dev.blockpool.pool.ContentSource;
 import io.grpc.Status;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** ControllerModifyVolume handed to the node whose pool holds the volume, and only once. */
 class PeerModifyVolumeTest {
 
     private static final ContentSource VOLUME = ContentSource.volume("vol-1");
 
-    @TempDir
-    Path caDir;
-
-    private TestPeers peers;
-
-    @BeforeEach
-    void makeCa() throws Exception {
-        peers = new TestPeers(caDir);
-    }
-
-    @AfterEach
-    void closeAll() {
-        peers.close();
-    }
+    @RegisterExtension
+    final TestPeers peers = new TestPeers();
 
     @Test
     void aForwardedRequestReachesTheHoldersHookOnceAndGoesNoFurther() throws Exception {

@@ -5,15 +5,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.StorageException;
 import dev.blockpool.pool.ContentSource;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A CA rotated on disk, step by step as docs/peers.md tells it, while a server keeps running:
@@ -23,20 +20,8 @@ class PeerRotationTest {
 
     private static final ContentSource SNAPSHOT = ContentSource.snapshot("snap-1");
 
-    @TempDir
-    Path caDir;
-
-    private TestPeers peers;
-
-    @BeforeEach
-    void makeCa() throws Exception {
-        peers = new TestPeers(caDir);
-    }
-
-    @AfterEach
-    void closeAll() {
-        peers.close();
-    }
+    @RegisterExtension
+    final TestPeers peers = new TestPeers();
 
     @Test
     void aRotatedCaIsPickedUpByARunningServerAndItsClients() throws Exception {
@@ -51,18 +36,18 @@ class PeerRotationTest {
         assertReaches(nodeA, server);
 
         // 1. a new CA joins the bundle; both nodes trust it, and sign with the old one still
-        ClusterCa.rotate(caDir, Instant.now());
+        ClusterCa.rotate(peers.caDir, Instant.now());
         assertThat(nodeA.refresh()).isTrue();
         assertThat(nodeB.refresh()).isTrue();
         assertReaches(nodeA, server);
 
         // 2. node A signs with the new key; node B, not yet refreshed, trusts it already
-        ClusterCa.switchKey(caDir);
+        ClusterCa.switchKey(peers.caDir);
         assertThat(nodeA.refresh()).isTrue();
         assertReaches(nodeA, server);
 
         // 3. the old CA leaves the bundle: node A no longer takes node B's old certificate ...
-        ClusterCa.retireOld(caDir);
+        ClusterCa.retireOld(peers.caDir);
         assertThat(nodeA.refresh()).isTrue();
         assertThatThrownBy(() -> reach(nodeA, server))
                 .isInstanceOfSatisfying(
@@ -77,7 +62,7 @@ class PeerRotationTest {
     void aCertificateIsRenewedAtHalfItsLifeAndNotBefore() throws Exception {
         AtomicReference<Instant> now = new AtomicReference<>(Instant.parse("2026-01-01T00:00:00Z"));
         InstantSource clock = now::get;
-        NodeCertificates node = peers.keep(NodeCertificates.issue(caDir, "node-a", clock));
+        NodeCertificates node = peers.keep(NodeCertificates.issue(peers.caDir, "node-a", clock));
 
         now.set(now.get().plus(NodeCertificates.LIFETIME.dividedBy(2)).minus(Duration.ofSeconds(1)));
         assertThat(node.refresh()).isFalse();
@@ -94,14 +79,14 @@ class PeerRotationTest {
     @Test
     void aKeyWhoseCertificateIsNotInTheBundleIsRefusedAndTheCurrentCertificateKept() throws Exception {
         NodeCertificates node = peers.certificates("node-a");
-        ClusterCa.rotate(caDir, Instant.now());
+        ClusterCa.rotate(peers.caDir, Instant.now());
         // the new key moved in by hand without its certificate in the bundle: an operator's slip
         java.nio.file.Files.move(
-                caDir.resolve(ClusterCa.NEXT_KEY),
-                caDir.resolve(ClusterCa.KEY),
+                peers.caDir.resolve(ClusterCa.NEXT_KEY),
+                peers.caDir.resolve(ClusterCa.KEY),
                 java.nio.file.StandardCopyOption.REPLACE_EXISTING);
         java.nio.file.Files.writeString(
-                caDir.resolve(ClusterCa.BUNDLE),
+                peers.caDir.resolve(ClusterCa.BUNDLE),
                 Pem.text(java.util.List.of(node.keyManager()
                         .getCertificateChain(node.keyManager().chooseEngineServerAlias("EC", null, null))[1])));
 

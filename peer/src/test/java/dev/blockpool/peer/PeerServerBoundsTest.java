@@ -13,7 +13,6 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.io.InputStream;
 import java.net.Socket;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -23,10 +22,9 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** What a client can make a peer server hold, and how fast it serves. */
 class PeerServerBoundsTest {
@@ -34,21 +32,14 @@ class PeerServerBoundsTest {
     private static final ContentSource SNAPSHOT = ContentSource.snapshot("snap-1");
     private static final PeerServer.Bounds BOUNDS = PeerServer.Bounds.DEFAULT;
 
-    @TempDir
-    Path caDir;
+    @RegisterExtension
+    final TestPeers peers = new TestPeers();
 
-    private TestPeers peers;
     private NodeCertificates nodeA;
 
     @BeforeEach
-    void makeCa() throws Exception {
-        peers = new TestPeers(caDir);
+    void makeNodeA() throws Exception {
         nodeA = peers.certificates("node-a");
-    }
-
-    @AfterEach
-    void closeAll() {
-        peers.close();
     }
 
     @Test
@@ -221,6 +212,19 @@ class PeerServerBoundsTest {
     }
 
     private static PeerServer.Bounds withConnections(int connections) {
+        return bounds(connections, BOUNDS.threads(), BOUNDS.callDeadline());
+    }
+
+    private static PeerServer.Bounds withThreads(int threads) {
+        return bounds(BOUNDS.connections(), threads, BOUNDS.callDeadline());
+    }
+
+    private static PeerServer.Bounds withCallDeadline(Duration deadline) {
+        return bounds(BOUNDS.connections(), BOUNDS.threads(), deadline);
+    }
+
+    /** The default bounds, but for those the tests here change. */
+    private static PeerServer.Bounds bounds(int connections, int threads, Duration callDeadline) {
         return new PeerServer.Bounds(
                 connections,
                 BOUNDS.handshake(),
@@ -228,32 +232,8 @@ class PeerServerBoundsTest {
                 BOUNDS.callsPerConnection(),
                 BOUNDS.connectionIdle(),
                 BOUNDS.connectionAge(),
-                BOUNDS.callDeadline(),
-                BOUNDS.threads());
-    }
-
-    private static PeerServer.Bounds withThreads(int threads) {
-        return new PeerServer.Bounds(
-                BOUNDS.connections(),
-                BOUNDS.handshake(),
-                BOUNDS.requestBytes(),
-                BOUNDS.callsPerConnection(),
-                BOUNDS.connectionIdle(),
-                BOUNDS.connectionAge(),
-                BOUNDS.callDeadline(),
+                callDeadline,
                 threads);
-    }
-
-    private static PeerServer.Bounds withCallDeadline(Duration deadline) {
-        return new PeerServer.Bounds(
-                BOUNDS.connections(),
-                BOUNDS.handshake(),
-                BOUNDS.requestBytes(),
-                BOUNDS.callsPerConnection(),
-                BOUNDS.connectionIdle(),
-                BOUNDS.connectionAge(),
-                deadline,
-                BOUNDS.threads());
     }
 
     private static long seconds(int n) {

@@ -10,35 +10,20 @@ import dev.blockpool.pool.transfer.Chunk;
 import dev.blockpool.pool.transfer.ImageReader;
 import dev.blockpool.pool.transfer.RemoteImage;
 import java.net.ServerSocket;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
 import java.util.Random;
 import java.util.zip.CRC32C;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Images read from another node's pool over real TLS on loopback sockets. */
 class PeerTransferTest {
 
     private static final ContentSource SNAPSHOT = ContentSource.snapshot("snap-1");
 
-    @TempDir
-    Path caDir;
-
-    private TestPeers peers;
-
-    @BeforeEach
-    void makeCa() throws Exception {
-        peers = new TestPeers(caDir);
-    }
-
-    @AfterEach
-    void closeAll() throws Exception {
-        peers.close();
-    }
+    @RegisterExtension
+    final TestPeers peers = new TestPeers();
 
     @Test
     void aPeerReadsAnImageByteForByte() throws Exception {

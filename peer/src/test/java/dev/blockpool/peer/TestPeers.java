@@ -2,24 +2,41 @@ package dev.blockpool.peer;
 
 import dev.blockpool.metrics.HttpAddress;
 import dev.blockpool.pool.transfer.ImageExports;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.BeforeEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * Peer servers and clients on this machine's loopback, each with a certificate of a CA made in a
- * test's directory; everything made is closed by {@link #close}.
+ * Peer servers and clients on this machine's loopback, each with a certificate of a CA made for
+ * each test in a directory of its own; everything made is closed after the test, the directory
+ * removed. A test registers it as an extension.
  */
-final class TestPeers implements AutoCloseable {
+final class TestPeers implements BeforeEachCallback, AfterEachCallback {
 
     private final List<AutoCloseable> made = new ArrayList<>();
-    final Path caDir;
+    Path caDir;
 
-    /** A new CA in {@code caDir}. */
-    TestPeers(Path caDir) throws Exception {
-        this.caDir = caDir;
+    @Override
+    public void beforeEach(ExtensionContext context) throws Exception {
+        caDir = Files.createTempDirectory("peer-ca");
         ClusterCa.create(caDir, Instant.now());
+    }
+
+    @Override
+    public void afterEach(ExtensionContext context) throws Exception {
+        close();
+        try (Stream<Path> files = Files.walk(caDir)) {
+            for (Path file : files.sorted(Comparator.reverseOrder()).toList()) {
+                Files.delete(file);
+            }
+        }
     }
 
     NodeCertificates certificates(String node) throws Exception {
@@ -63,8 +80,7 @@ final class TestPeers implements AutoCloseable {
         return closeable;
     }
 
-    @Override
-    public void close() {
+    void close() {
         for (AutoCloseable closeable : made.reversed()) {
             try {
                 closeable.close();
@@ -72,5 +88,6 @@ final class TestPeers implements AutoCloseable {
                 throw new IllegalStateException("closing " + closeable + " failed", e);
             }
         }
+        made.clear();
     }
 }
