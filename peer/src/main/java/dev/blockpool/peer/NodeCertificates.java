@@ -174,46 +174,49 @@ public final class NodeCertificates implements AutoCloseable {
         @Override
         public void checkClientTrusted(X509Certificate[] certificates, String authType, SSLEngine engine)
                 throws CertificateException {
-            chain.checkClientTrusted(certificates, authType, engine);
-            namesNode(certificates);
+            check(() -> chain.checkClientTrusted(certificates, authType, engine), certificates);
         }
 
         @Override
         public void checkServerTrusted(X509Certificate[] certificates, String authType, SSLEngine engine)
                 throws CertificateException {
-            chain.checkServerTrusted(certificates, authType, engine);
-            namesNode(certificates);
+            check(() -> chain.checkServerTrusted(certificates, authType, engine), certificates);
         }
 
         @Override
         public void checkClientTrusted(X509Certificate[] certificates, String authType, Socket socket)
                 throws CertificateException {
-            chain.checkClientTrusted(certificates, authType, socket);
-            namesNode(certificates);
+            check(() -> chain.checkClientTrusted(certificates, authType, socket), certificates);
         }
 
         @Override
         public void checkServerTrusted(X509Certificate[] certificates, String authType, Socket socket)
                 throws CertificateException {
-            chain.checkServerTrusted(certificates, authType, socket);
-            namesNode(certificates);
+            check(() -> chain.checkServerTrusted(certificates, authType, socket), certificates);
         }
 
         @Override
         public void checkClientTrusted(X509Certificate[] certificates, String authType) throws CertificateException {
-            chain.checkClientTrusted(certificates, authType);
-            namesNode(certificates);
+            check(() -> chain.checkClientTrusted(certificates, authType), certificates);
         }
 
         @Override
         public void checkServerTrusted(X509Certificate[] certificates, String authType) throws CertificateException {
-            chain.checkServerTrusted(certificates, authType);
-            namesNode(certificates);
+            check(() -> chain.checkServerTrusted(certificates, authType), certificates);
         }
 
         @Override
         public X509Certificate[] getAcceptedIssuers() {
             return chain.getAcceptedIssuers();
+        }
+
+        private interface ChainCheck {
+            void run() throws CertificateException;
+        }
+
+        private void check(ChainCheck chainCheck, X509Certificate[] certificates) throws CertificateException {
+            chainCheck.run();
+            namesNode(certificates);
         }
 
         private void namesNode(X509Certificate[] certificates) throws CertificateException {
