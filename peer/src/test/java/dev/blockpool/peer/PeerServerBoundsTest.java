@@ -99,6 +99,24 @@ class PeerServerBoundsTest {
     }
 
     @Test
+    void aConnectionThatDoesNotFinishItsHandshakeInTimeIsClosed() throws Exception {
+        PeerServer server = peers.server(
+                peers.certificates("node-b"),
+                new FakeExports(),
+                VolumeModifier.NONE,
+                withHandshake(Duration.ofMillis(100)),
+                BandwidthLimit.unlimited());
+
+        try (Socket silent = new Socket("127.0.0.1", server.port())) {
+            silent.setSoTimeout(10_000); // far beyond the handshake's bound
+            try (InputStream in = silent.getInputStream()) {
+                assertThat(in.read()).isEqualTo(-1);
+            }
+        }
+        awaitTrue(() -> server.connections() == 0);
+    }
+
+    @Test
     void anOversizedRequestIsRefusedAndTheNextCallServed() throws Exception {
         PeerServer server = peers.server(
                 peers.certificates("node-b"),
@@ -212,22 +230,26 @@ class PeerServerBoundsTest {
     }
 
     private static PeerServer.Bounds withConnections(int connections) {
-        return bounds(connections, BOUNDS.threads(), BOUNDS.callDeadline());
+        return bounds(connections, BOUNDS.handshake(), BOUNDS.threads(), BOUNDS.callDeadline());
+    }
+
+    private static PeerServer.Bounds withHandshake(Duration handshake) {
+        return bounds(BOUNDS.connections(), handshake, BOUNDS.threads(), BOUNDS.callDeadline());
     }
 
     private static PeerServer.Bounds withThreads(int threads) {
-        return bounds(BOUNDS.connections(), threads, BOUNDS.callDeadline());
+        return bounds(BOUNDS.connections(), BOUNDS.handshake(), threads, BOUNDS.callDeadline());
     }
 
     private static PeerServer.Bounds withCallDeadline(Duration deadline) {
-        return bounds(BOUNDS.connections(), BOUNDS.threads(), deadline);
+        return bounds(BOUNDS.connections(), BOUNDS.handshake(), BOUNDS.threads(), deadline);
     }
 
     /** The default bounds, but for those the tests here change. */
-    private static PeerServer.Bounds bounds(int connections, int threads, Duration callDeadline) {
+    private static PeerServer.Bounds bounds(int connections, Duration handshake, int threads, Duration callDeadline) {
         return new PeerServer.Bounds(
                 connections,
-                BOUNDS.handshake(),
+                handshake,
                 BOUNDS.requestBytes(),
                 BOUNDS.callsPerConnection(),
                 BOUNDS.connectionIdle(),
