@@ -2,12 +2,14 @@ package dev.blockpool.peer;
 
 import java.math.BigInteger;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.KeyPair;
 import java.security.KeyPairGenerator;
 import java.security.PrivateKey;
 import java.security.PublicKey;
 import java.security.SecureRandom;
+import java.security.Signature;
 import java.security.cert.CertificateParsingException;
 import java.security.cert.X509Certificate;
 import java.security.spec.ECGenParameterSpec;
@@ -135,12 +137,12 @@ final class Certificates {
     /** Whether {@code key} is the private half of {@code certificate}'s key: the CA certificate a key signs as. */
     static boolean matches(X509Certificate certificate, PrivateKey key) {
         try {
-            byte[] probe = "blockpool".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-            var signer = java.security.Signature.getInstance(SIGNATURE);
+            byte[] probe = "blockpool".getBytes(StandardCharsets.US_ASCII);
+            var signer = Signature.getInstance(SIGNATURE);
             signer.initSign(key);
             signer.update(probe);
             byte[] signature = signer.sign();
-            var verifier = java.security.Signature.getInstance(SIGNATURE);
+            var verifier = Signature.getInstance(SIGNATURE);
             verifier.initVerify(certificate.getPublicKey());
             verifier.update(probe);
             return verifier.verify(signature);
@@ -152,7 +154,7 @@ final class Certificates {
     /** Node IDs are Kubernetes node names in practice; anything else is percent-encoded in the URI. */
     private static String encodePath(String nodeId) {
         StringBuilder encoded = new StringBuilder();
-        for (byte b : nodeId.getBytes(java.nio.charset.StandardCharsets.UTF_8)) {
+        for (byte b : nodeId.getBytes(StandardCharsets.UTF_8)) {
             char c = (char) (b & 0xff);
             if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || "-._~".indexOf(c) >= 0) {
                 encoded.append(c);

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonToken;
 import dev.blockpool.common.StorageException;
+import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URI;
@@ -233,7 +234,7 @@ final class KubernetesNodes implements PeerDirectory {
     }
 
     /** Fails a read past {@code most} bytes: the API server's answer is not trusted to be small. */
-    private static final class BoundedInputStream extends java.io.FilterInputStream {
+    private static final class BoundedInputStream extends FilterInputStream {
         private long left;
 
         BoundedInputStream(InputStream in, long most) {

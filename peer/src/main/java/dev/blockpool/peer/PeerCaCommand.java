@@ -2,6 +2,7 @@ package dev.blockpool.peer;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.file.FileSystemException;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.time.Instant;
@@ -98,7 +99,7 @@ public final class PeerCaCommand {
 
     /** The file and what went wrong with it, in words, never an exception's class name. */
     private static String describe(Exception e) {
-        if (e instanceof java.nio.file.FileSystemException fs) {
+        if (e instanceof FileSystemException fs) {
             String reason = fs.getReason() != null ? fs.getReason() : "cannot be used";
             return fs.getFile() + ": " + reason;
         }

@@ -3,6 +3,7 @@ package dev.blockpool.peer;
 import dev.blockpool.common.StorageException;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import java.util.Locale;
 
 /**
  * A peer's answer as the pool's callers take failures: what the peer judged of the request keeps
@@ -17,7 +18,7 @@ final class PeerFailures {
         Status status = failure.getStatus();
         String said = status.getDescription() != null
                 ? status.getDescription()
-                : status.getCode().name().toLowerCase(java.util.Locale.ROOT).replace('_', ' ');
+                : status.getCode().name().toLowerCase(Locale.ROOT).replace('_', ' ');
         String message = doing + " on node " + peer + ": " + said;
         StorageException.Kind kind = switch (status.getCode()) {
             case NOT_FOUND -> StorageException.Kind.NOT_FOUND;

@@ -4,6 +4,7 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.StringReader;
 import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.KeyPair;
 import java.security.PrivateKey;
@@ -38,8 +39,7 @@ final class Pem {
     }
 
     static PrivateKey privateKey(byte[] pem, String file) throws GeneralSecurityException {
-        try (PEMParser parser =
-                new PEMParser(new StringReader(new String(pem, java.nio.charset.StandardCharsets.US_ASCII)))) {
+        try (PEMParser parser = new PEMParser(new StringReader(new String(pem, StandardCharsets.US_ASCII)))) {
             Object read = parser.readObject();
             JcaPEMKeyConverter converter = new JcaPEMKeyConverter();
             if (read instanceof PrivateKeyInfo info) {

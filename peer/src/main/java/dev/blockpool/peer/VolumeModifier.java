@@ -2,6 +2,7 @@ package dev.blockpool.peer;
 
 import csi.v1.Csi.ControllerModifyVolumeRequest;
 import csi.v1.Csi.ControllerModifyVolumeResponse;
+import dev.blockpool.csi.CsiException;
 
 /**
  * ControllerModifyVolume as this node applies it to a volume its own pool holds, on behalf of
@@ -16,7 +17,7 @@ public interface VolumeModifier {
 
     /** Takes no ControllerModifyVolume from peers. */
     VolumeModifier NONE = request -> {
-        throw dev.blockpool.csi.CsiException.unimplemented(
+        throw CsiException.unimplemented(
                 "this node's driver applies no ControllerModifyVolume for other nodes (volume %s)",
                 request.getVolumeId());
     };

@@ -6,6 +6,7 @@ import dev.blockpool.peer.v1.Source;
 import dev.blockpool.peer.v1.Transfer;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.extents.ByteRange;
+import java.util.Locale;
 import java.util.Optional;
 
 /** The peer protocol's messages to the pool's terms and back, and what makes a request well-formed. */
@@ -75,6 +76,6 @@ final class Wire {
     }
 
     static String describe(ContentSource source) {
-        return source.kind().name().toLowerCase(java.util.Locale.ROOT) + " " + source.id();
+        return source.kind().name().toLowerCase(Locale.ROOT) + " " + source.id();
     }
 }

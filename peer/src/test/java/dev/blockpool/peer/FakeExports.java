@@ -8,6 +8,7 @@ import dev.blockpool.pool.transfer.ImageExports;
 import dev.blockpool.pool.transfer.ImageReader;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -25,7 +26,7 @@ final class FakeExports implements ImageExports {
 
     private final Map<ContentSource, byte[]> images = new ConcurrentHashMap<>();
     final AtomicInteger calls = new AtomicInteger();
-    final List<String> released = java.util.Collections.synchronizedList(new ArrayList<>());
+    final List<String> released = Collections.synchronizedList(new ArrayList<>());
 
     FakeExports holding(ContentSource source, byte[] image) {
         images.put(source, image);

@@ -14,6 +14,7 @@ import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.handler.ssl.SslContext;
 import io.grpc.netty.shaded.io.netty.handler.ssl.SslProvider;
 import java.nio.file.Path;
+import java.time.Instant;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -54,7 +55,7 @@ class PeerAuthenticationTest {
 
     @Test
     void aClientOfAnotherCaIsRefusedInTheHandshake() throws Exception {
-        ClusterCa.create(otherCaDir, java.time.Instant.now());
+        ClusterCa.create(otherCaDir, Instant.now());
         NodeCertificates stranger = peers.certificates(otherCaDir, "node-a");
         // it even trusts the server, to show the refusal is the server's
         SslContext otherCa = GrpcSslContexts.configure(

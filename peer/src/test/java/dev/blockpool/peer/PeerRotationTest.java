@@ -5,9 +5,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.blockpool.common.StorageException;
 import dev.blockpool.pool.ContentSource;
+import java.nio.file.Files;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.InstantSource;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -81,13 +84,13 @@ class PeerRotationTest {
         NodeCertificates node = peers.certificates("node-a");
         ClusterCa.rotate(peers.caDir, Instant.now());
         // the new key moved in by hand without its certificate in the bundle: an operator's slip
-        java.nio.file.Files.move(
+        Files.move(
                 peers.caDir.resolve(ClusterCa.NEXT_KEY),
                 peers.caDir.resolve(ClusterCa.KEY),
-                java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-        java.nio.file.Files.writeString(
+                StandardCopyOption.REPLACE_EXISTING);
+        Files.writeString(
                 peers.caDir.resolve(ClusterCa.BUNDLE),
-                Pem.text(java.util.List.of(node.keyManager()
+                Pem.text(List.of(node.keyManager()
                         .getCertificateChain(node.keyManager().chooseEngineServerAlias("EC", null, null))[1])));
 
         assertThatThrownBy(node::refresh)
@@ -102,8 +105,7 @@ class PeerRotationTest {
 
     /** A new client each time: a TLS handshake is made only for a new connection. */
     private boolean reach(NodeCertificates client, PeerServer server) {
-        try (PeerClient fresh =
-                new PeerClient(client, PeerDirectory.of(java.util.List.of(TestPeers.at("node-b", server))))) {
+        try (PeerClient fresh = new PeerClient(client, PeerDirectory.of(List.of(TestPeers.at("node-b", server))))) {
             return fresh.open(SNAPSHOT, "transfer-1").isPresent();
         }
     }

@@ -16,6 +16,7 @@ import java.net.Socket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -54,7 +55,7 @@ class PeerServerBoundsTest {
                 BOUNDS,
                 new BandwidthLimit(chunk, clock)); // one chunk a second
         PeerImage image = peers.client(nodeA, TestPeers.at("node-b", server))
-                .open(SNAPSHOT, "transfer-1", java.util.Optional.empty())
+                .open(SNAPSHOT, "transfer-1", Optional.empty())
                 .orElseThrow();
 
         for (int i = 0; i < 4; i++) {
