@@ -47,19 +47,11 @@ public final class PeerClient implements OtherNodes, AutoCloseable {
 
     private final NodeCertificates certificates;
     private final PeerDirectory directory;
-    private final Duration locateDeadline;
-    private final Duration callDeadline;
     private final Map<PeerAddress, ManagedChannel> channels = new ConcurrentHashMap<>();
 
     public PeerClient(NodeCertificates certificates, PeerDirectory directory) {
-        this(certificates, directory, LOCATE_DEADLINE, CALL_DEADLINE);
-    }
-
-    PeerClient(NodeCertificates certificates, PeerDirectory directory, Duration locateDeadline, Duration callDeadline) {
         this.certificates = certificates;
         this.directory = directory;
-        this.locateDeadline = locateDeadline;
-        this.callDeadline = callDeadline;
     }
 
     @Override
@@ -80,10 +72,10 @@ public final class PeerClient implements OtherNodes, AutoCloseable {
         Transfer transfer = Wire.transfer(source, transferId, basis);
         try {
             OpenResponse opened = stub(peer)
-                    .withDeadlineAfter(callDeadline.toMillis(), TimeUnit.MILLISECONDS)
+                    .withDeadlineAfter(CALL_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)
                     .open(OpenRequest.newBuilder().setTransfer(transfer).build());
             return Optional.of(new PeerImage(
-                    peer, stub(peer), callDeadline, transfer, opened.getSizeBytes(), opened.getIdentity(), this));
+                    peer, stub(peer), CALL_DEADLINE, transfer, opened.getSizeBytes(), opened.getIdentity(), this));
         } catch (StatusRuntimeException e) {
             throw PeerFailures.of(e, peer, "opening " + Wire.describe(source) + " for transfer " + transferId);
         }
@@ -105,7 +97,7 @@ public final class PeerClient implements OtherNodes, AutoCloseable {
         }
         try {
             stub(holder.get())
-                    .withDeadlineAfter(callDeadline.toMillis(), TimeUnit.MILLISECONDS)
+                    .withDeadlineAfter(CALL_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)
                     .modifyVolume(request);
             return true;
         } catch (StatusRuntimeException e) {
@@ -113,11 +105,25 @@ public final class PeerClient implements OtherNodes, AutoCloseable {
         }
     }
 
+    /**
+     * Ends the transfer {@code transferId} on {@code node}, as {@link PeerImage#release} does, for
+     * a destination that no longer has the image it read (after a restart).
+     */
+    public void release(String node, String transferId) {
+        PeerAddress peer = directory.peers().stream()
+                .filter(candidate -> candidate.node().equals(node))
+                .findFirst()
+                .orElseThrow(() -> StorageException.unavailable(
+                        "node %s is not among this node's peers now: release transfer %s there later",
+                        node, transferId));
+        release(peer, transferId);
+    }
+
     /** Ends the transfer {@code transferId} on {@code peer}. */
     void release(PeerAddress peer, String transferId) {
         try {
             stub(peer)
-                    .withDeadlineAfter(callDeadline.toMillis(), TimeUnit.MILLISECONDS)
+                    .withDeadlineAfter(CALL_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)
                     .release(ReleaseRequest.newBuilder()
                             .setTransferId(transferId)
                             .build());
@@ -134,7 +140,7 @@ public final class PeerClient implements OtherNodes, AutoCloseable {
         BlockingQueue<Answer> answers = new LinkedBlockingQueue<>();
         for (PeerAddress peer : peers) {
             PeerGrpc.newStub(channel(peer))
-                    .withDeadlineAfter(locateDeadline.toMillis(), TimeUnit.MILLISECONDS)
+                    .withDeadlineAfter(LOCATE_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)
                     .locate(request, new StreamObserver<>() {
                         @Override
                         public void onNext(LocateResponse response) {
@@ -156,7 +162,7 @@ public final class PeerClient implements OtherNodes, AutoCloseable {
             Answer answer;
             try {
                 // every call ends by its deadline; the wait's own bound is only a safety net
-                answer = answers.poll(locateDeadline.toMillis() + 1000, TimeUnit.MILLISECONDS);
+                answer = answers.poll(LOCATE_DEADLINE.toMillis() + 1000, TimeUnit.MILLISECONDS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw StorageException.busy("looking for %s on the other nodes: interrupted", Wire.describe(source));
