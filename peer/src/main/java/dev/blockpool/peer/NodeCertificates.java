@@ -160,6 +160,13 @@ public final class NodeCertificates implements AutoCloseable {
         }
     }
 
+    /** A certificate of the CA that does not name the node expected: said in words of its own. */
+    static final class NotThatNode extends CertificateException {
+        NotThatNode(String message) {
+            super(message);
+        }
+    }
+
     /** The chain checked by the CA's trust manager, then the node its first certificate names. */
     private static final class Expecting extends X509ExtendedTrustManager {
 
@@ -222,11 +229,11 @@ public final class NodeCertificates implements AutoCloseable {
         private void namesNode(X509Certificate[] certificates) throws CertificateException {
             Optional<String> named = Certificates.nodeOf(certificates[0]);
             if (named.isEmpty()) {
-                throw new CertificateException("the peer's certificate names no blockpool node");
+                throw new NotThatNode("the peer's certificate names no blockpool node");
             }
             if (node.isPresent() && !node.get().equals(named.get())) {
-                throw new CertificateException("the peer's certificate is node " + named.get() + "'s, not node "
-                        + node.get() + "'s: the address given for " + node.get() + " is another node's");
+                throw new NotThatNode("the peer's certificate is node " + named.get() + "'s, not node " + node.get()
+                        + "'s: the address given for " + node.get() + " is another node's");
             }
         }
     }

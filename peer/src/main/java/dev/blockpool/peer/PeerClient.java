@@ -176,7 +176,7 @@ public final class PeerClient implements OtherNodes, AutoCloseable {
                 return Optional.of(answer.peer());
             }
             if (answer.failure() != null) {
-                unanswered.add(answer.peer() + " (" + said(answer.failure()) + ")");
+                unanswered.add(answer.peer() + " (" + PeerFailures.said(answer.failure()) + ")");
             }
         }
         if (!unanswered.isEmpty()) {
@@ -185,15 +185,6 @@ public final class PeerClient implements OtherNodes, AutoCloseable {
                     Wire.describe(source), String.join(", ", unanswered));
         }
         return Optional.empty();
-    }
-
-    private static String said(Throwable failure) {
-        if (failure instanceof StatusRuntimeException e) {
-            return e.getStatus().getDescription() != null
-                    ? e.getStatus().getDescription()
-                    : e.getStatus().getCode().toString();
-        }
-        return "no answer";
     }
 
     private record Answer(PeerAddress peer, boolean found, Throwable failure) {}
