@@ -13,6 +13,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -37,9 +38,11 @@ import java.util.function.Supplier;
  * <p>Calls under way hold their bytes from their check until they end, committed or not, so two
  * calls at once cannot both take the last room. Checks are serialised in this process.
  *
- * <p>An image being pulled from another node ({@code incoming/<volume-id>.img}) promises its full
- * size from its creation until it becomes its volume's image or is removed: it has no record, and
- * the pull that writes it may run for hours, so that two pulls cannot both count on the last room.
+ * <p>Transfers between nodes promise too, without records. An image being pulled from another
+ * node ({@code incoming/<volume-id>.img}) promises its full size from its creation until it
+ * becomes its volume's image or is removed, so that two pulls of hours cannot both count on the
+ * last room; a volume's copy frozen for another node to pull ({@code outgoing/}) promises the
+ * blocks it holds, as a snapshot does.
  */
 public final class PoolCapacity {
 
@@ -234,7 +237,7 @@ public final class PoolCapacity {
         Path record = directory.resolve(
                 name.substring(0, name.length() - ImageRecords.IMAGE_SUFFIX.length()) + RecordStore.SUFFIX);
         long promise = 0;
-        if (directory.equals(incoming()) || Files.exists(record, LinkOption.NOFOLLOW_LINKS)) {
+        if (isTransfer(directory) || Files.exists(record, LinkOption.NOFOLLOW_LINKS)) {
             try {
                 promise = promiseOf(image, Libc.space(image.toString()));
             } catch (Libc.ErrnoException e) {
@@ -290,24 +293,27 @@ public final class PoolCapacity {
         Ledger counted = new Ledger(stamp, now);
         PoolCensus.forEachImage(root.resolve("volumes"), (path, held) -> counted.set(path, promiseOf(path, held)));
         PoolCensus.forEachImage(root.resolve("snapshots"), (path, held) -> counted.set(path, promiseOf(path, held)));
-        try (DirectoryStream<Path> images = Files.newDirectoryStream(incoming(), "*" + ImageRecords.IMAGE_SUFFIX)) {
-            for (Path image : images) {
-                try {
-                    counted.set(image, Libc.space(image.toString()).size());
-                } catch (Libc.ErrnoException e) {
-                    // removed since the listing: it promises nothing
+        for (Path directory : List.of(root.resolve(INCOMING), root.resolve(Reconciler.OUTGOING))) {
+            try (DirectoryStream<Path> images = Files.newDirectoryStream(directory, "*" + ImageRecords.IMAGE_SUFFIX)) {
+                for (Path image : images) {
+                    try {
+                        counted.set(image, promiseOf(image, Libc.space(image.toString())));
+                    } catch (Libc.ErrnoException e) {
+                        // removed since the listing: it promises nothing
+                    }
                 }
+            } catch (NoSuchFileException e) {
+                // a pool of a driver before transfers has none
+            } catch (IOException e) {
+                throw StorageException.io(e, "cannot list %s", directory);
             }
-        } catch (NoSuchFileException e) {
-            // a pool of a driver before transfers has none
-        } catch (IOException e) {
-            throw StorageException.io(e, "cannot list %s", incoming());
         }
         return counted;
     }
 
-    private Path incoming() {
-        return root.resolve(INCOMING);
+    /** Whether the directory holds the images of transfers, which promise without records. */
+    private boolean isTransfer(Path directory) {
+        return directory.equals(root.resolve(INCOMING)) || directory.equals(root.resolve(Reconciler.OUTGOING));
     }
 
     /**
@@ -315,11 +321,18 @@ public final class PoolCapacity {
      * which become its own when its volume rewrites what they share.
      */
     private static long promiseOf(Path image, Libc.FileSpace held) {
-        return image.getParent().endsWith("snapshots") ? held.allocated() : held.size();
+        Path directory = image.getParent();
+        return directory.endsWith("snapshots") || directory.endsWith(Reconciler.OUTGOING)
+                ? held.allocated()
+                : held.size();
     }
 
     private Stamp stamp() {
-        return new Stamp(changed(root.resolve("volumes")), changed(root.resolve("snapshots")), changed(incoming()));
+        return new Stamp(
+                changed(root.resolve("volumes")),
+                changed(root.resolve("snapshots")),
+                changed(root.resolve(INCOMING)),
+                changed(root.resolve(Reconciler.OUTGOING)));
     }
 
     /** When a directory last changed, to the nanosecond the filesystem keeps; a missing one never did. */
@@ -336,7 +349,7 @@ public final class PoolCapacity {
     }
 
     /** When the counted directories last changed, as the ledger counted them. */
-    private record Stamp(long volumesChanged, long snapshotsChanged, long incomingChanged) {}
+    private record Stamp(long volumesChanged, long snapshotsChanged, long incomingChanged, long outgoingChanged) {}
 
     private static final class Ledger {
         final Map<Path, Long> promises = new HashMap<>();
@@ -369,8 +382,8 @@ public final class PoolCapacity {
         }
     }
 
-    /** The bytes an image holds now, for a snapshot's promise before it is made. */
-    static long allocatedBytes(Path image) {
+    /** The bytes an image holds now, for the promise of a copy of it (a snapshot) before it is made. */
+    public static long allocatedBytes(Path image) {
         try {
             return Libc.space(image.toString()).allocated();
         } catch (Libc.ErrnoException e) {

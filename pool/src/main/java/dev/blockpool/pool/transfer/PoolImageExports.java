@@ -2,8 +2,10 @@ package dev.blockpool.pool.transfer;
 
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.PoolCapacity;
 import dev.blockpool.pool.Snapshot;
 import dev.blockpool.pool.Volume;
 import dev.blockpool.pool.records.DurableFiles;
@@ -20,6 +22,7 @@ import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -139,6 +142,20 @@ public final class PoolImageExports implements ImageExports {
                 .orElseThrow(() -> StorageException.notFound("%s does not exist", TransferIds.describe(source)));
         Path target = directory.resolve(transferId + "." + round + ".img");
         Path image = pool.volumes().imagePath(volume.id());
+        String what = TransferIds.describe(source) + " frozen for transfer " + transferId;
+        // A copy promises the blocks it holds, as a snapshot: counted as taken at once, which a sparse copy does.
+        long holds = blocking.call(
+                ExportedImage.CALL_DEADLINE, "reading the size of " + image, () -> PoolCapacity.allocatedBytes(image));
+        return pool.capacity()
+                .promising(
+                        target,
+                        holds,
+                        Allocation.PREALLOCATED,
+                        "the copy of " + what,
+                        () -> freeze(source, transferId, round, image, target));
+    }
+
+    private Frozen freeze(ContentSource source, String transferId, long round, Path image, Path target) {
         return blocking.call(FREEZE_DEADLINE, "freezing " + TransferIds.describe(source) + " to " + target, () -> {
             var method = pool.images().copy(image, target);
             DurableFiles.fsync(target);
@@ -175,7 +192,7 @@ public final class PoolImageExports implements ImageExports {
                                         .map(kept -> file.equals(frozenImage(transferId, kept)))
                                         .orElse(false));
                 if (!named) {
-                    DurableFiles.delete(file);
+                    pool.capacity().changing(file, () -> DurableFiles.delete(file));
                 }
             }
         } catch (IOException e) {
@@ -205,7 +222,7 @@ public final class PoolImageExports implements ImageExports {
         }
     }
 
-    private <T> T locked(String transferId, java.util.function.Supplier<T> work) {
+    private <T> T locked(String transferId, Supplier<T> work) {
         ReentrantLock lock = transfers.computeIfAbsent(transferId, id -> new ReentrantLock());
         lock.lock();
         try {

@@ -9,6 +9,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Ids;
+import dev.blockpool.pool.PoolCapacity;
 import dev.blockpool.pool.Snapshot;
 import dev.blockpool.pool.Volume;
 import dev.blockpool.pool.extents.ByteRange;
@@ -95,7 +96,13 @@ class ImageTransferTest {
     @Test
     void aVolumeIsServedAsFrozenAtItsTransfersFirstOpen() throws IOException {
         ContentSource fromVolume = ContentSource.volume(sourceVolume.id());
+        long promisedBefore = pools.source.capacity().read().promisedBytes();
         LoopbackImage remote = pools.remote(fromVolume, target);
+        Path copy = pools.source.root().resolve("outgoing").resolve(target + ".1.img");
+        assertThat(pools.source.capacity().read().promisedBytes())
+                .as("the frozen copy promises the blocks it holds, as a snapshot")
+                .isEqualTo(promisedBefore + PoolCapacity.allocatedBytes(copy))
+                .isGreaterThanOrEqualTo(promisedBefore + DATA_BYTES);
         Path frozen = dir.resolve("frozen.img");
         Files.copy(pools.source.volumes().imagePath(sourceVolume.id()), frozen);
         write(pools.source.volumes().imagePath(sourceVolume.id()), 10 * MIB, (int) MIB, 9); // after the open
@@ -112,6 +119,7 @@ class ImageTransferTest {
                 .isEqualTo(-1);
         pools.exports.release(target);
         assertThat(pools.source.root().resolve("outgoing")).isEmptyDirectory();
+        assertThat(pools.source.capacity().read().promisedBytes()).isEqualTo(promisedBefore);
     }
 
     @Test
