@@ -66,6 +66,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.stream.Collectors;
 
@@ -175,19 +176,21 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                 request.getParametersMap(), request.getMutableParamsMap(), Capabilities.fsType(capabilities));
         Optional<ContentSource> source = ProtoMapper.contentSource(request);
         scope.requireReachable(request.getAccessibilityRequirements());
-        String volumeId = Ids.volumeIdFor(name);
-        Optional<RemoteRestores.Pull> pull = source.flatMap(s -> pullFromOtherNode(s, volumeId));
-        if (pull.isEmpty()) {
-            source.ifPresent(s -> requireLocalSource(s, volumeId, request));
-        }
         Set<AccessType> accessTypes = Capabilities.accessTypes(capabilities);
         // A filesystem volume is at least what mkfs accepts; a block volume is never formatted.
         long minimum =
                 accessTypes.contains(AccessType.MOUNT) ? parameters.fsType().minimumBytes() : 0;
         // Without a capacity range a restore or clone is as large as its source.
-        long size = source.isPresent() && !request.hasCapacityRange()
-                ? pull.map(RemoteRestores.Pull::sizeBytes).orElseGet(() -> sourceSize(source.get(), volumeId))
-                : Sizes.choose(request.getCapacityRange(), minimum);
+        OptionalLong requested = source.isPresent() && !request.hasCapacityRange()
+                ? OptionalLong.empty()
+                : OptionalLong.of(Sizes.choose(request.getCapacityRange(), minimum));
+        String volumeId = Ids.volumeIdFor(name);
+        Optional<RemoteRestores.Pull> pull = source.flatMap(s -> pullFromOtherNode(s, volumeId, requested));
+        if (pull.isEmpty()) {
+            source.ifPresent(s -> requireLocalSource(s, volumeId, request));
+        }
+        long size = requested.orElseGet(
+                () -> pull.map(RemoteRestores.Pull::sizeBytes).orElseGet(() -> sourceSize(source.get(), volumeId)));
         VolumeSpec spec = new VolumeSpec(
                 name,
                 size,
@@ -210,17 +213,19 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
 
     /**
      * On a node-local pool, the pull of a source this pool lacks from the other node's pool that
-     * holds it, for a volume not yet made; empty when the pool holds the source, or the volume
+     * holds it, for a volume not yet made (OUT_OF_RANGE, before it starts, when the source is
+     * larger than {@code requested}); empty when the pool holds the source, or the volume
      * exists (a retry answers with it), or no other node holds the source. Only the acting
      * controller pulls.
      */
-    private Optional<RemoteRestores.Pull> pullFromOtherNode(ContentSource source, String volumeId) {
+    private Optional<RemoteRestores.Pull> pullFromOtherNode(
+            ContentSource source, String volumeId, OptionalLong requested) {
         if (!(scope instanceof PoolScope.NodeLocal)
                 || pool.volumes().holds(source)
                 || pool.volumes().find(volumeId).isPresent()) {
             return Optional.empty();
         }
-        return changes.make(() -> restores.pull(source, volumeId));
+        return changes.make(() -> restores.pull(source, volumeId, requested));
     }
 
     /**

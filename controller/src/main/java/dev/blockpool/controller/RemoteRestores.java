@@ -5,6 +5,7 @@ import dev.blockpool.csi.CsiException;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Volume;
 import dev.blockpool.pool.VolumeSpec;
+import dev.blockpool.pool.Volumes;
 import dev.blockpool.pool.transfer.ImageImports;
 import dev.blockpool.pool.transfer.RemoteImage;
 import dev.blockpool.pool.transfer.TransferIds;
@@ -13,6 +14,7 @@ import io.grpc.Deadline;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -88,11 +90,13 @@ final class RemoteRestores {
 
     /**
      * The pull of {@code source} for the volume {@code targetId}: the one under way, or a new one
-     * when another node's pool holds the source; empty when none does.
+     * when another node's pool holds the source; empty when none does. OUT_OF_RANGE, pulling
+     * nothing, when the source is larger than {@code requestedBytes}.
      */
-    Optional<Pull> pull(ContentSource source, String targetId) {
+    Optional<Pull> pull(ContentSource source, String targetId, OptionalLong requestedBytes) {
         Pull under = pulls.get(targetId);
         if (under != null && under.source.equals(source)) {
+            requestedBytes.ifPresent(bytes -> Volumes.requireFits(source, under.sizeBytes, bytes));
             return Optional.of(under);
         }
         String transferId = TransferIds.forVolume(targetId);
@@ -100,7 +104,13 @@ final class RemoteRestores {
         if (remote.isEmpty()) {
             return Optional.empty();
         }
-        Pull pull = new Pull(targetId, source, remote.get().node(), remote.get().sizeBytes());
+        long sizeBytes = remote.get().sizeBytes();
+        if (requestedBytes.isPresent() && sizeBytes > requestedBytes.getAsLong()) {
+            remote.get().close();
+            otherNodes.release(remote.get().node(), transferId);
+            Volumes.requireFits(source, sizeBytes, requestedBytes.getAsLong());
+        }
+        Pull pull = new Pull(targetId, source, remote.get().node(), sizeBytes);
         Pull raced = pulls.putIfAbsent(targetId, pull);
         if (raced != null) {
             remote.get().close(); // another call started it meanwhile

@@ -6,6 +6,7 @@ import static dev.blockpool.controller.ControllerHarness.singleWriter;
 import static dev.blockpool.csi.StatusAssertions.failure;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import csi.v1.Csi.CapacityRange;
 import csi.v1.Csi.ControllerModifyVolumeRequest;
 import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.Topology;
@@ -205,6 +206,22 @@ class RemoteRestoreTest {
         assertThat(peer.opens)
                 .as("the retry after the volume is made pulls nothing")
                 .hasValue(1);
+    }
+
+    @Test
+    void aRestoreSmallerThanItsSourceIsRefusedBeforeAnythingIsPulled() {
+        CreateVolumeRequest tooSmall = restore().toBuilder()
+                .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(32 * MIB))
+                .build();
+
+        StatusRuntimeException refused =
+                failure(() -> controller.stub().createVolume(tooSmall), Status.Code.OUT_OF_RANGE);
+
+        assertThat(refused.getStatus().getDescription())
+                .isEqualTo("the source " + snapshot.id() + " is " + 64 * MIB + " bytes, larger than the requested "
+                        + 32 * MIB + " bytes");
+        assertThat(peer.released).containsExactly(PEER + "/" + Ids.volumeIdFor("pvc-restored-on-a"));
+        assertThat(controller.poolDir().resolve("incoming")).isEmptyDirectory();
     }
 
     @Test

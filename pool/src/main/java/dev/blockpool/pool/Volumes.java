@@ -115,10 +115,8 @@ public final class Volumes {
             return requireCompatible(existing.get(), spec);
         }
         Optional<SourceImage> source = sourceOf.get();
-        if (source.isPresent() && source.get().size() > spec.capacityBytes()) {
-            throw StorageException.outOfRange(
-                    "the source %s is %d bytes, larger than the requested %d bytes",
-                    spec.source().get().id(), source.get().size(), spec.capacityBytes());
+        if (source.isPresent()) {
+            requireFits(spec.source().get(), source.get().size(), spec.capacityBytes());
         }
         Volume volume = new Volume(
                 id,
@@ -220,6 +218,15 @@ public final class Volumes {
                 .orElseThrow(() -> missing(volume.id()));
         log.info("volume {} is now {}", volume.id(), allocation.name().toLowerCase());
         return changed;
+    }
+
+    /** OUT_OF_RANGE when a restore or clone of {@code sourceBytes} asks for fewer: an image never shrinks. */
+    public static void requireFits(ContentSource source, long sourceBytes, long requestedBytes) {
+        if (sourceBytes > requestedBytes) {
+            throw StorageException.outOfRange(
+                    "the source %s is %d bytes, larger than the requested %d bytes",
+                    source.id(), sourceBytes, requestedBytes);
+        }
     }
 
     /** Whether the snapshot or volume to copy from is in this pool. */
