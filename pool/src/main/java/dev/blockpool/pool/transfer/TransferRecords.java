@@ -2,9 +2,9 @@ package dev.blockpool.pool.transfer;
 
 import static dev.blockpool.pool.records.ValueCodec.LONG;
 import static dev.blockpool.pool.records.ValueCodec.STRING;
-import static dev.blockpool.pool.records.ValueCodec.enumOf;
 
 import dev.blockpool.pool.ContentSource;
+import dev.blockpool.pool.RecordCodecs;
 import dev.blockpool.pool.records.RecordCodec;
 import dev.blockpool.pool.records.RecordCodec.Field;
 import java.util.List;
@@ -44,15 +44,6 @@ final class TransferRecords {
         }
     }
 
-    private static final class SourceFields {
-        static final Field<ContentSource, ContentSource.Kind> KIND =
-                Field.required("kind", ContentSource::kind, enumOf(ContentSource.Kind.class));
-        static final Field<ContentSource, String> ID = Field.required("id", ContentSource::id, STRING);
-
-        static final RecordCodec<ContentSource> CODEC =
-                new RecordCodec<>(List.of(KIND, ID), values -> new ContentSource(values.get(KIND), values.get(ID)));
-    }
-
     private static final class FrozenFields {
         static final Field<Frozen, Long> ROUND = Field.required("round", Frozen::round, LONG);
         static final Field<Frozen, Long> SIZE = Field.required("sizeBytes", Frozen::sizeBytes, LONG);
@@ -64,7 +55,8 @@ final class TransferRecords {
     }
 
     private static final class ExportFields {
-        static final Field<Export, ContentSource> SOURCE = Field.required("source", Export::source, SourceFields.CODEC);
+        static final Field<Export, ContentSource> SOURCE =
+                Field.required("source", Export::source, RecordCodecs.CONTENT_SOURCE);
         static final Field<Export, Frozen> CURRENT = Field.required("current", Export::current, FrozenFields.CODEC);
         static final Field<Export, Optional<Frozen>> BASIS = Field.optional("basis", Export::basis, FrozenFields.CODEC);
     }
@@ -76,7 +68,8 @@ final class TransferRecords {
 
     private static final class PullFields {
         static final Field<Pull, String> NODE = Field.required("node", Pull::node, STRING);
-        static final Field<Pull, ContentSource> SOURCE = Field.required("source", Pull::source, SourceFields.CODEC);
+        static final Field<Pull, ContentSource> SOURCE =
+                Field.required("source", Pull::source, RecordCodecs.CONTENT_SOURCE);
         static final Field<Pull, String> IDENTITY = Field.required("identity", Pull::identity, STRING);
         static final Field<Pull, Long> SIZE = Field.required("sizeBytes", Pull::sizeBytes, LONG);
         static final Field<Pull, Long> DONE = Field.required("doneBytes", Pull::doneBytes, LONG);

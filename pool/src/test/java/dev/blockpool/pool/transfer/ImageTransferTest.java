@@ -124,16 +124,7 @@ class ImageTransferTest {
 
     @Test
     void aPullCutShortContinuesWhereItWasInANewProcess() throws IOException {
-        AtomicInteger reads = new AtomicInteger();
-        LoopbackImage failing = new LoopbackImage(TransferFixture.SOURCE_NODE, open()) {
-            @Override
-            public Chunk read(long offset, int length) {
-                if (reads.incrementAndGet() > 2) {
-                    throw StorageException.unavailable("node node-a does not answer");
-                }
-                return super.read(offset, length);
-            }
-        };
+        LoopbackImage failing = failingAfter(2);
         assertThatThrownBy(() -> pools.imports().pull(target, fromSnapshot(), failing, (done, size) -> {}))
                 .isInstanceOf(StorageException.class)
                 .hasMessage("node node-a does not answer");
@@ -152,16 +143,7 @@ class ImageTransferTest {
 
     @Test
     void aSourceOfAnotherIdentityStartsThePullOver() {
-        AtomicInteger reads = new AtomicInteger();
-        LoopbackImage failing = new LoopbackImage(TransferFixture.SOURCE_NODE, open()) {
-            @Override
-            public Chunk read(long offset, int length) {
-                if (reads.incrementAndGet() > 2) {
-                    throw StorageException.unavailable("node node-a does not answer");
-                }
-                return super.read(offset, length);
-            }
-        };
+        LoopbackImage failing = failingAfter(2);
         assertThatThrownBy(() -> pools.imports().pull(target, fromSnapshot(), failing, (done, size) -> {}))
                 .isInstanceOf(StorageException.class);
 
@@ -299,6 +281,20 @@ class ImageTransferTest {
                         .pull("../x", fromSnapshot(), pools.remote(fromSnapshot(), target), (done, size) -> {}))
                 .isInstanceOfSatisfying(
                         StorageException.class, e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.INVALID));
+    }
+
+    /** The snapshot, as a source whose connection drops after {@code reads} reads. */
+    private LoopbackImage failingAfter(int reads) {
+        AtomicInteger done = new AtomicInteger();
+        return new LoopbackImage(TransferFixture.SOURCE_NODE, open()) {
+            @Override
+            public Chunk read(long offset, int length) {
+                if (done.incrementAndGet() > reads) {
+                    throw StorageException.unavailable("node node-a does not answer");
+                }
+                return super.read(offset, length);
+            }
+        };
     }
 
     private ImageReader open() {
