@@ -86,7 +86,7 @@ public final class ImageImports {
     public void pull(String targetId, ContentSource source, RemoteImage image, Progress progress) {
         TransferIds.requireVolumeId(targetId);
         TransferIds.requireSource(source);
-        Pull pull = resumeOrStart(targetId, source, image);
+        Pull pull = startingPoint(targetId, source, image);
         Path file = imagePath(targetId);
         String what = TransferIds.describe(source) + " from node " + pull.node();
         progress.reached(pull.doneBytes(), pull.sizeBytes());
@@ -174,12 +174,8 @@ public final class ImageImports {
         return (int) crc.getValue();
     }
 
-    /**
-     * The progress to continue from: the recorded one when it is of the same source image and its
-     * image is there at the size; else a new, empty image of the source's size (its promise held
-     * before it is made) and a record of nothing done.
-     */
-    private Pull resumeOrStart(String targetId, ContentSource source, RemoteImage image) {
+    /** The pull of the image the source names now, resumed or started on the pulls' own threads. */
+    private Pull startingPoint(String targetId, ContentSource source, RemoteImage image) {
         String node = Ids.requireNodeId(image.node());
         long size = image.sizeBytes();
         String identity = image.identity();
@@ -190,6 +186,18 @@ public final class ImageImports {
                     node, TransferIds.describe(source), size, identity.length(), node);
         }
         Pull wanted = new Pull(node, source, identity, size, 0);
+        Path file = imagePath(targetId);
+        return blocking.call(CALL_DEADLINE, "preparing " + file, () -> resumeOrStart(targetId, wanted));
+    }
+
+    /**
+     * The progress to continue from: the recorded one when it is of the same source image and its
+     * image is there at the size; else a new, empty image of the source's size (its promise held
+     * before it is made) and a record of nothing done.
+     */
+    private Pull resumeOrStart(String targetId, Pull wanted) {
+        ContentSource source = wanted.source();
+        long size = wanted.sizeBytes();
         Optional<Pull> recorded = recorded(targetId);
         Path file = imagePath(targetId);
         if (recorded.isPresent() && recorded.get().ofSameImage(wanted) && sizeIs(file, size)) {
@@ -208,14 +216,12 @@ public final class ImageImports {
                 targetId,
                 TransferIds.describe(before.source()),
                 before.identity(),
-                identity));
+                wanted.identity()));
         discard(targetId);
         return pool.capacity()
                 .promising(file, size, Allocation.SPARSE, "the image pulled for volume " + targetId, () -> {
-                    blocking.run(CALL_DEADLINE, "making " + file, () -> {
-                        pool.images().create(file, size, Allocation.SPARSE);
-                        records.write(targetId, wanted);
-                    });
+                    pool.images().create(file, size, Allocation.SPARSE);
+                    records.write(targetId, wanted);
                     return wanted;
                 });
     }

@@ -4,6 +4,7 @@ import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.ContentSource;
+import dev.blockpool.pool.ImageFiles;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.PoolCapacity;
 import dev.blockpool.pool.Snapshot;
@@ -94,7 +95,13 @@ public final class PoolImageExports implements ImageExports {
                     blocking,
                     () -> {});
         }
-        return locked(transferId, () -> openVolume(source, transferId, basis));
+        // Every file the open touches, the freeze's copy included, in one call on the exports' own threads.
+        return locked(
+                transferId,
+                () -> blocking.call(
+                        FREEZE_DEADLINE,
+                        "opening " + TransferIds.describe(source) + " for transfer " + transferId,
+                        () -> openVolume(source, transferId, basis)));
     }
 
     /** The volume's frozen copy for the transfer: the current round's, or a new round's when the basis is it. */
@@ -135,7 +142,11 @@ public final class PoolImageExports implements ImageExports {
                 used);
     }
 
-    /** Copies the volume's image as it is now into the round's file, flushed before any record names it. */
+    /**
+     * Copies the volume's image as it is now into the round's file, flushed before any record names
+     * it. The copy promises the blocks it holds, as a snapshot: counted as taken at once, which a
+     * sparse copy does.
+     */
     private Frozen freeze(ContentSource source, String transferId, long round) {
         Volume volume = pool.volumes()
                 .find(source.id())
@@ -143,30 +154,12 @@ public final class PoolImageExports implements ImageExports {
         Path target = directory.resolve(transferId + "." + round + ".img");
         Path image = pool.volumes().imagePath(volume.id());
         String what = TransferIds.describe(source) + " frozen for transfer " + transferId;
-        // A copy promises the blocks it holds, as a snapshot: counted as taken at once, which a sparse copy does.
-        long holds = blocking.call(
-                ExportedImage.CALL_DEADLINE, "reading the size of " + image, () -> PoolCapacity.allocatedBytes(image));
-        return pool.capacity()
-                .promising(
-                        target,
-                        holds,
-                        Allocation.PREALLOCATED,
-                        "the copy of " + what,
-                        () -> freeze(source, transferId, round, image, target));
-    }
-
-    private Frozen freeze(ContentSource source, String transferId, long round, Path image, Path target) {
-        return blocking.call(FREEZE_DEADLINE, "freezing " + TransferIds.describe(source) + " to " + target, () -> {
-            var method = pool.images().copy(image, target);
+        long holds = PoolCapacity.allocatedBytes(image);
+        return pool.capacity().promising(target, holds, Allocation.PREALLOCATED, "the copy of " + what, () -> {
+            ImageFiles.CopyMethod method = pool.images().copy(image, target);
             DurableFiles.fsync(target);
             long size = sizeOf(target);
-            log.info(
-                    "froze {} for transfer {} (round {}, {} bytes) by {}",
-                    TransferIds.describe(source),
-                    transferId,
-                    round,
-                    size,
-                    method);
+            log.info("froze {} (round {}, {} bytes) by {}", what, round, size, method);
             return new Frozen(round, size, ImageIdentity.of(source, target));
         });
     }
