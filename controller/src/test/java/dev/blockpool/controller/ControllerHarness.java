@@ -90,7 +90,7 @@ final class ControllerHarness implements AutoCloseable {
         OperationLocks locks = new OperationLocks();
         served = InProcessCsi.serve(
                 new ControllerService(pool, locks, scope, holds, otherNodes, waitWithoutDeadline),
-                new GroupControllerService(pool, locks));
+                new GroupControllerService(pool, locks, MemberFreeze.NONE, scope));
         pool.reconcile(locks); // as the driver does once it serves
         stub = ControllerGrpc.newBlockingStub(served.channel());
         groupStub = GroupControllerGrpc.newBlockingStub(served.channel());

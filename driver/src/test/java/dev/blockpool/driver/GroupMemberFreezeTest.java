@@ -87,7 +87,7 @@ class GroupMemberFreezeTest {
         OperationLocks locks = new OperationLocks();
         served = InProcessCsi.serve(
                 new ControllerService(pool, locks, PoolScope.shared(), NodeHolds.NONE),
-                new GroupControllerService(pool, locks, members));
+                new GroupControllerService(pool, locks, members, PoolScope.shared()));
         first = stagedVolume("pvc-data");
         second = stagedVolume("pvc-log");
     }
