@@ -81,7 +81,8 @@ public final class ImageImports {
      * Pulls {@code image}, the snapshot or volume {@code source} of another node, for the volume
      * {@code targetId}, continuing what an earlier pull of the same image left; returns once the
      * whole image is here. A source that cannot be reached fails with its error (UNAVAILABLE), and
-     * what arrived before stays for the next pull.
+     * what arrived before stays for the next pull. {@code image} is opened without a basis: a pull
+     * fills an image of nothing, so it needs every range that holds data.
      */
     public void pull(String targetId, ContentSource source, RemoteImage image, Progress progress) {
         TransferIds.requireVolumeId(targetId);

@@ -6,6 +6,7 @@ import static dev.blockpool.pool.transfer.TransferFixture.write;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Ids;
@@ -16,6 +17,8 @@ import dev.blockpool.pool.extents.ByteRange;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -136,6 +139,27 @@ class ImageTransferTest {
         restarted.pull(target, fromSnapshot(), again, (done, size) -> {});
 
         assertThat(again.bytesRead.get()).isEqualTo(DATA_BYTES - 2 * MIB);
+        Volume restored = restore(restarted);
+        assertThat(Files.mismatch(pools.destination.volumes().imagePath(restored.id()), snapshotImage()))
+                .isEqualTo(-1);
+    }
+
+    @Test
+    void anImageLostWithACreateCutShortIsPulledAgain() throws IOException {
+        ImageImports imports = pools.imports();
+        imports.pull(target, fromSnapshot(), pools.remote(fromSnapshot(), target), (done, size) -> {});
+        // A kill after the image was renamed into volumes/, before the volume's record was committed:
+        Path moved = pools.destination.volumes().imagePath(target);
+        Files.move(pools.destination.root().resolve("incoming").resolve(target + ".img"), moved);
+        Files.setLastModifiedTime(moved, FileTime.from(Instant.now().minusSeconds(60)));
+        pools.destination.reconcile(new OperationLocks());
+        assertThat(moved).as("an image without its record").doesNotExist();
+
+        LoopbackImage again = pools.remote(fromSnapshot(), target);
+        ImageImports restarted = pools.imports();
+        restarted.pull(target, fromSnapshot(), again, (done, size) -> {});
+
+        assertThat(again.bytesRead.get()).isEqualTo(DATA_BYTES);
         Volume restored = restore(restarted);
         assertThat(Files.mismatch(pools.destination.volumes().imagePath(restored.id()), snapshotImage()))
                 .isEqualTo(-1);
