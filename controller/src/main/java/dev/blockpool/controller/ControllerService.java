@@ -202,7 +202,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                 request.getCapacityRange().getLimitBytes());
         String sourceId = source.map(ContentSource::id).orElse("");
         Volume volume = pull.isPresent()
-                ? restores.finish(pull.get(), spec, () -> changes.make(() -> restores.createVolume(spec), volumeId))
+                ? restores.finish(pull.get(), () -> changes.make(() -> restores.createVolume(spec), volumeId))
                 : changes.make(() -> pool.volumes().create(spec), volumeId, sourceId);
         UnaryReply.send(
                 response,

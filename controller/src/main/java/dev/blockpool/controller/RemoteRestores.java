@@ -107,7 +107,7 @@ final class RemoteRestores {
         long sizeBytes = remote.get().sizeBytes();
         if (requestedBytes.isPresent() && sizeBytes > requestedBytes.getAsLong()) {
             remote.get().close();
-            otherNodes.release(remote.get().node(), transferId);
+            release(remote.get().node(), source, targetId);
             Volumes.requireFits(source, sizeBytes, requestedBytes.getAsLong());
         }
         Pull pull = new Pull(targetId, source, remote.get().node(), sizeBytes);
@@ -132,11 +132,11 @@ final class RemoteRestores {
     }
 
     /**
-     * The volume {@code spec} made of {@code pull} by {@code make} once the pull is done, waiting
-     * for it until shortly before this call's deadline: ABORTED, saying how far it has come, while
-     * it runs; its error once it failed. The source's export is released once the volume exists.
+     * The volume {@code make} makes of {@code pull} once the pull is done, waiting for it until
+     * shortly before this call's deadline: ABORTED, saying how far it has come, while it runs; its
+     * error once it failed. The source's export is released once the volume exists.
      */
-    Volume finish(Pull pull, VolumeSpec spec, Supplier<Volume> make) {
+    Volume finish(Pull pull, Supplier<Volume> make) {
         try {
             pull.finished.get(waitingTime().toNanos(), TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
@@ -159,7 +159,7 @@ final class RemoteRestores {
         } finally {
             pulls.remove(pull.targetId, pull);
         }
-        release(pull);
+        release(pull.node, pull.source, pull.targetId);
         return volume;
     }
 
@@ -169,15 +169,15 @@ final class RemoteRestores {
     }
 
     /** Drops the export at the source; a source that cannot be reached removes it itself after a day. */
-    private void release(Pull pull) {
+    private void release(String node, ContentSource source, String targetId) {
         try {
-            otherNodes.release(pull.node, TransferIds.forVolume(pull.targetId));
+            otherNodes.release(node, TransferIds.forVolume(targetId));
         } catch (RuntimeException e) {
             log.warn(
                     "cannot release the export of {} for volume {} on node {} ({}); that node removes it after a day",
-                    pull.source.id(),
-                    pull.targetId,
-                    pull.node,
+                    source.id(),
+                    targetId,
+                    node,
                     e.getMessage());
         }
     }

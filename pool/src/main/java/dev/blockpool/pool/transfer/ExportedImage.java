@@ -78,7 +78,7 @@ final class ExportedImage implements ImageReader {
                             + "and at least 1 range",
                     from, max, what, sizeBytes, sizeBytes);
         }
-        used.run();
+        blocking.run(CALL_DEADLINE, "marking " + what + " used", used);
         try (SnapshotRanges ranges = basis.isPresent()
                 ? SnapshotRanges.delta(
                         basis.get(),
