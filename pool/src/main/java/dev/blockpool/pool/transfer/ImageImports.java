@@ -311,6 +311,8 @@ public final class ImageImports {
         long done;
         /** Every byte below is flushed, and recorded. */
         long recordedBytes;
+        /** Bytes written since the last record: what a crash would have the next pull copy again. */
+        long unrecordedWrites;
 
         Writer(String targetId, Pull pull, FileChannel channel, String what, Progress progress) {
             this.targetId = targetId;
@@ -333,12 +335,13 @@ public final class ImageImports {
                     throw StorageException.io(e, "cannot write the image pulled for volume %s", targetId);
                 }
             });
+            unrecordedWrites += data.length;
         }
 
         /** Everything below {@code offset} is written; recorded once enough was written since the last record. */
         void completed(long offset) {
             done = offset;
-            if (done - recordedBytes >= RECORD_EVERY_BYTES) {
+            if (unrecordedWrites >= RECORD_EVERY_BYTES) {
                 record(done);
             }
         }
@@ -355,6 +358,7 @@ public final class ImageImports {
                 records.write(targetId, pull.at(offset));
             });
             recordedBytes = offset;
+            unrecordedWrites = 0;
             progress.reached(offset, pull.sizeBytes());
         }
 

@@ -166,6 +166,31 @@ class ImageTransferTest {
     }
 
     @Test
+    void aPullRecordsItsProgressAsItWritesNotOnlyWhenItFails() {
+        Volume large = pools.source.volumes().create(spec("pvc-large", 128 * MIB, Optional.empty()));
+        Path image = pools.source.volumes().imagePath(large.id());
+        write(image, 0, (int) (80 * MIB), 5);
+        ContentSource fromVolume = ContentSource.volume(large.id());
+        AtomicInteger reads = new AtomicInteger();
+        LoopbackImage dying =
+                new LoopbackImage(
+                        TransferFixture.SOURCE_NODE, pools.exports.open(fromVolume, target, Optional.empty())) {
+                    @Override
+                    public Chunk read(long offset, int length) {
+                        if (reads.incrementAndGet() > 70) {
+                            throw new IllegalStateException("the process dies here"); // not a failure the pull records
+                        }
+                        return super.read(offset, length);
+                    }
+                };
+
+        assertThatThrownBy(() -> pools.imports().pull(target, fromVolume, dying, (done, size) -> {}))
+                .isInstanceOf(IllegalStateException.class);
+
+        assertThat(pools.imports().doneBytes(target)).contains(ImageImports.RECORD_EVERY_BYTES);
+    }
+
+    @Test
     void aSourceOfAnotherIdentityStartsThePullOver() {
         LoopbackImage failing = failingAfter(2);
         assertThatThrownBy(() -> pools.imports().pull(target, fromSnapshot(), failing, (done, size) -> {}))
