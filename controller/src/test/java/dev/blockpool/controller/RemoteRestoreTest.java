@@ -31,10 +31,12 @@ import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.io.IOException;
 import java.io.RandomAccessFile;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -65,6 +67,7 @@ class RemoteRestoreTest {
     Path dir;
 
     private Pool peerPool;
+    private Volume peerVolume;
     private Snapshot snapshot;
     private PeerNode peer;
     private ControllerHarness controller;
@@ -119,7 +122,7 @@ class RemoteRestoreTest {
     void peerWithASnapshot() throws IOException {
         peerPool = Pool.open(
                 dir.resolve("peer"), new ProcessCommandRunner(), Clock.systemUTC(), Duration.ZERO, new BlockingCalls());
-        Volume volume = peerPool.volumes()
+        peerVolume = peerPool.volumes()
                 .create(new VolumeSpec(
                         "pvc-on-b",
                         64 * MIB,
@@ -128,15 +131,15 @@ class RemoteRestoreTest {
                         Set.of(AccessType.MOUNT),
                         Map.of(),
                         Optional.empty()));
-        Path image = peerPool.volumes().imagePath(volume.id());
+        Path image = peerPool.volumes().imagePath(peerVolume.id());
         try (RandomAccessFile file = new RandomAccessFile(image.toFile(), "rw")) {
             byte[] data = new byte[(int) (2 * MIB)];
-            java.util.Arrays.fill(data, (byte) 'b');
+            Arrays.fill(data, (byte) 'b');
             file.seek(8 * MIB);
             file.write(data);
             file.getFD().sync();
         }
-        snapshot = peerPool.snapshots().create("snap-on-b", volume, image);
+        snapshot = peerPool.snapshots().create("snap-on-b", peerVolume, image);
         peer = new PeerNode();
         controller = new ControllerHarness(dir.resolve("pool"), PoolScope.nodeLocal(NODE), peer, WAIT);
     }
@@ -163,12 +166,17 @@ class RemoteRestoreTest {
                 .build();
     }
 
-    /** CreateVolume retried on ABORTED, as external-provisioner does, until it answers otherwise. */
+    /** CreateVolume of {@link #restore()} retried on ABORTED until it answers otherwise. */
     private csi.v1.Csi.Volume retriedUntilDone() {
+        return retriedUntilDone(restore());
+    }
+
+    /** CreateVolume retried on ABORTED, as external-provisioner does, until it answers otherwise. */
+    private csi.v1.Csi.Volume retriedUntilDone(CreateVolumeRequest request) {
         long end = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
         while (true) {
             try {
-                return controller.stub().createVolume(restore()).getVolume();
+                return controller.stub().createVolume(request).getVolume();
             } catch (StatusRuntimeException e) {
                 if (e.getStatus().getCode() != Status.Code.ABORTED || System.nanoTime() > end) {
                     throw e;
@@ -206,6 +214,31 @@ class RemoteRestoreTest {
         assertThat(peer.opens)
                 .as("the retry after the volume is made pulls nothing")
                 .hasValue(1);
+    }
+
+    @Test
+    void aVolumeOnAnotherNodeIsClonedFromTheCopyFrozenAtItsFirstOpen() throws IOException {
+        CreateVolumeRequest clone = restore().toBuilder()
+                .setName("pvc-clone-on-a")
+                .setVolumeContentSource(ControllerHarness.fromVolume(peerVolume.id()))
+                .build();
+        Path frozen = dir.resolve("as-frozen.img");
+        Files.copy(peerPool.volumes().imagePath(peerVolume.id()), frozen);
+
+        StatusRuntimeException running = failure(() -> controller.stub().createVolume(clone), Status.Code.ABORTED);
+        try (RandomAccessFile file = new RandomAccessFile(
+                peerPool.volumes().imagePath(peerVolume.id()).toFile(), "rw")) {
+            file.write("written after the freeze".getBytes(StandardCharsets.UTF_8));
+        }
+        peer.readsLetGo.countDown();
+        csi.v1.Csi.Volume cloned = retriedUntilDone(clone);
+
+        assertThat(running.getStatus().getDescription())
+                .startsWith("cloning volume " + peerVolume.id() + " from node " + PEER + ": 0 of ");
+        assertThat(cloned.getContentSource().getVolume().getVolumeId()).isEqualTo(peerVolume.id());
+        assertThat(Files.mismatch(controller.pool().volumes().imagePath(cloned.getVolumeId()), frozen))
+                .isEqualTo(-1);
+        assertThat(peerPool.root().resolve("outgoing")).as("released").isEmptyDirectory();
     }
 
     @Test

@@ -20,6 +20,7 @@ import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -283,7 +284,7 @@ class ImageTransferTest {
             @Override
             public Chunk read(long offset, int length) {
                 Chunk chunk = super.read(offset, length);
-                return new Chunk(offset, java.util.Arrays.copyOf(chunk.data(), 1024), chunk.crc32c());
+                return new Chunk(offset, Arrays.copyOf(chunk.data(), 1024), chunk.crc32c());
             }
         };
     }
