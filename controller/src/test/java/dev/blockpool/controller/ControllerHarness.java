@@ -32,6 +32,8 @@ final class ControllerHarness implements AutoCloseable {
     private final CommandRunner commands;
     private final PoolScope scope;
     private final NodeHolds holds;
+    private final OtherNodes otherNodes;
+    private final Duration waitWithoutDeadline;
     private Pool pool;
     private InProcessCsi served;
     private ControllerGrpc.ControllerBlockingStub stub;
@@ -54,11 +56,31 @@ final class ControllerHarness implements AutoCloseable {
         this(poolDir, new ProcessCommandRunner(), scope, holds);
     }
 
+    /**
+     * {@code otherNodes}: the other nodes' pools; {@code waitWithoutDeadline}: how long a
+     * CreateVolume waits for a pull from one of them.
+     */
+    ControllerHarness(Path poolDir, PoolScope scope, OtherNodes otherNodes, Duration waitWithoutDeadline) {
+        this(poolDir, new ProcessCommandRunner(), scope, NodeHolds.NONE, otherNodes, waitWithoutDeadline);
+    }
+
     private ControllerHarness(Path poolDir, CommandRunner commands, PoolScope scope, NodeHolds holds) {
+        this(poolDir, commands, scope, holds, OtherNodes.NONE, Duration.ZERO);
+    }
+
+    private ControllerHarness(
+            Path poolDir,
+            CommandRunner commands,
+            PoolScope scope,
+            NodeHolds holds,
+            OtherNodes otherNodes,
+            Duration waitWithoutDeadline) {
         this.poolDir = poolDir;
         this.commands = commands;
         this.scope = scope;
         this.holds = holds;
+        this.otherNodes = otherNodes;
+        this.waitWithoutDeadline = waitWithoutDeadline;
         start();
     }
 
@@ -67,7 +89,7 @@ final class ControllerHarness implements AutoCloseable {
         pool = Pool.open(poolDir, commands, Clock.systemUTC(), Duration.ZERO);
         OperationLocks locks = new OperationLocks();
         served = InProcessCsi.serve(
-                new ControllerService(pool, locks, scope, holds),
+                new ControllerService(pool, locks, scope, holds, otherNodes, waitWithoutDeadline),
                 new GroupControllerService(pool, locks, MemberFreeze.NONE, scope));
         pool.reconcile(locks); // as the driver does once it serves
         stub = ControllerGrpc.newBlockingStub(served.channel());
