@@ -33,6 +33,7 @@ final class ControllerHarness implements AutoCloseable {
     private final PoolScope scope;
     private final NodeHolds holds;
     private final OtherNodes otherNodes;
+    private ControllerService service;
     private final Duration waitWithoutDeadline;
     private Pool pool;
     private InProcessCsi served;
@@ -88,9 +89,8 @@ final class ControllerHarness implements AutoCloseable {
         // settle time zero: at start-up everything unfinished is treated as left by a crash
         pool = Pool.open(poolDir, commands, Clock.systemUTC(), Duration.ZERO);
         OperationLocks locks = new OperationLocks();
-        served = InProcessCsi.serve(
-                new ControllerService(pool, locks, scope, holds, otherNodes, waitWithoutDeadline),
-                new GroupControllerService(pool, locks, MemberFreeze.NONE, scope));
+        service = new ControllerService(pool, locks, scope, holds, otherNodes, waitWithoutDeadline);
+        served = InProcessCsi.serve(service, new GroupControllerService(pool, locks, MemberFreeze.NONE, scope));
         pool.reconcile(locks); // as the driver does once it serves
         stub = ControllerGrpc.newBlockingStub(served.channel());
         groupStub = GroupControllerGrpc.newBlockingStub(served.channel());
@@ -99,6 +99,11 @@ final class ControllerHarness implements AutoCloseable {
     void restart() {
         close();
         start();
+    }
+
+    /** The service itself, for what the driver calls on it beside gRPC. */
+    ControllerService service() {
+        return service;
     }
 
     ControllerGrpc.ControllerBlockingStub stub() {
