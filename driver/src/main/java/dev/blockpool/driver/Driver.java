@@ -14,6 +14,7 @@ import dev.blockpool.controller.ControllerService;
 import dev.blockpool.controller.GroupControllerService;
 import dev.blockpool.controller.MemberFreeze;
 import dev.blockpool.controller.NodeHolds;
+import dev.blockpool.controller.OtherNodes;
 import dev.blockpool.controller.SnapshotMetadataService;
 import dev.blockpool.csi.PoolScope;
 import dev.blockpool.csi.StatusInterceptor;
@@ -39,11 +40,13 @@ import dev.blockpool.node.NodeCensus;
 import dev.blockpool.node.NodeIdentity;
 import dev.blockpool.node.NodeService;
 import dev.blockpool.node.PoolVolumeCatalog;
+import dev.blockpool.peer.PeerChannel;
 import dev.blockpool.pool.ImageFiles;
 import dev.blockpool.pool.NodeClaim;
 import dev.blockpool.pool.NodeRecord;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.ReconcileSteps;
+import dev.blockpool.pool.transfer.PoolImageExports;
 import io.grpc.ServerServiceDefinition;
 import io.grpc.ServiceDescriptor;
 import java.io.IOException;
@@ -92,6 +95,8 @@ public final class Driver {
     private final DriverConfig config;
     private final String version;
     private final Background background;
+    /** The peer channel, where --peer-listen asks for one; set by {@link #start}. */
+    private Optional<PeerChannel> peers = Optional.empty();
 
     public Driver(DriverConfig config, String version) {
         this(config, version, new Background(RECONCILE_START_DELAY, ReconcileSteps.ALL));
@@ -113,6 +118,7 @@ public final class Driver {
         private final PoolOpening opening;
         private final IdleMemoryRelease memory;
         private final Optional<DriverMetrics> metrics;
+        private final Optional<PeerChannel> peers;
         /** Set once the pool's services are served; under the opening's lock. */
         private volatile BackgroundWork background;
 
@@ -120,11 +126,13 @@ public final class Driver {
                 UnixSocketServer server,
                 PoolOpening opening,
                 IdleMemoryRelease memory,
-                Optional<DriverMetrics> metrics) {
+                Optional<DriverMetrics> metrics,
+                Optional<PeerChannel> peers) {
             this.server = server;
             this.opening = opening;
             this.memory = memory;
             this.metrics = metrics;
+            this.peers = peers;
         }
 
         public UnixSocketServer server() {
@@ -148,6 +156,7 @@ public final class Driver {
             });
             memory.close();
             server.stop(grace);
+            peers.ifPresent(PeerChannel::close); // after the calls that may pull through it
             boolean ended = opened.isEmpty() || background.stop(deadline);
             opened.ifPresent(PoolOpening.Opened::release);
             metrics.ifPresent(DriverMetrics::close);
@@ -214,6 +223,8 @@ public final class Driver {
         // One operation per volume at a time, whichever service it comes through.
         OperationLocks locks = new OperationLocks();
         CallThreads threads = new CallThreads();
+        // This node's certificate and its client of the other nodes; it serves them once the pool is open.
+        peers = config.peers().map(peerConfig -> PeerChannel.open(peerConfig, config.nodeId()));
 
         List<ServerServiceDefinition> services = new ArrayList<>();
         openAtStart.ifPresent(open -> {
@@ -262,9 +273,10 @@ public final class Driver {
             opening.stop().ifPresent(PoolOpening.Opened::release);
             memory.close();
             metrics.ifPresent(DriverMetrics::close);
+            peers.ifPresent(PeerChannel::close);
             throw e;
         }
-        Running running = new Running(server, opening, memory, metrics);
+        Running running = new Running(server, opening, memory, metrics, peers);
         if (openAtStart.isPresent()) {
             serveInBackground(openAtStart.get(), nodeHost, locks, running);
         } else {
@@ -400,7 +412,14 @@ public final class Driver {
                 holds = volume -> loops.holders(open.pool().volumes().imagePath(volume.id()))
                         .map(LoopAttachments.Holders::describe);
             }
-            services.add(new ControllerService(open.pool(), locks, config.scope(), holds).bindService());
+            ControllerService controller = new ControllerService(
+                    open.pool(),
+                    locks,
+                    config.scope(),
+                    holds,
+                    peers.map(PeerChannel::otherNodes).orElse(OtherNodes.NONE));
+            services.add(controller.bindService());
+            peers.ifPresent(channel -> serveToPeers(channel, open.pool(), controller));
             services.add(new GroupControllerService(open.pool(), locks, open.freeze(), config.scope()).bindService());
             services.add(new SnapshotMetadataService(open.pool()).bindService());
         }
@@ -414,6 +433,15 @@ public final class Driver {
                     .bindService());
         }
         return services;
+    }
+
+    /** The other nodes read this node's pool, and hand it ModifyVolume of its volumes, once it is open. */
+    private static void serveToPeers(PeerChannel channel, Pool pool, ControllerService controller) {
+        try {
+            channel.serve(new PoolImageExports(pool, Clock.systemUTC()), controller::modifyHere);
+        } catch (IOException e) {
+            throw new IllegalArgumentException(e.getMessage(), e);
+        }
     }
 
     /**

@@ -10,6 +10,7 @@ import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.Topology;
 import csi.v1.Csi.TopologyRequirement;
 import csi.v1.Csi.Volume;
+import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
 import csi.v1.Csi.VolumeContentSource;
 import dev.blockpool.common.NeedsRoot;
 import io.grpc.Status;
@@ -106,7 +107,8 @@ class PeerTransferRealHostTest {
         }
         if (dir != null) {
             try (Stream<Path> files = Files.walk(dir)) {
-                files.sorted((x, y) -> y.compareTo(x)).forEach(path -> path.toFile().delete());
+                files.sorted((x, y) -> y.compareTo(x))
+                        .forEach(path -> path.toFile().delete());
             }
         }
     }
@@ -200,7 +202,7 @@ class PeerTransferRealHostTest {
                 .controller()
                 .createVolume(CreateVolumeRequest.newBuilder()
                         .setName(name)
-                        .addVolumeCapabilities(mount("ext4"))
+                        .addVolumeCapabilities(mount("ext4", Mode.SINGLE_NODE_WRITER))
                         .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(size))
                         .setAccessibilityRequirements(placedOn(node))
                         .build())
@@ -236,7 +238,7 @@ class PeerTransferRealHostTest {
     private static CreateVolumeRequest restoreRequest(Node node, String name, VolumeContentSource source) {
         return CreateVolumeRequest.newBuilder()
                 .setName(name)
-                .addVolumeCapabilities(mount("ext4"))
+                .addVolumeCapabilities(mount("ext4", Mode.SINGLE_NODE_WRITER))
                 .setVolumeContentSource(source)
                 .setAccessibilityRequirements(placedOn(node))
                 .build();
@@ -287,7 +289,8 @@ class PeerTransferRealHostTest {
         while (System.nanoTime() < deadline) {
             if (Files.isDirectory(incoming)) {
                 try (Stream<Path> files = Files.list(incoming)) {
-                    for (Path file : files.filter(f -> f.toString().endsWith(".img")).toList()) {
+                    for (Path file :
+                            files.filter(f -> f.toString().endsWith(".img")).toList()) {
                         if (allocatedBytes(file) > 0) {
                             return;
                         }
@@ -311,14 +314,17 @@ class PeerTransferRealHostTest {
 
     private static void assertSameBytes(Path expected, Path actual) throws IOException {
         assertThat(Files.size(actual)).isEqualTo(Files.size(expected));
-        assertThat(Files.mismatch(expected, actual)).as("first byte that differs").isEqualTo(-1L);
+        assertThat(Files.mismatch(expected, actual))
+                .as("first byte that differs")
+                .isEqualTo(-1L);
     }
 
     /** The bytes the filesystem allocated to the file (st_blocks). */
     private static long allocatedBytes(Path file) throws IOException {
         try {
             Process stat = new ProcessBuilder("stat", "--format=%b %B", file.toString()).start();
-            String[] blocks = new String(stat.getInputStream().readAllBytes()).strip().split(" ");
+            String[] blocks =
+                    new String(stat.getInputStream().readAllBytes()).strip().split(" ");
             stat.waitFor();
             return Long.parseLong(blocks[0]) * Long.parseLong(blocks[1]);
         } catch (InterruptedException e) {
