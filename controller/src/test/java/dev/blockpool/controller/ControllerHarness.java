@@ -13,6 +13,8 @@ import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.csi.CsiRequests;
 import dev.blockpool.csi.InProcessCsi;
 import dev.blockpool.csi.PoolScope;
+import dev.blockpool.pool.MemberFreeze;
+import dev.blockpool.pool.NodeHolds;
 import dev.blockpool.pool.Pool;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -32,6 +34,7 @@ final class ControllerHarness implements AutoCloseable {
     private final CommandRunner commands;
     private final PoolScope scope;
     private final NodeHolds holds;
+    private final MemberFreeze freeze;
     private Pool pool;
     private InProcessCsi served;
     private ControllerGrpc.ControllerBlockingStub stub;
@@ -42,7 +45,7 @@ final class ControllerHarness implements AutoCloseable {
     }
 
     ControllerHarness(Path poolDir, CommandRunner commands) {
-        this(poolDir, commands, PoolScope.shared(), NodeHolds.NONE);
+        this(poolDir, commands, PoolScope.shared(), NodeHolds.NONE, MemberFreeze.NONE);
     }
 
     ControllerHarness(Path poolDir, PoolScope scope) {
@@ -51,14 +54,21 @@ final class ControllerHarness implements AutoCloseable {
 
     /** {@code holds}: what holds a volume on the node, as the driver that serves the node too would say. */
     ControllerHarness(Path poolDir, PoolScope scope, NodeHolds holds) {
-        this(poolDir, new ProcessCommandRunner(), scope, holds);
+        this(poolDir, new ProcessCommandRunner(), scope, holds, MemberFreeze.NONE);
     }
 
-    private ControllerHarness(Path poolDir, CommandRunner commands, PoolScope scope, NodeHolds holds) {
+    /** {@code freeze}: how a group's members are held still, as the driver that serves the node too would. */
+    ControllerHarness(Path poolDir, MemberFreeze freeze) {
+        this(poolDir, new ProcessCommandRunner(), PoolScope.shared(), NodeHolds.NONE, freeze);
+    }
+
+    private ControllerHarness(
+            Path poolDir, CommandRunner commands, PoolScope scope, NodeHolds holds, MemberFreeze freeze) {
         this.poolDir = poolDir;
         this.commands = commands;
         this.scope = scope;
         this.holds = holds;
+        this.freeze = freeze;
         start();
     }
 
@@ -67,7 +77,7 @@ final class ControllerHarness implements AutoCloseable {
         pool = Pool.open(poolDir, commands, Clock.systemUTC(), Duration.ZERO);
         OperationLocks locks = new OperationLocks();
         served = InProcessCsi.serve(
-                new ControllerService(pool, locks, scope, holds), new GroupControllerService(pool, locks));
+                new ControllerService(pool, locks, scope, holds), new GroupControllerService(pool, locks, freeze));
         pool.reconcile(locks); // as the driver does once it serves
         stub = ControllerGrpc.newBlockingStub(served.channel());
         groupStub = GroupControllerGrpc.newBlockingStub(served.channel());
