@@ -62,7 +62,7 @@ class DriverStartTest {
         } finally {
             running.stop(Duration.ofSeconds(5));
         }
-        assertThat(orphan).as("an image without metadata, after start-up").doesNotExist();
+        assertThat(orphan).as("an image without a record, after start-up").doesNotExist();
         assertThat(pool.volumes().find(kept.id())).contains(kept);
         assertThat(pool.volumes().imagePath(kept.id())).exists();
     }

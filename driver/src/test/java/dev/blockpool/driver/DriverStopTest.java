@@ -187,7 +187,7 @@ class DriverStopTest {
         return DriverStartTest.controller(dir.resolve(name + ".sock"), poolDir, delay, steps);
     }
 
-    /** A pool with what crashes leave (a temporary file, two images without metadata) beside a committed volume. */
+    /** A pool with what crashes leave (a temporary file, two images without a record) beside a committed volume. */
     private Path leftovers(String name) throws Exception {
         Path poolDir = dir.resolve(name);
         Pool pool = Pool.open(poolDir, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ZERO);

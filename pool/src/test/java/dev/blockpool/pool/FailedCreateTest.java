@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A create that fails part-way (its image step or its metadata write) leaves nothing behind, so
+ * A create that fails part-way (its image step or its record's write) leaves nothing behind, so
  * the pool does not fill up with orphans and a retry of the same name starts clean.
  */
 class FailedCreateTest {

@@ -61,7 +61,7 @@ class FullPoolRealHostTest {
 
     @Test
     void aRetryCountsTheImageItsInterruptedAttemptLeftAsFreeSpace() {
-        // An attempt that died after preallocating most of the pool, before its metadata was written.
+        // An attempt that died after preallocating most of the pool, before its record was written.
         long size = 40 * MIB;
         VolumeSpec spec = new VolumeSpec(
                 "big", size, "ext4", Allocation.PREALLOCATED, Set.of(AccessType.BLOCK), Map.of(), Optional.empty());
@@ -95,7 +95,7 @@ class FullPoolRealHostTest {
                     assertThat(e.kind()).isEqualTo(Kind.EXHAUSTED);
                     assertThat(e.getMessage()).contains("node-1.json", "No space left on device");
                 });
-        // An empty volume needs no blocks of its own: only its metadata write meets the full filesystem.
+        // An empty volume needs no blocks of its own: only its record's write meets the full filesystem.
         VolumeSpec empty = new VolumeSpec(
                 "empty", 0, "ext4", Allocation.SPARSE, Set.of(AccessType.BLOCK), Map.of(), Optional.empty());
         assertKind(Kind.EXHAUSTED, () -> pool.volumes().create(empty));
