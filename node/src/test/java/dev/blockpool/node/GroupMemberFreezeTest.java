@@ -115,10 +115,7 @@ class GroupMemberFreezeTest {
 
     @Test
     void aRetriedGroupSnapshotThawsWhatTheCallBeforeItCouldNot() {
-        kernel.thawFailure =
-                StorageException.internal("cannot thaw the file system mounted at %s: EIO", staging(first));
-        assertThatThrownBy(() -> freezeAndThaw(members, first, second)).satisfies(this::isUnavailable);
-        kernel.thawFailure = null;
+        freezeWhoseThawTheKernelRefuses(first, second);
 
         members.thawLeft(List.of(first, second)); // what a retry of the group, found made, asks
 
@@ -128,10 +125,7 @@ class GroupMemberFreezeTest {
 
     @Test
     void aFreezeOfAVolumeAnEarlierFreezeLeftThawsItFirst() {
-        kernel.thawFailure =
-                StorageException.internal("cannot thaw the file system mounted at %s: EIO", staging(first));
-        assertThatThrownBy(() -> freezeAndThaw(members, first, second)).satisfies(this::isUnavailable);
-        kernel.thawFailure = null;
+        freezeWhoseThawTheKernelRefuses(first, second);
         int before = kernel.log.size();
 
         freezeAndThaw(members, first, second); // a retry whose group was not made
@@ -321,6 +315,14 @@ class GroupMemberFreezeTest {
         try (MemberFreeze.Frozen frozen = freeze.freeze(List.of(volumeIds))) {
             assertThat(frozen.heldThroughout()).isTrue();
         }
+    }
+
+    /** A freeze of these volumes whose thaw the kernel refuses once: it leaves them frozen and marked. */
+    private void freezeWhoseThawTheKernelRefuses(String... volumeIds) {
+        kernel.thawFailure =
+                StorageException.internal("cannot thaw the file system mounted at %s: EIO", staging(volumeIds[0]));
+        assertThatThrownBy(() -> freezeAndThaw(members, volumeIds)).satisfies(this::isUnavailable);
+        kernel.thawFailure = null;
     }
 
     /** The failure a group snapshot answers UNAVAILABLE with: a retry later may find the file system thawed. */
