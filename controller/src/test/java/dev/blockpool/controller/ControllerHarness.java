@@ -1,7 +1,6 @@
 package dev.blockpool.controller;
 
 import csi.v1.ControllerGrpc;
-import csi.v1.Csi.CapacityRange;
 import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.VolumeCapability;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
@@ -117,10 +116,7 @@ final class ControllerHarness implements AutoCloseable {
     }
 
     static CreateVolumeRequest.Builder createRequest(String name, long bytes) {
-        return CreateVolumeRequest.newBuilder()
-                .setName(name)
-                .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(bytes))
-                .addVolumeCapabilities(singleWriter());
+        return CsiRequests.createVolume(name, bytes, singleWriter());
     }
 
     static VolumeContentSource fromSnapshot(String snapshotId) {

@@ -31,10 +31,9 @@ class FrozenLeftoversTest {
         try (DriversOnOnePool drivers = new DriversOnOnePool(dir)) {
             Driver.Running first = drivers.start("first", "node-1", Mode.ALL, PoolScope.Kind.NODE);
             String volume = ControllerGrpc.newBlockingStub(drivers.channel("first"))
-                    .createVolume(Csi.CreateVolumeRequest.newBuilder()
-                            .setName("pvc-left")
-                            .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(1 << 20))
-                            .addVolumeCapabilities(
+                    .createVolume(CsiRequests.createVolume(
+                                    "pvc-left",
+                                    1 << 20,
                                     CsiRequests.mount(Csi.VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
                             .build())
                     .getVolume()
