@@ -11,12 +11,10 @@ import dev.blockpool.host.FakeHost;
 import dev.blockpool.host.filesystems.FakeFreezeCalls;
 import dev.blockpool.host.filesystems.FilesystemFreezes;
 import dev.blockpool.host.loops.LoopAttachments;
-import dev.blockpool.pool.AccessType;
-import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.MemberFreeze;
 import dev.blockpool.pool.NodeClaim;
 import dev.blockpool.pool.Pool;
-import dev.blockpool.pool.VolumeSpec;
+import dev.blockpool.pool.VolumeSpecs;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -27,8 +25,6 @@ import java.time.ZoneOffset;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.function.BooleanSupplier;
@@ -296,10 +292,8 @@ class GroupMemberFreezeTest {
 
     /** A volume of 1 MiB for one writer's file system, made in the pool and staged on the fake host, at {@link #staging}. */
     private String stagedVolume(String name) {
-        String volumeId = pool.volumes()
-                .create(new VolumeSpec(
-                        name, 1 << 20, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.empty()))
-                .id();
+        String volumeId =
+                pool.volumes().create(VolumeSpecs.sparse(name, 1 << 20)).id();
         Path image = pool.volumes().imagePath(volumeId);
         host.mount(host.attach(image, false).device(), dir.resolve("staging-" + name), FsType.EXT4, List.of());
         names.put(volumeId, name);
