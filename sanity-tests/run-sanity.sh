@@ -83,6 +83,14 @@ for access in "${access_types[@]}"; do
     echo "skipped: node-expand after node-publish (growing a mounted ext4 needs CAP_SYS_RESOURCE, which this process lacks)"
     skip=(-ginkgo.skip "should work if node-expand is called after node-publish")
   fi
+  # On a node-local pool each snapshot names its node (SNAPSHOT_ACCESSIBILITY_CONSTRAINTS). csi-test
+  # v5.6.0's spec of it compares the answered topology with the node's by gomega's Equal, which is
+  # reflect.DeepEqual on protobuf structs: it tells equal messages apart by the size cache that
+  # marshalling the request left on one of them, and fails for any driver that answers a topology.
+  # NodeLocalControllerTest checks the same by value.
+  if [[ $scope == node ]]; then
+    skip+=(-ginkgo.skip "should succeed when creating a snapshot with accessibility requirements")
+  fi
   set +e
   # shellcheck disable=SC2086
   "$tools/csi-sanity" \

@@ -152,7 +152,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         VolumeParameters parameters = VolumeParameters.parse(
                 request.getParametersMap(), request.getMutableParamsMap(), Capabilities.fsType(capabilities));
         Optional<ContentSource> source = ProtoMapper.contentSource(request);
-        scope.requireReachable(request.getAccessibilityRequirements());
+        scope.requireReachable(request.getAccessibilityRequirements(), "volume");
         source.ifPresent(s -> requireLocalSource(s, request));
         Set<AccessType> accessTypes = Capabilities.accessTypes(capabilities);
         // A filesystem volume is at least what mkfs accepts; a block volume is never formatted.
@@ -410,13 +410,15 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     public void createSnapshot(CreateSnapshotRequest request, StreamObserver<CreateSnapshotResponse> response) {
         String name = RequestFields.id("name", request.getName());
         String sourceId = RequestFields.id("source_volume_id", request.getSourceVolumeId());
+        // The snapshot is made in the pool of its volume: on a node-local pool, this node's.
+        scope.requireReachable(request.getAccessibilityRequirements(), "snapshot");
         // A retry answers with the snapshot taken before, even once its source is deleted.
         Snapshot snapshot = changes.make(
                 () -> pool.snapshots().create(name, sourceId, pool.volumes()), Ids.snapshotIdFor(name), sourceId);
         UnaryReply.send(
                 response,
                 CreateSnapshotResponse.newBuilder()
-                        .setSnapshot(ProtoMapper.snapshot(snapshot))
+                        .setSnapshot(ProtoMapper.snapshot(snapshot, scope))
                         .build());
     }
 
@@ -437,7 +439,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                         optional(request.getSnapshotId()),
                         optional(request.getSourceVolumeId()));
         var result = ListSnapshotsResponse.newBuilder().setNextToken(Pages.nextToken(page));
-        page.entries().forEach(s -> result.addEntriesBuilder().setSnapshot(ProtoMapper.snapshot(s)));
+        page.entries().forEach(s -> result.addEntriesBuilder().setSnapshot(ProtoMapper.snapshot(s, scope)));
         UnaryReply.send(response, result.build());
     }
 
@@ -450,7 +452,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         UnaryReply.send(
                 response,
                 GetSnapshotResponse.newBuilder()
-                        .setSnapshot(ProtoMapper.snapshot(snapshot))
+                        .setSnapshot(ProtoMapper.snapshot(snapshot, scope))
                         .build());
     }
 

@@ -13,6 +13,7 @@ import csi.v1.Csi.VolumeGroupSnapshot;
 import csi.v1.GroupControllerGrpc;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.csi.CsiException;
+import dev.blockpool.csi.PoolScope;
 import dev.blockpool.csi.RequestFields;
 import dev.blockpool.csi.UnaryReply;
 import dev.blockpool.pool.GroupSnapshot;
@@ -40,15 +41,18 @@ public final class GroupControllerService extends GroupControllerGrpc.GroupContr
     private final Pool pool;
     private final PoolChanges changes;
     private final MemberFreeze freeze;
+    private final PoolScope scope;
 
     public GroupControllerService(Pool pool, OperationLocks locks) {
-        this(pool, locks, MemberFreeze.NONE);
+        this(pool, locks, MemberFreeze.NONE, PoolScope.shared());
     }
 
-    public GroupControllerService(Pool pool, OperationLocks locks, MemberFreeze freeze) {
+    /** {@code scope}: where the members are, as each member snapshot's accessible_topology says. */
+    public GroupControllerService(Pool pool, OperationLocks locks, MemberFreeze freeze, PoolScope scope) {
         this.pool = pool;
         this.changes = new PoolChanges(pool, locks);
         this.freeze = freeze;
+        this.scope = scope;
     }
 
     @Override
@@ -146,7 +150,7 @@ public final class GroupControllerService extends GroupControllerGrpc.GroupContr
                 .setGroupSnapshotId(group.id())
                 .setCreationTime(ProtoMapper.timestamp(group.createdAt()))
                 .setReadyToUse(true);
-        pool.groups().members(group).forEach(member -> result.addSnapshots(ProtoMapper.snapshot(member)));
+        pool.groups().members(group).forEach(member -> result.addSnapshots(ProtoMapper.snapshot(member, scope)));
         return result.build();
     }
 }

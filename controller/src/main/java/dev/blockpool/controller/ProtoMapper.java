@@ -65,7 +65,11 @@ final class ProtoMapper {
                 .build();
     }
 
-    static Csi.Snapshot snapshot(Snapshot snapshot) {
+    /**
+     * The CSI snapshot. Its accessible_topology, like a volume's, is the pool's: where a restore
+     * from it is made without crossing between nodes (SNAPSHOT_ACCESSIBILITY_CONSTRAINTS).
+     */
+    static Csi.Snapshot snapshot(Snapshot snapshot, PoolScope scope) {
         var result = Csi.Snapshot.newBuilder()
                 .setSnapshotId(snapshot.id())
                 .setSourceVolumeId(snapshot.sourceVolumeId())
@@ -73,6 +77,7 @@ final class ProtoMapper {
                 .setCreationTime(timestamp(snapshot.createdAt()))
                 .setReadyToUse(true);
         snapshot.groupSnapshotId().ifPresent(result::setGroupSnapshotId);
+        scope.volumeTopology().ifPresent(result::addAccessibleTopology);
         return result.build();
     }
 

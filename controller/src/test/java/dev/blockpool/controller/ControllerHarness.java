@@ -76,7 +76,8 @@ final class ControllerHarness implements AutoCloseable {
         pool = Pool.open(poolDir, commands, Clock.systemUTC(), Duration.ZERO);
         OperationLocks locks = new OperationLocks();
         served = InProcessCsi.serve(
-                new ControllerService(pool, locks, scope, holds), new GroupControllerService(pool, locks, freeze));
+                new ControllerService(pool, locks, scope, holds),
+                new GroupControllerService(pool, locks, freeze, scope));
         pool.reconcile(locks); // as the driver does once it serves
         stub = ControllerGrpc.newBlockingStub(served.channel());
         groupStub = GroupControllerGrpc.newBlockingStub(served.channel());

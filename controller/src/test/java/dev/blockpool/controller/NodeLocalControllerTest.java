@@ -19,7 +19,9 @@ import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.DeleteSnapshotRequest;
 import csi.v1.Csi.DeleteVolumeRequest;
 import csi.v1.Csi.GetCapacityRequest;
+import csi.v1.Csi.ListSnapshotsRequest;
 import csi.v1.Csi.ListVolumesRequest;
+import csi.v1.Csi.Snapshot;
 import csi.v1.Csi.Topology;
 import csi.v1.Csi.TopologyRequirement;
 import csi.v1.Csi.Volume;
@@ -197,6 +199,45 @@ class NodeLocalControllerTest {
                         .build())
                 .getVolume();
         assertThat(restored.getAccessibleTopologyList()).containsExactly(HERE);
+    }
+
+    /**
+     * A snapshot is in its volume's pool: it says so (SNAPSHOT_ACCESSIBILITY_CONSTRAINTS) wherever it
+     * is shown, and one required elsewhere is refused before anything is made.
+     */
+    @Test
+    void aSnapshotIsPinnedToThisNodeAndOneRequiredElsewhereIsRefused() throws IOException {
+        String volumeId = createVolume("pvc-snapped");
+        Snapshot snapshot = controller
+                .stub()
+                .createSnapshot(CreateSnapshotRequest.newBuilder()
+                        .setName("snap-here")
+                        .setSourceVolumeId(volumeId)
+                        .setAccessibilityRequirements(requisite(HERE))
+                        .build())
+                .getSnapshot();
+        assertThat(snapshot.getAccessibleTopologyList()).containsExactly(HERE);
+        assertThat(controller
+                        .stub()
+                        .listSnapshots(ListSnapshotsRequest.getDefaultInstance())
+                        .getEntries(0)
+                        .getSnapshot()
+                        .getAccessibleTopologyList())
+                .containsExactly(HERE);
+
+        var e = failure(
+                () -> controller
+                        .stub()
+                        .createSnapshot(CreateSnapshotRequest.newBuilder()
+                                .setName("snap-there")
+                                .setSourceVolumeId(volumeId)
+                                .setAccessibilityRequirements(requisite(ELSEWHERE))
+                                .build()),
+                Status.Code.RESOURCE_EXHAUSTED);
+        assertThat(e.getStatus().getDescription()).contains("snapshot", "node-a", "node-b");
+        try (Stream<Path> files = Files.list(poolDir.resolve("snapshots"))) {
+            assertThat(files.filter(f -> f.toString().endsWith(".img"))).hasSize(1);
+        }
     }
 
     /**

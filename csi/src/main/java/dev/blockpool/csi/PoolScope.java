@@ -71,15 +71,15 @@ public sealed interface PoolScope {
      * and has the scheduler choose again (checkError: ProvisioningReschedule); any other definite
      * code is final there and would retry on the same node for ever.
      */
-    default void requireReachable(TopologyRequirement requirement) {
+    default void requireReachable(TopologyRequirement requirement, String what) {
         if (!(this instanceof NodeLocal local)) {
             return;
         }
         List<Topology> allowed = NodeLocal.allowed(requirement);
         if (!allowed.isEmpty() && allowed.stream().noneMatch(local::reaches)) {
             throw CsiException.resourceExhausted(
-                    "this driver serves the pool of node %s, and the volume must be accessible from %s only",
-                    local.nodeId(), describe(allowed));
+                    "this driver serves the pool of node %s, and the %s must be accessible from %s only",
+                    local.nodeId(), what, describe(allowed));
         }
     }
 

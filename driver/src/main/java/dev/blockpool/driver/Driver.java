@@ -230,8 +230,9 @@ public final class Driver {
             capabilities.add(IdentityService.expansion(PluginCapability.VolumeExpansion.Type.OFFLINE));
         }
         if (config.scope() instanceof PoolScope.NodeLocal) {
-            // Each volume is reachable only on the node whose pool holds it (its accessible_topology).
+            // Each volume and snapshot is in the pool of one node (their accessible_topology).
             capabilities.add(IdentityService.service(PluginCapability.Service.Type.VOLUME_ACCESSIBILITY_CONSTRAINTS));
+            capabilities.add(IdentityService.service(PluginCapability.Service.Type.SNAPSHOT_ACCESSIBILITY_CONSTRAINTS));
         }
         host.limits().forEach(limit -> log.warn("{}", limit));
         services.add(new IdentityService(config.driverName(), version, capabilities, opening).bindService());
@@ -399,7 +400,7 @@ public final class Driver {
                 holds = new HostHolds(open.pool(), nodeHost.loops());
             }
             services.add(new ControllerService(open.pool(), locks, config.scope(), holds).bindService());
-            services.add(new GroupControllerService(open.pool(), locks, open.freeze()).bindService());
+            services.add(new GroupControllerService(open.pool(), locks, open.freeze(), config.scope()).bindService());
             services.add(new SnapshotMetadataService(open.pool()).bindService());
         }
         if (config.mode().servesNode()) {
