@@ -72,11 +72,7 @@ class NodePathSafetyRealHostTest {
     }
 
     private void stage(Volume volume, Csi.VolumeCapability capability) {
-        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                .setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString())
-                .setVolumeCapability(capability)
-                .build());
+        scratch.stage(node, volume, capability);
     }
 
     @Test

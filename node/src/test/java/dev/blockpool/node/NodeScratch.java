@@ -1,10 +1,12 @@
 package dev.blockpool.node;
 
+import csi.v1.Csi;
 import csi.v1.NodeGrpc;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.csi.CsiKeys;
 import dev.blockpool.csi.InProcessCsi;
 import dev.blockpool.host.KubeletPaths;
 import dev.blockpool.host.NodeHost;
@@ -146,6 +148,27 @@ final class NodeScratch implements BeforeEachCallback, AfterEachCallback {
         return pool().volumes()
                 .create(new VolumeSpec(
                         name, bytes, fsType, Allocation.SPARSE, Set.of(type), Map.of(), Optional.empty()));
+    }
+
+    /**
+     * The volume staged at kubelet's staging path through {@code node}, as kubelet stages it: the
+     * volume context carries the fsType CreateVolume answered with.
+     */
+    void stage(NodeGrpc.NodeBlockingStub node, Volume volume, Csi.VolumeCapability capability) {
+        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
+                .setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString())
+                .setVolumeCapability(capability)
+                .putVolumeContext(CsiKeys.FS_TYPE, volume.fsType())
+                .build());
+    }
+
+    /** The volume unstaged from kubelet's staging path through {@code node}. */
+    void unstage(NodeGrpc.NodeBlockingStub node, Volume volume) {
+        node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
+                .setVolumeId(volume.id())
+                .setStagingTargetPath(staging.toString())
+                .build());
     }
 
     /** Closes {@code thing} once the test ends, before what was made earlier and before the clean-up. */

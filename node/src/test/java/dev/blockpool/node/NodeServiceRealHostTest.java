@@ -79,12 +79,7 @@ class NodeServiceRealHostTest {
     }
 
     private void stage(Volume volume, Csi.VolumeCapability capability) {
-        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                .setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString())
-                .setVolumeCapability(capability)
-                .putVolumeContext("fsType", volume.fsType())
-                .build());
+        scratch.stage(node(), volume, capability);
     }
 
     private void publish(Volume volume, Path target, Csi.VolumeCapability capability, boolean readOnly) {
@@ -105,10 +100,7 @@ class NodeServiceRealHostTest {
     }
 
     private void unstage(Volume volume) {
-        node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
-                .setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString())
-                .build());
+        scratch.unstage(node(), volume);
     }
 
     private Csi.NodeGetVolumeStatsResponse stats(String volumeId, Path path) {

@@ -9,6 +9,7 @@ import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
 import csi.v1.NodeGrpc;
 import dev.blockpool.common.NeedsRoot;
 import dev.blockpool.common.SilentFuseMount;
+import dev.blockpool.csi.CsiRequests;
 import dev.blockpool.host.loops.LoopDevice;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Pool;
@@ -70,21 +71,11 @@ class VolumeHealthRealHostTest {
     }
 
     private void stage(Volume volume) {
-        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                .setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString())
-                .setVolumeCapability(Csi.VolumeCapability.newBuilder()
-                        .setMount(Csi.VolumeCapability.MountVolume.newBuilder().setFsType(volume.fsType()))
-                        .setAccessMode(
-                                Csi.VolumeCapability.AccessMode.newBuilder().setMode(Mode.SINGLE_NODE_WRITER)))
-                .build());
+        scratch.stage(node(), volume, CsiRequests.mount(volume.fsType(), Mode.SINGLE_NODE_WRITER));
     }
 
     private void unstage(Volume volume) {
-        node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
-                .setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString())
-                .build());
+        scratch.unstage(node(), volume);
     }
 
     private List<Csi.VolumeHealth.VolumeHealthEntry> health(String volumeId, Path... paths) {
