@@ -20,6 +20,7 @@ import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -97,7 +98,7 @@ class VolumeHealthRealHostTest {
 
     /** ext4's own test hook records an error as a real one would: counted in the superblock, shown in sysfs. */
     @Test
-    void ext4ErrorsTheKernelRecordedAreReportedUntilTheNextStageRepairsThem() throws IOException {
+    void ext4ErrorsTheKernelRecordedAreReportedUntilTheNextStageRepairsThem() throws Exception {
         openPool();
         Volume volume = stagedVolume("ext4");
         Path trigger = Path.of("/sys/fs/ext4", loopOf(volume).name(), "trigger_fs_error");
@@ -105,6 +106,7 @@ class VolumeHealthRealHostTest {
         assertThat(health(volume.id())).isEmpty();
 
         Files.writeString(trigger, "blockpool health test");
+        awaitCounted(trigger.resolveSibling("errors_count"));
 
         assertThat(health(volume.id())).singleElement().satisfies(entry -> {
             assertThat(entry.getStatus()).isEqualTo(Csi.VolumeHealthErrorType.DEGRADED);
@@ -116,6 +118,20 @@ class VolumeHealthRealHostTest {
         unstage(volume);
         stage(volume);
         assertThat(health(volume.id())).isEmpty();
+    }
+
+    /**
+     * Waits until the kernel shows the error in {@code errorsCount}: ext4 copies a new error into
+     * its superblock, which that file reads, from a work queue, a moment after the error.
+     */
+    private static void awaitCounted(Path errorsCount) throws IOException, InterruptedException {
+        long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (Files.readString(errorsCount).strip().equals("0")) {
+            assertThat(System.nanoTime() - giveUp)
+                    .as("the kernel counts the error")
+                    .isNegative();
+            Thread.sleep(10);
+        }
     }
 
     @Test
