@@ -60,11 +60,14 @@ import dev.blockpool.pool.Snapshot;
 import dev.blockpool.pool.Volume;
 import dev.blockpool.pool.VolumeSpec;
 import dev.blockpool.pool.records.Page;
+import dev.blockpool.pool.transfer.ImageImports;
 import io.grpc.stub.StreamObserver;
+import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.stream.Collectors;
 
@@ -111,6 +114,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     private final PoolChanges changes;
     private final PoolScope scope;
     private final NodeHolds holds;
+    private final RemoteRestores restores;
 
     public ControllerService(Pool pool, OperationLocks locks) {
         this(pool, locks, PoolScope.shared());
@@ -122,10 +126,30 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
 
     /** {@code holds}: what holds a volume on this node, where the driver serves the node too. */
     public ControllerService(Pool pool, OperationLocks locks, PoolScope scope, NodeHolds holds) {
+        this(pool, locks, scope, holds, OtherNodes.NONE);
+    }
+
+    /**
+     * {@code otherNodes}: the other nodes' pools, from which a node-local pool restores and clones
+     * a source it lacks.
+     */
+    public ControllerService(Pool pool, OperationLocks locks, PoolScope scope, NodeHolds holds, OtherNodes otherNodes) {
+        this(pool, locks, scope, holds, otherNodes, RemoteRestores.WAIT_WITHOUT_DEADLINE);
+    }
+
+    /** {@code waitWithoutDeadline}: how long a CreateVolume without a deadline waits for its pull. */
+    ControllerService(
+            Pool pool,
+            OperationLocks locks,
+            PoolScope scope,
+            NodeHolds holds,
+            OtherNodes otherNodes,
+            Duration waitWithoutDeadline) {
         this.pool = pool;
         this.changes = new PoolChanges(pool, locks);
         this.scope = scope;
         this.holds = holds;
+        this.restores = new RemoteRestores(new ImageImports(pool), otherNodes, waitWithoutDeadline);
     }
 
     /** UNIMPLEMENTED for a call this scope does not offer. */
@@ -153,15 +177,21 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                 request.getParametersMap(), request.getMutableParamsMap(), Capabilities.fsType(capabilities));
         Optional<ContentSource> source = ProtoMapper.contentSource(request);
         scope.requireReachable(request.getAccessibilityRequirements(), "volume");
-        source.ifPresent(s -> requireLocalSource(s, request));
         Set<AccessType> accessTypes = Capabilities.accessTypes(capabilities);
         // A filesystem volume is at least what mkfs accepts; a block volume is never formatted.
         long minimum =
                 accessTypes.contains(AccessType.MOUNT) ? parameters.fsType().minimumBytes() : 0;
         // Without a capacity range a restore or clone is as large as its source.
-        long size = source.isPresent() && !request.hasCapacityRange()
-                ? pool.volumes().sourceSize(source.get())
-                : Sizes.choose(request.getCapacityRange(), minimum);
+        OptionalLong requested = source.isPresent() && !request.hasCapacityRange()
+                ? OptionalLong.empty()
+                : OptionalLong.of(Sizes.choose(request.getCapacityRange(), minimum));
+        String volumeId = Ids.volumeIdFor(name);
+        Optional<RemoteRestores.Pull> pull = source.flatMap(s -> pullFromOtherNode(s, volumeId, requested));
+        if (pull.isEmpty()) {
+            source.ifPresent(s -> requireLocalSource(s, volumeId, request));
+        }
+        long size = requested.orElseGet(
+                () -> pull.map(RemoteRestores.Pull::sizeBytes).orElseGet(() -> sourceSize(source.get(), volumeId)));
         VolumeSpec spec = new VolumeSpec(
                 name,
                 size,
@@ -172,7 +202,9 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                 source,
                 request.getCapacityRange().getLimitBytes());
         String sourceId = source.map(ContentSource::id).orElse("");
-        Volume volume = changes.make(() -> pool.volumes().create(spec), Ids.volumeIdFor(name), sourceId);
+        Volume volume = pull.isPresent()
+                ? restores.finish(pull.get(), () -> changes.make(() -> restores.createVolume(spec), volumeId))
+                : changes.make(() -> pool.volumes().create(spec), volumeId, sourceId);
         UnaryReply.send(
                 response,
                 CreateVolumeResponse.newBuilder()
@@ -181,16 +213,50 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     }
 
     /**
-     * A restore or clone is made in the pool of its source. On a node-local pool, a source this
-     * pool lacks, asked for a node the CO chose, may be in another node's pool: RESOURCE_EXHAUSTED
-     * has external-provisioner give the node up and the scheduler choose again (see
-     * {@link PoolScope#requireReachable}), where NOT_FOUND would retry on this node for ever.
-     * Asked with no placement, it is NOT_FOUND, as on a shared pool.
+     * On a node-local pool, the pull of a source this pool lacks from the other node's pool that
+     * holds it, for a volume not yet made (OUT_OF_RANGE, before it starts, when the source is
+     * larger than {@code requested}); empty when the pool holds the source, or the volume
+     * exists (a retry answers with it), or no other node holds the source. Only the acting
+     * controller pulls.
      */
-    private void requireLocalSource(ContentSource source, CreateVolumeRequest request) {
+    private Optional<RemoteRestores.Pull> pullFromOtherNode(
+            ContentSource source, String volumeId, OptionalLong requested) {
+        if (!(scope instanceof PoolScope.NodeLocal)
+                || pool.volumes().holds(source)
+                || pool.volumes().find(volumeId).isPresent()) {
+            return Optional.empty();
+        }
+        return changes.make(() -> restores.pull(source, volumeId, requested));
+    }
+
+    /**
+     * The size of a restore or clone that asks for none: its source's, or, for a retry of one
+     * whose source is in another node's pool, the volume's as it was made.
+     */
+    private long sourceSize(ContentSource source, String volumeId) {
+        if (!pool.volumes().holds(source)) {
+            Optional<Volume> made = pool.volumes().find(volumeId);
+            if (made.isPresent()) {
+                return made.get().capacityBytes();
+            }
+        }
+        return pool.volumes().sourceSize(source);
+    }
+
+    /**
+     * A restore or clone is made in the pool of its source, or pulled from the other node's pool
+     * that holds it. On a node-local pool, a source neither this pool nor another node's holds,
+     * asked for a node the CO chose, may be in the pool of a node this driver does not reach:
+     * RESOURCE_EXHAUSTED has external-provisioner give the node up and the scheduler choose again
+     * (see {@link PoolScope#requireReachable}), where NOT_FOUND would retry on this node for ever.
+     * Asked with no placement, it is NOT_FOUND, as on a shared pool. A volume made already is
+     * answered as it is, wherever its source now is.
+     */
+    private void requireLocalSource(ContentSource source, String volumeId, CreateVolumeRequest request) {
         if (scope instanceof PoolScope.NodeLocal local
                 && PoolScope.placed(request.getAccessibilityRequirements())
-                && !pool.volumes().holds(source)) {
+                && !pool.volumes().holds(source)
+                && pool.volumes().find(volumeId).isEmpty()) {
             throw CsiException.resourceExhausted(
                     "source %s %s is not in the pool of node %s: a restore or clone is made on the node that "
                             + "holds its source; schedule the pod there (node selector %s)",

@@ -18,6 +18,14 @@ public interface OtherNodes {
     Optional<RemoteImage> open(ContentSource source, String transferId);
 
     /**
+     * Ends the transfer {@code transferId} on the node {@code nodeId}, once its destination holds
+     * the image: that node's pool drops what it froze for it ({@code ImageExports.release}). A node
+     * that cannot be reached is not an error here: its pool removes an export no pull has used for
+     * a day.
+     */
+    void release(String nodeId, String transferId);
+
+    /**
      * Hands ControllerModifyVolume to the other node whose pool holds the volume, which applies it
      * as its own; false when no other node's pool holds it.
      */
@@ -29,6 +37,9 @@ public interface OtherNodes {
         public Optional<RemoteImage> open(ContentSource source, String transferId) {
             return Optional.empty();
         }
+
+        @Override
+        public void release(String nodeId, String transferId) {}
 
         @Override
         public boolean modifyVolume(ControllerModifyVolumeRequest request) {

@@ -34,6 +34,8 @@ final class ControllerHarness implements AutoCloseable {
     private final PoolScope scope;
     private final NodeHolds holds;
     private final MemberFreeze freeze;
+    private final OtherNodes otherNodes;
+    private final Duration waitWithoutDeadline;
     private Pool pool;
     private InProcessCsi served;
     private ControllerGrpc.ControllerBlockingStub stub;
@@ -44,7 +46,7 @@ final class ControllerHarness implements AutoCloseable {
     }
 
     ControllerHarness(Path poolDir, CommandRunner commands) {
-        this(poolDir, commands, PoolScope.shared(), NodeHolds.NONE, MemberFreeze.NONE);
+        this(poolDir, commands, PoolScope.shared(), NodeHolds.NONE, MemberFreeze.NONE, OtherNodes.NONE, Duration.ZERO);
     }
 
     ControllerHarness(Path poolDir, PoolScope scope) {
@@ -53,21 +55,51 @@ final class ControllerHarness implements AutoCloseable {
 
     /** {@code holds}: what holds a volume on the node, as the driver that serves the node too would say. */
     ControllerHarness(Path poolDir, PoolScope scope, NodeHolds holds) {
-        this(poolDir, new ProcessCommandRunner(), scope, holds, MemberFreeze.NONE);
+        this(poolDir, new ProcessCommandRunner(), scope, holds, MemberFreeze.NONE, OtherNodes.NONE, Duration.ZERO);
     }
 
     /** {@code freeze}: how a group's members are held still, as the driver that serves the node too would. */
     ControllerHarness(Path poolDir, MemberFreeze freeze) {
-        this(poolDir, new ProcessCommandRunner(), PoolScope.shared(), NodeHolds.NONE, freeze);
+        this(
+                poolDir,
+                new ProcessCommandRunner(),
+                PoolScope.shared(),
+                NodeHolds.NONE,
+                freeze,
+                OtherNodes.NONE,
+                Duration.ZERO);
+    }
+
+    /**
+     * {@code otherNodes}: the other nodes' pools; {@code waitWithoutDeadline}: how long a
+     * CreateVolume waits for a pull from one of them.
+     */
+    ControllerHarness(Path poolDir, PoolScope scope, OtherNodes otherNodes, Duration waitWithoutDeadline) {
+        this(
+                poolDir,
+                new ProcessCommandRunner(),
+                scope,
+                NodeHolds.NONE,
+                MemberFreeze.NONE,
+                otherNodes,
+                waitWithoutDeadline);
     }
 
     private ControllerHarness(
-            Path poolDir, CommandRunner commands, PoolScope scope, NodeHolds holds, MemberFreeze freeze) {
+            Path poolDir,
+            CommandRunner commands,
+            PoolScope scope,
+            NodeHolds holds,
+            MemberFreeze freeze,
+            OtherNodes otherNodes,
+            Duration waitWithoutDeadline) {
         this.poolDir = poolDir;
         this.commands = commands;
         this.scope = scope;
         this.holds = holds;
         this.freeze = freeze;
+        this.otherNodes = otherNodes;
+        this.waitWithoutDeadline = waitWithoutDeadline;
         start();
     }
 
@@ -76,7 +108,7 @@ final class ControllerHarness implements AutoCloseable {
         pool = Pool.open(poolDir, commands, Clock.systemUTC(), Duration.ZERO);
         OperationLocks locks = new OperationLocks();
         served = InProcessCsi.serve(
-                new ControllerService(pool, locks, scope, holds),
+                new ControllerService(pool, locks, scope, holds, otherNodes, waitWithoutDeadline),
                 new GroupControllerService(pool, locks, freeze, scope));
         pool.reconcile(locks); // as the driver does once it serves
         stub = ControllerGrpc.newBlockingStub(served.channel());

@@ -5,10 +5,14 @@ import dev.blockpool.csi.PoolScope;
 import dev.blockpool.driver.logging.LogConfigurator.LogFormat;
 import dev.blockpool.driver.logging.LogConfigurator.LogLevel;
 import dev.blockpool.metrics.HttpAddress;
+import dev.blockpool.peer.PeerAddress;
+import dev.blockpool.peer.PeerCaCommand;
+import dev.blockpool.peer.PeerConfig;
 import dev.blockpool.pool.CapacityPolicy;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
@@ -45,7 +49,8 @@ record Arguments(
         Optional<HttpAddress> httpEndpoint,
         Action action,
         PoolScope.Kind poolScope,
-        CapacityPolicy capacity) {
+        CapacityPolicy capacity,
+        Optional<PeerConfig> peers) {
 
     /** What the command line asks for: the driver, or only its help or version (help first, when both are asked). */
     enum Action {
@@ -65,7 +70,8 @@ record Arguments(
     private static final String DESCRIPTION =
             "CSI driver serving block volumes carved from a pool of image files, attached as loop devices.";
     private static final String FOOTER = COMMAND + " " + Main.FLEXVOLUME + " <operation> [arguments]: kubelet's "
-            + "FlexVolume call convention, a client of the node plugin at $CSI_ENDPOINT (docs/flexvolume.md).";
+            + "FlexVolume call convention, a client of the node plugin at $CSI_ENDPOINT (docs/flexvolume.md). "
+            + COMMAND + " " + PeerCaCommand.NAME + " --out DIR: makes the peer channel's cluster CA (docs/peers.md).";
 
     private static final Option ENDPOINT = valued(
             "endpoint", "ENDPOINT", "CSI endpoint: unix:///path/to/csi.sock or a plain path (default: $CSI_ENDPOINT).");
@@ -105,6 +111,26 @@ record Arguments(
             "http-endpoint",
             "HOST:PORT",
             "Serve Prometheus metrics at /metrics on this address, e.g. :8080 (default: empty, not served).");
+    private static final Option PEER_LISTEN = valued(
+            "peer-listen",
+            "HOST:PORT",
+            "Serve this node's volumes and snapshots to the other blockpool node plugins on this address, over "
+                    + "mutual TLS, e.g. :9810, so that a restore or clone on another node pulls them (node-local pools "
+                    + "only; default: empty, not served).");
+    private static final Option PEER_CA_DIR = valued(
+            "peer-ca-dir",
+            "DIR",
+            "The peer channel's cluster CA: ca.crt and ca.key, as '" + "blockpool-csi " + PeerCaCommand.NAME
+                    + "' makes them (default: " + PeerConfig.DEFAULT_CA_DIR + ").");
+    private static final Option PEER = valued(
+            "peer",
+            "NODE=HOST:PORT",
+            "Where another node's driver serves the peer channel; repeat for each node. Without it, the other "
+                    + "nodes' drivers are found through the Kubernetes API.");
+    private static final Option PEER_BANDWIDTH = valued(
+            "peer-bandwidth",
+            "BYTES",
+            "The most bytes per second this node serves to the others, e.g. 100Mi (default: 0, no limit).");
     /** Below kubelet's default 30 s termination grace, so the socket is removed before SIGKILL; not in the help. */
     private static final Option SHUTDOWN_GRACE = valued(
             "shutdown-grace",
@@ -134,6 +160,10 @@ record Arguments(
             LOG_LEVEL,
             LOG_FORMAT,
             HTTP_ENDPOINT,
+            PEER_LISTEN,
+            PEER_CA_DIR,
+            PEER,
+            PEER_BANDWIDTH,
             HELP,
             VERSION);
 
@@ -169,7 +199,9 @@ record Arguments(
             throw new Usage("Unmatched argument: '" + line.getArgList().getFirst() + "'");
         }
         for (Option option : line.getOptions()) {
-            if (option.hasArg() && line.getOptionValues(option).length > 1) {
+            if (option.hasArg()
+                    && !option.getLongOpt().equals(PEER.getLongOpt())
+                    && line.getOptionValues(option).length > 1) {
                 throw new Usage("option '--" + option.getLongOpt() + "' should be specified only once");
             }
         }
@@ -193,7 +225,41 @@ record Arguments(
                         : Optional.of(convert(HTTP_ENDPOINT, httpEndpoint, HttpAddress::parse)),
                 line.hasOption(HELP) ? Action.HELP : line.hasOption(VERSION) ? Action.VERSION : Action.SERVE,
                 oneOf(POOL_SCOPE, line.getOptionValue(POOL_SCOPE, "node"), PoolScope.Kind.class),
-                capacity(line));
+                capacity(line),
+                peers(line));
+    }
+
+    /** The peer channel, when --peer-listen asks for it; its other options alone are a mistake. */
+    private static Optional<PeerConfig> peers(CommandLine line) throws Usage {
+        String listen = line.getOptionValue(PEER_LISTEN, "");
+        if (listen.isEmpty()) {
+            for (Option option : List.of(PEER_CA_DIR, PEER, PEER_BANDWIDTH)) {
+                if (line.hasOption(option)) {
+                    throw new Usage("option '--" + option.getLongOpt() + "' needs --" + PEER_LISTEN.getLongOpt());
+                }
+            }
+            return Optional.empty();
+        }
+        HttpAddress address = convert(PEER_LISTEN, listen, HttpAddress::parse);
+        if (address.port() == 0) {
+            throw invalid(PEER_LISTEN, listen, "the other nodes need a fixed port, e.g. :9810");
+        }
+        List<PeerAddress> peers = new ArrayList<>();
+        for (String peer : Optional.ofNullable(line.getOptionValues(PEER)).orElse(new String[0])) {
+            peers.add(convert(PEER, peer, PeerAddress::parse));
+        }
+        String bandwidth = line.getOptionValue(PEER_BANDWIDTH, "0");
+        Path caDir = convert(PEER_CA_DIR, line.getOptionValue(PEER_CA_DIR, PeerConfig.DEFAULT_CA_DIR), Path::of);
+        try {
+            return Optional.of(new PeerConfig(
+                    address,
+                    caDir,
+                    convert(PEER_BANDWIDTH, bandwidth, PeerConfig::parseBandwidth),
+                    peers,
+                    address.port()));
+        } catch (IllegalArgumentException e) {
+            throw new Usage("Invalid peer channel: " + e.getMessage());
+        }
     }
 
     private static CapacityPolicy capacity(CommandLine line) throws Usage {

@@ -3,6 +3,7 @@ package dev.blockpool.driver;
 import dev.blockpool.common.Endpoint;
 import dev.blockpool.csi.PoolScope;
 import dev.blockpool.metrics.HttpAddress;
+import dev.blockpool.peer.PeerConfig;
 import dev.blockpool.pool.CapacityPolicy;
 import java.nio.file.Path;
 import java.util.Optional;
@@ -17,7 +18,32 @@ public record DriverConfig(
         int maxVolumesPerNode,
         PoolScope.Kind poolScope,
         Optional<HttpAddress> httpEndpoint,
-        CapacityPolicy capacity) {
+        CapacityPolicy capacity,
+        Optional<PeerConfig> peers) {
+
+    /** A driver that serves no peer channel. */
+    public DriverConfig(
+            Endpoint endpoint,
+            String nodeId,
+            String driverName,
+            Path poolDir,
+            Mode mode,
+            int maxVolumesPerNode,
+            PoolScope.Kind poolScope,
+            Optional<HttpAddress> httpEndpoint,
+            CapacityPolicy capacity) {
+        this(
+                endpoint,
+                nodeId,
+                driverName,
+                poolDir,
+                mode,
+                maxVolumesPerNode,
+                poolScope,
+                httpEndpoint,
+                capacity,
+                Optional.empty());
+    }
 
     /** A driver whose pool promises what the default policy allows. */
     public DriverConfig(

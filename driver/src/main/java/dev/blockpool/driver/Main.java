@@ -4,6 +4,7 @@ import dev.blockpool.common.StorageException;
 import dev.blockpool.csi.PoolScope;
 import dev.blockpool.driver.logging.LogConfigurator;
 import dev.blockpool.flexvolume.FlexVolume;
+import dev.blockpool.peer.PeerCaCommand;
 import dev.blockpool.pool.Ids;
 import java.io.IOException;
 import java.io.InputStream;
@@ -36,6 +37,9 @@ public final class Main {
         if (args.length > 0 && args[0].equals(FLEXVOLUME)) {
             // kubelet runs it for every call and parses all it prints: no logback, no server.
             return FlexVolume.runAlone(List.of(args).subList(1, args.length));
+        }
+        if (args.length > 0 && args[0].equals(PeerCaCommand.NAME)) {
+            return PeerCaCommand.run(List.of(args).subList(1, args.length).toArray(String[]::new));
         }
         Arguments arguments;
         try {
@@ -119,6 +123,10 @@ public final class Main {
                             + " and node services must run in one process, with --mode all; for one pool every"
                             + " node mounts, add --pool-scope shared");
         }
+        if (arguments.peers().isPresent() && arguments.poolScope() != PoolScope.Kind.NODE) {
+            // Every node mounts a shared pool: nothing is to be carried between them.
+            throw new IllegalArgumentException("--peer-listen serves node-local pools only (--pool-scope node)");
+        }
         String node = arguments.nodeId().isPresent() ? arguments.nodeId().get() : hostName();
         if (!Ids.isNodeId(node)) {
             throw new IllegalArgumentException("--node-id " + node
@@ -135,7 +143,8 @@ public final class Main {
                 maxVolumesPerNode,
                 arguments.poolScope(),
                 arguments.httpEndpoint(),
-                arguments.capacity());
+                arguments.capacity(),
+                arguments.peers());
     }
 
     /** The kernel's host name: what a node is called, without a DNS lookup that may fail. */

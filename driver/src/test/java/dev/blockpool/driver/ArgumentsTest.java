@@ -7,6 +7,8 @@ import dev.blockpool.csi.PoolScope;
 import dev.blockpool.driver.logging.LogConfigurator.LogFormat;
 import dev.blockpool.driver.logging.LogConfigurator.LogLevel;
 import dev.blockpool.metrics.HttpAddress;
+import dev.blockpool.peer.PeerAddress;
+import dev.blockpool.peer.PeerConfig;
 import java.nio.file.Path;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -94,5 +96,33 @@ class ArgumentsTest {
                         + "e.g. :8080 or 0.0.0.0:8080");
         assertThatThrownBy(() -> parse(Map.of(), "--http-endpoint", ":http"))
                 .hasMessage("Invalid value for option '--http-endpoint': ':http': the port is not a number");
+    }
+
+    @Test
+    void thePeerChannelIsServedOnlyWhereAsked() throws Exception {
+        assertThat(parse(Map.of()).peers()).isEmpty();
+        PeerConfig peers = parse(
+                        Map.of(),
+                        "--peer-listen=:9810",
+                        "--peer=node-b=10.0.0.2:9810",
+                        "--peer",
+                        "node-c=10.0.0.3:9811",
+                        "--peer-bandwidth=100Mi")
+                .peers()
+                .orElseThrow();
+        assertThat(peers.listen()).isEqualTo(new HttpAddress("", 9810));
+        assertThat(peers.caDir()).isEqualTo(Path.of(PeerConfig.DEFAULT_CA_DIR));
+        assertThat(peers.peers())
+                .containsExactly(
+                        new PeerAddress("node-b", "10.0.0.2", 9810), new PeerAddress("node-c", "10.0.0.3", 9811));
+        assertThat(peers.bandwidthBytesPerSecond()).isEqualTo(100L << 20);
+
+        assertThatThrownBy(() -> parse(Map.of(), "--peer=node-b=10.0.0.2:9810"))
+                .hasMessage("option '--peer' needs --peer-listen");
+        assertThatThrownBy(() -> parse(Map.of(), "--peer-listen=:0"))
+                .hasMessage("Invalid value for option '--peer-listen': ':0': the other nodes need a fixed port, "
+                        + "e.g. :9810");
+        assertThatThrownBy(() -> parse(Map.of(), "--peer-listen=:9810", "--peer=node-b"))
+                .hasMessageStartingWith("Invalid value for option '--peer': 'node-b': expected NODE=HOST:PORT");
     }
 }

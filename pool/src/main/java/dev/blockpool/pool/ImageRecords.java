@@ -98,6 +98,20 @@ final class ImageRecords<T> {
      * @param allocation whether {@code makeImage} takes the image's blocks at once
      */
     T create(String id, long bytes, Allocation allocation, T record, Consumer<Path> makeImage) {
+        return create(id, bytes, allocation, record, Optional.empty(), makeImage);
+    }
+
+    /**
+     * {@link #create(String, long, Allocation, Object, Consumer)} where {@code makeImage} moves the
+     * image at {@code movedFrom} into place: its promise becomes the new image's.
+     */
+    T create(
+            String id,
+            long bytes,
+            Allocation allocation,
+            T record,
+            Optional<Path> movedFrom,
+            Consumer<Path> makeImage) {
         Path image = imagePath(id);
         if (store.exists(id)) {
             // Never reached through find-then-create; it guards an existing record's image all the same.
@@ -106,7 +120,7 @@ final class ImageRecords<T> {
         if (DurableFiles.delete(image)) {
             log.info("removed the image an unfinished create of {} {} left", kind, id);
         }
-        return capacity.promising(image, bytes, allocation, kind + " " + id, () -> {
+        return capacity.promising(image, movedFrom, bytes, allocation, kind + " " + id, () -> {
             try {
                 makeImage.accept(image);
                 commit(id, record, image);

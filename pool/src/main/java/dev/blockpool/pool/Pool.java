@@ -11,6 +11,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 
 /**
  * The storage pool: a directory that holds everything the driver knows. Layout:
@@ -21,6 +22,8 @@ import java.time.Duration;
  *   nodes/&lt;node-id&gt;.json                        registered nodes
  *   frozen/&lt;volume-id&gt;                          a volume whose file system a group snapshot is freezing
  *   nodes/&lt;node-id&gt;.lock                        held by the one node plugin of that ID
+ *   incoming/&lt;volume-id&gt;.img, .json            an image being pulled from another node, and how far
+ *   outgoing/&lt;transfer-id&gt;.N.img, .json         frozen copies of a volume another node is pulling
  *   controller.lock, records.lock                 locks every process sharing the pool takes
  * </pre>
  * Nothing essential lives only in memory: a restarted driver reads the same state back.
@@ -40,6 +43,7 @@ public final class Pool {
     private final SnapshotMetadata snapshotMetadata;
     private final Clock clock;
     private final Duration settleTime;
+    private final ImageFiles images;
 
     private Pool(
             Path root,
@@ -53,7 +57,7 @@ public final class Pool {
         this.settleTime = settleTime;
         this.space = new PoolSpace(root);
         this.capacity = new PoolCapacity(root, space, policy, clock);
-        ImageFiles images = new ImageFiles(commands);
+        this.images = new ImageFiles(commands);
         RecordLock recordLock = new RecordLock(root);
         this.snapshots = new Snapshots(root.resolve("snapshots"), images, capacity, clock, recordLock);
         this.volumes = new Volumes(root.resolve("volumes"), images, capacity, snapshots, clock, recordLock);
@@ -90,7 +94,9 @@ public final class Pool {
             BlockingCalls blocking,
             CapacityPolicy policy) {
         try {
-            for (String dir : new String[] {"volumes", "snapshots", "groups", "nodes", "frozen"}) {
+            for (String dir : new String[] {
+                "volumes", "snapshots", "groups", "nodes", "frozen", PoolCapacity.INCOMING, Reconciler.OUTGOING
+            }) {
                 Files.createDirectories(root.resolve(dir));
             }
             // A kill's temporary record files go now, whatever the reconcile later gets to.
@@ -119,11 +125,17 @@ public final class Pool {
 
     /** {@link #reconcile(OperationLocks)}, telling {@code steps} before each step, which may end it there. */
     public void reconcile(OperationLocks locks, ReconcileSteps steps) {
-        new Reconciler(root, clock.instant().minus(settleTime), locks, steps).run();
+        Instant now = clock.instant();
+        new Reconciler(root, now.minus(settleTime), now.minus(Reconciler.TRANSFER_IDLE), locks, steps).run();
     }
 
     public Path root() {
         return root;
+    }
+
+    /** How the pool makes, grows and copies its images. */
+    public ImageFiles images() {
+        return images;
     }
 
     public Volumes volumes() {

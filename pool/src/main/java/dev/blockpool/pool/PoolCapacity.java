@@ -4,6 +4,7 @@ import dev.blockpool.common.Libc;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.pool.records.RecordStore;
 import java.io.IOException;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
@@ -12,6 +13,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -35,11 +37,19 @@ import java.util.function.Supplier;
  *
  * <p>Calls under way hold their bytes from their check until they end, committed or not, so two
  * calls at once cannot both take the last room. Checks are serialised in this process.
+ *
+ * <p>Transfers between nodes promise too, without records. An image being pulled from another
+ * node ({@code incoming/<volume-id>.img}) promises its full size from its creation until it
+ * becomes its volume's image or is removed, so that two pulls of hours cannot both count on the
+ * last room; a volume's copy frozen for another node to pull ({@code outgoing/}) promises the
+ * blocks it holds, as a snapshot does.
  */
 public final class PoolCapacity {
 
     /** How old a ledger may be and still be used without a count (docs/performance-pool.md: what a count costs). */
     static final Duration RECOUNT_AFTER = Duration.ofMinutes(1);
+    /** The directory of the images being pulled from other nodes. */
+    static final String INCOMING = "incoming";
 
     /**
      * The pool at one look: its filesystem's size and free bytes, the most it may promise and what
@@ -103,11 +113,22 @@ public final class PoolCapacity {
      * @param allocation how the work provides the image's blocks: preallocated ones must be free now
      * @param what the volume or snapshot, for the message
      */
-    <T> T promising(Path image, long bytes, Allocation allocation, String what, Supplier<T> work) {
-        hold(image, bytes, allocation, what);
+    public <T> T promising(Path image, long bytes, Allocation allocation, String what, Supplier<T> work) {
+        return promising(image, Optional.empty(), bytes, allocation, what, work);
+    }
+
+    /**
+     * {@link #promising(Path, long, Allocation, String, Supplier)} of work that moves the image at
+     * {@code movedFrom} (an incoming image) to {@code image}: what it promises is counted as
+     * {@code image}'s own, so that the move needs no room twice.
+     */
+    <T> T promising(
+            Path image, Optional<Path> movedFrom, long bytes, Allocation allocation, String what, Supplier<T> work) {
+        hold(image, movedFrom, bytes, allocation, what);
         try {
             return work.get();
         } finally {
+            movedFrom.ifPresent(this::recount);
             landed(image);
         }
     }
@@ -116,7 +137,7 @@ public final class PoolCapacity {
      * Runs {@code change}, a change of this process to the record or the image at {@code image}
      * that promises nothing more (a rewrite, a removal), and counts the image as it then is.
      */
-    <T> T changing(Path image, Supplier<T> change) {
+    public <T> T changing(Path image, Supplier<T> change) {
         began();
         try {
             return change.get();
@@ -129,7 +150,8 @@ public final class PoolCapacity {
         changesUnderWay++;
     }
 
-    private synchronized void hold(Path image, long bytes, Allocation allocation, String what) {
+    private synchronized void hold(
+            Path image, Optional<Path> movedFrom, long bytes, Allocation allocation, String what) {
         if (bytes < 0) {
             throw StorageException.invalid("%d bytes is not a size", bytes);
         }
@@ -140,7 +162,9 @@ public final class PoolCapacity {
         }
         Tally tally = tally(image);
         Reading now = reading(tally);
-        long more = Math.max(0, bytes - tally.ofImage);
+        long moved =
+                movedFrom.map(from -> ledger.promises.getOrDefault(from, 0L)).orElse(0L);
+        long more = Math.max(0, bytes - tally.ofImage - moved);
         if (more > now.limitBytes() - now.promisedBytes()) {
             long left = Math.max(0, now.limitBytes() - now.promisedBytes());
             throw StorageException.noSpace(
@@ -200,6 +224,11 @@ public final class PoolCapacity {
     private synchronized void landed(Path image) {
         underWay.remove(image);
         changesUnderWay--;
+        recount(image);
+    }
+
+    /** Writes the image's promise as it now stands into the ledger, which then holds the directories as they are. */
+    private synchronized void recount(Path image) {
         if (ledger == null) {
             return;
         }
@@ -208,7 +237,7 @@ public final class PoolCapacity {
         Path record = directory.resolve(
                 name.substring(0, name.length() - ImageRecords.IMAGE_SUFFIX.length()) + RecordStore.SUFFIX);
         long promise = 0;
-        if (Files.exists(record, LinkOption.NOFOLLOW_LINKS)) {
+        if (isTransfer(directory) || Files.exists(record, LinkOption.NOFOLLOW_LINKS)) {
             try {
                 promise = promiseOf(image, Libc.space(image.toString()));
             } catch (Libc.ErrnoException e) {
@@ -259,12 +288,32 @@ public final class PoolCapacity {
         return clock.millis() - ledger.countedAt > RECOUNT_AFTER.toMillis() || !ledger.stamp.equals(stamp());
     }
 
-    /** Every committed record's promise, counted from the pool. */
-    private static Ledger count(Stamp stamp, long now) {
+    /** Every committed record's promise and every incoming image's, counted from the pool. */
+    private Ledger count(Stamp stamp, long now) {
         Ledger counted = new Ledger(stamp, now);
-        PoolCensus.forEachImage(stamp.volumes, (path, held) -> counted.set(path, promiseOf(path, held)));
-        PoolCensus.forEachImage(stamp.snapshots, (path, held) -> counted.set(path, promiseOf(path, held)));
+        PoolCensus.forEachImage(root.resolve("volumes"), (path, held) -> counted.set(path, promiseOf(path, held)));
+        PoolCensus.forEachImage(root.resolve("snapshots"), (path, held) -> counted.set(path, promiseOf(path, held)));
+        for (Path directory : List.of(root.resolve(INCOMING), root.resolve(Reconciler.OUTGOING))) {
+            try (DirectoryStream<Path> images = Files.newDirectoryStream(directory, "*" + ImageRecords.IMAGE_SUFFIX)) {
+                for (Path image : images) {
+                    try {
+                        counted.set(image, promiseOf(image, Libc.space(image.toString())));
+                    } catch (Libc.ErrnoException e) {
+                        // removed since the listing: it promises nothing
+                    }
+                }
+            } catch (NoSuchFileException e) {
+                // a pool of a driver before transfers has none
+            } catch (IOException e) {
+                throw StorageException.io(e, "cannot list %s", directory);
+            }
+        }
         return counted;
+    }
+
+    /** Whether the directory holds the images of transfers, which promise without records. */
+    private boolean isTransfer(Path directory) {
+        return directory.equals(root.resolve(INCOMING)) || directory.equals(root.resolve(Reconciler.OUTGOING));
     }
 
     /**
@@ -272,13 +321,18 @@ public final class PoolCapacity {
      * which become its own when its volume rewrites what they share.
      */
     private static long promiseOf(Path image, Libc.FileSpace held) {
-        return image.getParent().endsWith("snapshots") ? held.allocated() : held.size();
+        Path directory = image.getParent();
+        return directory.endsWith("snapshots") || directory.endsWith(Reconciler.OUTGOING)
+                ? held.allocated()
+                : held.size();
     }
 
     private Stamp stamp() {
-        Path volumes = root.resolve("volumes");
-        Path snapshots = root.resolve("snapshots");
-        return new Stamp(volumes, changed(volumes), snapshots, changed(snapshots));
+        return new Stamp(
+                changed(root.resolve("volumes")),
+                changed(root.resolve("snapshots")),
+                changed(root.resolve(INCOMING)),
+                changed(root.resolve(Reconciler.OUTGOING)));
     }
 
     /** When a directory last changed, to the nanosecond the filesystem keeps; a missing one never did. */
@@ -294,8 +348,8 @@ public final class PoolCapacity {
         }
     }
 
-    /** The directories and when they last changed, as the ledger counted them. */
-    private record Stamp(Path volumes, long volumesChanged, Path snapshots, long snapshotsChanged) {}
+    /** When the counted directories last changed, as the ledger counted them. */
+    private record Stamp(long volumesChanged, long snapshotsChanged, long incomingChanged, long outgoingChanged) {}
 
     private static final class Ledger {
         final Map<Path, Long> promises = new HashMap<>();
@@ -319,8 +373,17 @@ public final class PoolCapacity {
         long ofImage;
     }
 
-    /** The bytes an image holds now, for a snapshot's promise before it is made. */
-    static long allocatedBytes(Path image) {
+    /** An image's size now. */
+    static long sizeOf(Path image) {
+        try {
+            return Libc.space(image.toString()).size();
+        } catch (Libc.ErrnoException e) {
+            throw StorageException.io(e, "cannot read the size of %s", image);
+        }
+    }
+
+    /** The bytes an image holds now, for the promise of a copy of it (a snapshot) before it is made. */
+    public static long allocatedBytes(Path image) {
         try {
             return Libc.space(image.toString()).allocated();
         } catch (Libc.ErrnoException e) {

@@ -10,8 +10,13 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -24,6 +29,12 @@ import org.slf4j.LoggerFactory;
  * group create or delete that did not finish). An image whose record is there is never touched, and a record
  * that cannot be parsed, or was written by a newer driver, is left alone with an error in the
  * log: losing data is worse than keeping a stray file.
+ *
+ * <p>Transfers between nodes leave files of their own: an image being pulled ({@code incoming/})
+ * goes once its volume exists, or once no pull has touched it for {@link #TRANSFER_IDLE} (a
+ * CreateVolume that the CO stopped retrying); the frozen copies of an export ({@code outgoing/})
+ * go once no pull has used them for as long, and an export's copy without its record (a freeze
+ * cut short) after the settle time.
  */
 final class Reconciler {
 
@@ -31,18 +42,25 @@ final class Reconciler {
     /** The directories whose records are written through {@link DurableFiles}. */
     private static final List<String> RECORD_DIRECTORIES = List.of("volumes", "snapshots", "groups", "nodes");
 
+    /** The directory of the frozen copies of volumes other nodes pull. */
+    static final String OUTGOING = "outgoing";
+    /** How long an incoming or outgoing transfer may go untouched before no one is taken to want it. */
+    static final Duration TRANSFER_IDLE = Duration.ofHours(24);
+
     private final Path root;
     private final Instant olderThan;
+    private final Instant idleSince;
     private final OperationLocks locks;
     private final ReconcileSteps steps;
 
     /**
      * Leaves alone files modified after {@code olderThan} and IDs with an operation in {@code
-     * locks}; tells {@code steps} before each step.
+     * locks}, and transfers touched after {@code idleSince}; tells {@code steps} before each step.
      */
-    Reconciler(Path root, Instant olderThan, OperationLocks locks, ReconcileSteps steps) {
+    Reconciler(Path root, Instant olderThan, Instant idleSince, OperationLocks locks, ReconcileSteps steps) {
         this.root = root;
         this.olderThan = olderThan;
+        this.idleSince = idleSince;
         this.locks = locks;
         this.steps = steps;
     }
@@ -73,6 +91,80 @@ final class Reconciler {
                 }
             }
         }
+        steps.before("list " + PoolCapacity.INCOMING);
+        transfers(root.resolve(PoolCapacity.INCOMING)).forEach(this::reconcileIncoming);
+        steps.before("list " + OUTGOING);
+        transfers(root.resolve(OUTGOING)).forEach(this::reconcileOutgoing);
+    }
+
+    /** The files of one transfer: those of a directory whose names start with {@code id} and a dot. */
+    private record TransferFiles(String id, List<Path> files) {
+
+        Optional<Path> record() {
+            return files.stream()
+                    .filter(file -> file.getFileName().toString().equals(id + RecordStore.SUFFIX))
+                    .findFirst();
+        }
+    }
+
+    /** The files of {@code directory} by transfer, their temporary files of writers that are gone removed first. */
+    private static List<TransferFiles> transfers(Path directory) {
+        DurableFiles.removeAbandoned(directory).forEach(Reconciler::logAbandoned);
+        Map<String, List<Path>> byId = new TreeMap<>();
+        for (Path file : list(directory)) {
+            String name = file.getFileName().toString();
+            if (!name.endsWith(DurableFiles.TEMP_SUFFIX) && name.indexOf('.') > 0) {
+                byId.computeIfAbsent(name.substring(0, name.indexOf('.')), id -> new ArrayList<>())
+                        .add(file);
+            }
+        }
+        return byId.entrySet().stream()
+                .map(entry -> new TransferFiles(entry.getKey(), entry.getValue()))
+                .toList();
+    }
+
+    /**
+     * An image being pulled for the volume of its name: no longer wanted once that volume exists
+     * (its import committed, or it was made otherwise), or once no pull has touched it for
+     * {@link #TRANSFER_IDLE}; an image without its progress record, after the settle time.
+     */
+    private void reconcileIncoming(TransferFiles transfer) {
+        if (!Ids.isVolumeId(transfer.id())) {
+            return; // not the driver's: left alone
+        }
+        boolean volumeExists = Files.exists(root.resolve("volumes").resolve(transfer.id() + RecordStore.SUFFIX));
+        boolean settled = transfer.files().stream().allMatch(this::settled);
+        if (!(settled && (volumeExists || transfer.record().isEmpty()) || idle(transfer))) {
+            return;
+        }
+        unlessInUse(
+                transfer.id(),
+                () -> removeTransfer(
+                        transfer,
+                        volumeExists
+                                ? "an image pulled for a volume that exists"
+                                : "an image pulled for a volume no call has asked for since " + idleSince));
+    }
+
+    /** An export's frozen copies: once no pull has used them for {@link #TRANSFER_IDLE}, or a freeze cut short. */
+    private void reconcileOutgoing(TransferFiles transfer) {
+        if (idle(transfer)) {
+            removeTransfer(transfer, "an export no pull has used since " + idleSince);
+        } else if (transfer.record().isEmpty() && transfer.files().stream().allMatch(this::settled)) {
+            removeTransfer(transfer, "a frozen copy without its record: an interrupted export");
+        }
+    }
+
+    private boolean idle(TransferFiles transfer) {
+        return transfer.files().stream().allMatch(file -> touchedBefore(file, idleSince));
+    }
+
+    /** Its record first, so that no record ever names a file that is gone. */
+    private static void removeTransfer(TransferFiles transfer, String why) {
+        transfer.record().ifPresent(record -> remove(record, why));
+        transfer.files().stream()
+                .filter(file -> !transfer.record().equals(Optional.of(file)))
+                .forEach(file -> remove(file, why));
     }
 
     /**
@@ -156,8 +248,12 @@ final class Reconciler {
     }
 
     private boolean settled(Path file) {
+        return touchedBefore(file, olderThan);
+    }
+
+    private static boolean touchedBefore(Path file, Instant instant) {
         try {
-            return Files.getLastModifiedTime(file).toInstant().isBefore(olderThan);
+            return Files.getLastModifiedTime(file).toInstant().isBefore(instant);
         } catch (IOException e) {
             return false;
         }

@@ -23,7 +23,10 @@ import java.util.Set;
  * order and shapes Jackson databind gave them from the records' components when it wrote them,
  * so that drivers before and after these codecs read each other's records.
  */
-final class RecordCodecs {
+public final class RecordCodecs {
+
+    /** What a volume was made from, as its record and a transfer's records write it. */
+    public static final RecordCodec<ContentSource> CONTENT_SOURCE = ContentSourceFields.CODEC;
 
     static final RecordCodec<Volume> VOLUME = VolumeFields.CODEC;
     static final RecordCodec<Snapshot> SNAPSHOT = SnapshotFields.CODEC;

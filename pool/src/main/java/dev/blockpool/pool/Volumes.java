@@ -6,12 +6,16 @@ import dev.blockpool.common.TestKillPoint;
 import dev.blockpool.pool.records.DurableFiles;
 import dev.blockpool.pool.records.Page;
 import dev.blockpool.pool.records.RecordLock;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Clock;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -83,16 +87,36 @@ public final class Volumes {
      * created before with compatible arguments (CreateVolume is idempotent on the name).
      */
     public Volume create(VolumeSpec spec) {
+        return create(spec, () -> spec.source().map(this::resolve), Optional.empty());
+    }
+
+    /**
+     * {@link #create(VolumeSpec)} of a volume whose data was pulled from another node's pool into
+     * {@code imported} (of the source's size, on this pool's filesystem): the image is renamed into
+     * place as the volume's, then grown or preallocated as a local copy would be, and the record
+     * committed after it; {@code spec.source()} says what it was pulled from. Until the commit,
+     * {@code imported}'s promise is the new image's. A crash before it leaves an image without its
+     * record, which the reconcile removes; the pull then starts again.
+     */
+    public Volume createFromImport(VolumeSpec spec, Path imported) {
+        if (spec.source().isEmpty()) {
+            throw new IllegalArgumentException("an imported volume says what it was pulled from");
+        }
+        return create(
+                spec,
+                () -> Optional.of(new SourceImage(imported, PoolCapacity.sizeOf(imported), true)),
+                Optional.of(imported));
+    }
+
+    private Volume create(VolumeSpec spec, Supplier<Optional<SourceImage>> sourceOf, Optional<Path> movedFrom) {
         String id = Ids.volumeIdFor(spec.name());
         Optional<Volume> existing = records.find(id);
         if (existing.isPresent()) {
             return requireCompatible(existing.get(), spec);
         }
-        Optional<SourceImage> source = spec.source().map(this::resolve);
-        if (source.isPresent() && source.get().size() > spec.capacityBytes()) {
-            throw StorageException.outOfRange(
-                    "the source %s is %d bytes, larger than the requested %d bytes",
-                    spec.source().get().id(), source.get().size(), spec.capacityBytes());
+        Optional<SourceImage> source = sourceOf.get();
+        if (source.isPresent()) {
+            requireFits(spec.source().get(), source.get().size(), spec.capacityBytes());
         }
         Volume volume = new Volume(
                 id,
@@ -105,7 +129,7 @@ public final class Volumes {
                 spec.source(),
                 clock.instant(),
                 List.of());
-        records.create(id, spec.capacityBytes(), spec.allocation(), volume, image -> {
+        records.create(id, spec.capacityBytes(), spec.allocation(), volume, movedFrom, image -> {
             if (source.isPresent()) {
                 copyFrom(source.get(), image, spec);
             } else {
@@ -196,6 +220,15 @@ public final class Volumes {
         return changed;
     }
 
+    /** OUT_OF_RANGE when a restore or clone of {@code sourceBytes} asks for fewer: an image never shrinks. */
+    public static void requireFits(ContentSource source, long sourceBytes, long requestedBytes) {
+        if (sourceBytes > requestedBytes) {
+            throw StorageException.outOfRange(
+                    "the source %s is %d bytes, larger than the requested %d bytes",
+                    source.id(), sourceBytes, requestedBytes);
+        }
+    }
+
     /** Whether the snapshot or volume to copy from is in this pool. */
     public boolean holds(ContentSource source) {
         return source.kind() == ContentSource.Kind.SNAPSHOT
@@ -208,7 +241,8 @@ public final class Volumes {
         return resolve(source).size();
     }
 
-    private record SourceImage(Path image, long size) {}
+    /** What a volume is made from: an image of this pool to copy, or one pulled from another node's to move. */
+    private record SourceImage(Path image, long size, boolean moved) {}
 
     private SourceImage resolve(ContentSource source) {
         if (source.kind() == ContentSource.Kind.SNAPSHOT) {
@@ -216,20 +250,39 @@ public final class Volumes {
                     .find(source.id())
                     .orElseThrow(() ->
                             StorageException.notFound("source snapshot %s does not exist", Quoting.quote(source.id())));
-            return new SourceImage(snapshots.imagePath(snapshot.id()), snapshot.sizeBytes());
+            return new SourceImage(snapshots.imagePath(snapshot.id()), snapshot.sizeBytes(), false);
         }
         Volume sourceVolume = find(source.id())
                 .orElseThrow(
                         () -> StorageException.notFound("source volume %s does not exist", Quoting.quote(source.id())));
-        return new SourceImage(imagePath(sourceVolume.id()), sourceVolume.capacityBytes());
+        return new SourceImage(imagePath(sourceVolume.id()), sourceVolume.capacityBytes(), false);
     }
 
     private void copyFrom(SourceImage source, Path image, VolumeSpec spec) {
-        ImageFiles.CopyMethod method = images.copy(source.image(), image);
-        log.debug("copied {} to {} by {}", source.image(), image, method);
+        if (source.moved()) {
+            move(source.image(), image);
+        } else {
+            ImageFiles.CopyMethod method = images.copy(source.image(), image);
+            log.debug("copied {} to {} by {}", source.image(), image, method);
+        }
         // grow also preallocates: a copy of a sparse source keeps its holes otherwise
         if (source.size() < spec.capacityBytes() || spec.allocation() == Allocation.PREALLOCATED) {
-            images.grow(image, spec.capacityBytes(), spec.allocation());
+            try {
+                images.grow(image, spec.capacityBytes(), spec.allocation());
+            } catch (RuntimeException failure) {
+                if (source.moved()) {
+                    move(image, source.image()); // the pulled data stays for the retry, rather than go with the undo
+                }
+                throw failure;
+            }
+        }
+    }
+
+    private static void move(Path from, Path to) {
+        try {
+            Files.move(from, to, StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            throw StorageException.io(e, "cannot move %s to %s", from, to);
         }
     }
 

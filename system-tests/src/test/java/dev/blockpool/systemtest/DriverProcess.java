@@ -43,6 +43,7 @@ final class DriverProcess implements AutoCloseable {
     private final String nodeId;
     private final String logLevel;
     private final List<String> extraArgs;
+    private String poolScope = "shared";
     private Path workingDirectory;
     private List<String> launcher = List.of();
     private Path jar = REPO.resolve("driver/target/blockpool-csi.jar");
@@ -67,6 +68,12 @@ final class DriverProcess implements AutoCloseable {
         this.nodeId = nodeId;
         this.logLevel = logLevel;
         this.extraArgs = List.of(extraArgs);
+    }
+
+    /** Serves a pool of this node's own ({@code --pool-scope node}) rather than one every process shares. */
+    DriverProcess nodeLocal() {
+        this.poolScope = "node";
+        return this;
     }
 
     /** Runs the binary in {@code directory} rather than this JVM's, e.g. to see where relative paths land. */
@@ -113,9 +120,9 @@ final class DriverProcess implements AutoCloseable {
                 nodeId,
                 "--mode",
                 mode,
-                // What these tests attack is a pool every process shares: one controller, many nodes.
+                // What most of these tests attack is a pool every process shares: one controller, many nodes.
                 "--pool-scope",
-                "shared",
+                poolScope,
                 "--log-level",
                 logLevel));
         command.addAll(extraArgs);

@@ -1,0 +1,383 @@
+package dev.blockpool.pool.transfer;
+
+import dev.blockpool.common.BlockingCalls;
+import dev.blockpool.common.StorageException;
+import dev.blockpool.pool.Allocation;
+import dev.blockpool.pool.ContentSource;
+import dev.blockpool.pool.Ids;
+import dev.blockpool.pool.Pool;
+import dev.blockpool.pool.Volume;
+import dev.blockpool.pool.VolumeSpec;
+import dev.blockpool.pool.extents.ByteRange;
+import dev.blockpool.pool.records.DurableFiles;
+import dev.blockpool.pool.records.RecordStore;
+import dev.blockpool.pool.transfer.TransferRecords.Pull;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.zip.CRC32C;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The destination's side of transfers: pulls an image from another node's pool
+ * ({@link RemoteImage}) into {@code incoming/<volume-id>.img}, then hands it to the pool's domain
+ * as the volume's image ({@link #createVolume}).
+ *
+ * <p>A pull writes only the ranges the source says hold data (the rest of the sparse image stays
+ * a hole), a chunk at a time, each checked against what was asked and its CRC-32C before it is
+ * written. How far it has come is recorded in {@code incoming/<volume-id>.json}, the image flushed
+ * before the record says so: a pull of the same source image (its identity) continues from there,
+ * after a dropped connection or in a new process; a pull of a source that changed starts over.
+ * While it exists, the incoming image holds its full size among the pool's promises.
+ */
+public final class ImageImports {
+
+    private static final Logger log = LoggerFactory.getLogger(ImageImports.class);
+
+    /** Ranges asked of the source at once. */
+    static final int RANGES_PER_ASK = 1024;
+    /** Reads of one chunk before a pull gives up on a source whose chunks arrive damaged. */
+    static final int READ_ATTEMPTS = 3;
+    /** Bytes written between two records of the progress: what a crash may make a pull copy again. */
+    static final long RECORD_EVERY_BYTES = 64L << 20;
+    /** A write or flush that takes longer is taken for a pool that does not answer. */
+    static final Duration CALL_DEADLINE = Duration.ofMinutes(1);
+    /** Threads for the pulls' calls on the pool, apart from those of the node's own calls. */
+    static final int THREADS = 4;
+    /** The longest identity a source may send: it is kept in the progress record. */
+    private static final int MAX_IDENTITY_CHARS = 256;
+
+    /** Told how far a pull has come: every byte below {@code doneBytes} of {@code sizeBytes} is here. */
+    @FunctionalInterface
+    public interface Progress {
+        void reached(long doneBytes, long sizeBytes);
+    }
+
+    private final Pool pool;
+    private final Path directory;
+    private final RecordStore<Pull> records;
+    private final BlockingCalls blocking;
+
+    public ImageImports(Pool pool) {
+        this(pool, new BlockingCalls("transfer-import", THREADS));
+    }
+
+    ImageImports(Pool pool, BlockingCalls blocking) {
+        this.pool = pool;
+        this.directory = pool.root().resolve("incoming");
+        this.records = new RecordStore<>(directory, TransferRecords.PULL);
+        this.blocking = blocking;
+    }
+
+    /**
+     * Pulls {@code image}, the snapshot or volume {@code source} of another node, for the volume
+     * {@code targetId}, continuing what an earlier pull of the same image left; returns once the
+     * whole image is here. A source that cannot be reached fails with its error (UNAVAILABLE), and
+     * what arrived before stays for the next pull. {@code image} is opened without a basis: a pull
+     * fills an image of nothing, so it needs every range that holds data.
+     */
+    public void pull(String targetId, ContentSource source, RemoteImage image, Progress progress) {
+        TransferIds.requireVolumeId(targetId);
+        TransferIds.requireSource(source);
+        Pull pull = startingPoint(targetId, source, image);
+        Path file = imagePath(targetId);
+        String what = TransferIds.describe(source) + " from node " + pull.node();
+        progress.reached(pull.doneBytes(), pull.sizeBytes());
+        try (FileChannel channel = open(file)) {
+            Writer writer = new Writer(targetId, pull, channel, what, progress);
+            try {
+                copy(image, writer);
+            } catch (StorageException failure) {
+                writer.recordQuietly(failure);
+                throw failure;
+            }
+            writer.record(pull.sizeBytes());
+        } catch (IOException e) {
+            throw StorageException.io(e, "cannot write %s", file);
+        }
+        log.info("pulled {} ({} bytes) for volume {}", what, pull.sizeBytes(), targetId);
+    }
+
+    /** Asks the source for its ranges from where the pull stands, and copies them until there are none. */
+    private static void copy(RemoteImage image, Writer writer) {
+        long size = writer.pull.sizeBytes();
+        while (writer.done < size) {
+            long told = image.sizeBytes();
+            if (told != size) {
+                throw writer.refused("its size changed from %d to %d bytes during the pull", size, told);
+            }
+            List<ByteRange> ranges = image.ranges(writer.done, RANGES_PER_ASK);
+            if (ranges.isEmpty()) {
+                return;
+            }
+            for (ByteRange range : ranges) {
+                if (range.offset() < writer.done) {
+                    throw writer.refused(
+                            "it sent the range at %d after offset %d: its ranges must increase",
+                            range.offset(), writer.done);
+                }
+                if (range.end() > size) {
+                    throw writer.refused(
+                            "it sent a range from %d to %d, past its size of %d bytes",
+                            range.offset(), range.end(), size);
+                }
+                for (long at = range.offset(); at < range.end(); ) {
+                    int length = (int) Math.min(ImageReader.MAX_CHUNK_BYTES, range.end() - at);
+                    writer.write(at, fetch(image, at, length, writer));
+                    at += length;
+                    writer.completed(at);
+                }
+            }
+        }
+    }
+
+    /** The chunk at {@code offset}, read again while it arrives damaged, at most {@link #READ_ATTEMPTS} times. */
+    private static byte[] fetch(RemoteImage image, long offset, int length, Writer writer) {
+        String problem = "";
+        for (int attempt = 1; attempt <= READ_ATTEMPTS; attempt++) {
+            Chunk chunk = image.read(offset, length);
+            if (chunk.offset() != offset) {
+                problem = "it was of offset " + chunk.offset();
+            } else if (chunk.data().length != length) {
+                problem = "it held " + chunk.data().length + " bytes";
+            } else if (crc32c(chunk.data()) != chunk.crc32c()) {
+                problem = "its CRC-32C did not match its bytes";
+            } else {
+                return chunk.data();
+            }
+            log.warn(
+                    "the chunk of {} bytes at offset {} of {} arrived damaged ({}), attempt {} of {}",
+                    length,
+                    offset,
+                    writer.what,
+                    problem,
+                    attempt,
+                    READ_ATTEMPTS);
+        }
+        throw StorageException.unavailable(
+                "the pull of %s for volume %s failed: the chunk of %d bytes at offset %d arrived damaged %d times "
+                        + "(the last time %s); the next try continues from offset %d, and if it fails again, look at "
+                        + "the network between the nodes and at the source node's pool",
+                writer.what, writer.targetId, length, offset, READ_ATTEMPTS, problem, writer.recordedBytes);
+    }
+
+    private static int crc32c(byte[] data) {
+        CRC32C crc = new CRC32C();
+        crc.update(data);
+        return (int) crc.getValue();
+    }
+
+    /** The pull of the image the source names now, resumed or started on the pulls' own threads. */
+    private Pull startingPoint(String targetId, ContentSource source, RemoteImage image) {
+        String node = Ids.requireNodeId(image.node());
+        long size = image.sizeBytes();
+        String identity = image.identity();
+        if (size < 0 || identity.isEmpty() || identity.length() > MAX_IDENTITY_CHARS) {
+            throw StorageException.internal(
+                    "node %s answered for %s a size of %d bytes and an identity of %d characters: "
+                            + "not an image; look at the driver's log on node %s",
+                    node, TransferIds.describe(source), size, identity.length(), node);
+        }
+        Pull wanted = new Pull(node, source, identity, size, 0);
+        Path file = imagePath(targetId);
+        return blocking.call(CALL_DEADLINE, "preparing " + file, () -> resumeOrStart(targetId, wanted));
+    }
+
+    /**
+     * The progress to continue from: the recorded one when it is of the same source image and its
+     * image is there at the size; else a new, empty image of the source's size (its promise held
+     * before it is made) and a record of nothing done.
+     */
+    private Pull resumeOrStart(String targetId, Pull wanted) {
+        ContentSource source = wanted.source();
+        long size = wanted.sizeBytes();
+        Optional<Pull> recorded = recorded(targetId);
+        Path file = imagePath(targetId);
+        if (recorded.isPresent() && recorded.get().ofSameImage(wanted) && sizeIs(file, size)) {
+            log.info(
+                    "continuing the pull of {} for volume {} at offset {} of {}",
+                    TransferIds.describe(source),
+                    targetId,
+                    recorded.get().doneBytes(),
+                    size);
+            return recorded.get();
+        }
+        recorded.ifPresent(before -> log.info(
+                "starting the pull of {} for volume {} over: the image pulled before was {} (identity {}), the "
+                        + "source's is now {}",
+                TransferIds.describe(source),
+                targetId,
+                TransferIds.describe(before.source()),
+                before.identity(),
+                wanted.identity()));
+        discard(targetId);
+        return pool.capacity()
+                .promising(file, size, Allocation.SPARSE, "the image pulled for volume " + targetId, () -> {
+                    pool.images().create(file, size, Allocation.SPARSE);
+                    records.write(targetId, wanted);
+                    return wanted;
+                });
+    }
+
+    /** The recorded progress; one that cannot be read is of no use, and the pull starts over. */
+    private Optional<Pull> recorded(String targetId) {
+        try {
+            return records.read(targetId);
+        } catch (StorageException e) {
+            log.warn(
+                    "the progress of the pull for volume {} cannot be read ({}); starting over",
+                    targetId,
+                    e.getMessage());
+            return Optional.empty();
+        }
+    }
+
+    /**
+     * Makes the volume {@code spec} names from its finished pull: moved into place as its image
+     * ({@link dev.blockpool.pool.Volumes#createFromImport}), then the pull's record removed. The
+     * volume as it is when it already exists; PRECONDITION when no finished pull of
+     * {@code spec.source()} is here.
+     */
+    public Volume createVolume(VolumeSpec spec) {
+        String targetId = Ids.volumeIdFor(spec.name());
+        Path file = imagePath(targetId);
+        if (pool.volumes().find(targetId).isEmpty()) {
+            Pull pull = recorded(targetId)
+                    .filter(Pull::finished)
+                    .filter(done -> spec.source().equals(Optional.of(done.source())))
+                    .orElseThrow(() -> StorageException.precondition(
+                            "volume %s has no finished pull of %s to be made from; CreateVolume pulls it again",
+                            targetId, spec.source().map(TransferIds::describe).orElse("a source")));
+            log.debug("making volume {} from {} pulled from node {}", targetId, file, pull.node());
+        }
+        Volume volume = pool.volumes().createFromImport(spec, file);
+        records.delete(targetId);
+        return volume;
+    }
+
+    /** How far the pull for {@code targetId} has come, when one was started and not yet made a volume. */
+    public Optional<Long> doneBytes(String targetId) {
+        return Ids.isVolumeId(targetId) ? recorded(targetId).map(Pull::doneBytes) : Optional.empty();
+    }
+
+    /** Removes what a pull for {@code targetId} left: its record, then its image. */
+    public void discard(String targetId) {
+        TransferIds.requireVolumeId(targetId);
+        Path file = imagePath(targetId);
+        pool.capacity().changing(file, () -> {
+            records.delete(targetId);
+            return DurableFiles.delete(file);
+        });
+    }
+
+    private Path imagePath(String targetId) {
+        return directory.resolve(targetId + ".img");
+    }
+
+    private static boolean sizeIs(Path file, long size) {
+        try {
+            return Files.size(file) == size;
+        } catch (IOException e) {
+            return false; // gone: the pull starts over
+        }
+    }
+
+    private FileChannel open(Path file) {
+        return blocking.call(CALL_DEADLINE, "opening " + file, () -> {
+            try {
+                return FileChannel.open(file, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS);
+            } catch (IOException e) {
+                throw StorageException.io(e, "cannot open %s", file);
+            }
+        });
+    }
+
+    /** One pull's writes into its image and records of its progress. */
+    private final class Writer {
+        final String targetId;
+        final Pull pull;
+        final FileChannel channel;
+        final String what;
+        final Progress progress;
+        /** Every byte below is written (not yet flushed, maybe). */
+        long done;
+        /** Every byte below is flushed, and recorded. */
+        long recordedBytes;
+        /** Bytes written since the last record: what a crash would have the next pull copy again. */
+        long unrecordedWrites;
+
+        Writer(String targetId, Pull pull, FileChannel channel, String what, Progress progress) {
+            this.targetId = targetId;
+            this.pull = pull;
+            this.channel = channel;
+            this.what = what;
+            this.progress = progress;
+            this.done = pull.doneBytes();
+            this.recordedBytes = pull.doneBytes();
+        }
+
+        void write(long offset, byte[] data) {
+            blocking.run(CALL_DEADLINE, "writing " + data.length + " bytes at " + offset + " of " + what, () -> {
+                ByteBuffer buffer = ByteBuffer.wrap(data);
+                try {
+                    while (buffer.hasRemaining()) {
+                        channel.write(buffer, offset + buffer.position());
+                    }
+                } catch (IOException e) {
+                    throw StorageException.io(e, "cannot write the image pulled for volume %s", targetId);
+                }
+            });
+            unrecordedWrites += data.length;
+        }
+
+        /** Everything below {@code offset} is written; recorded once enough was written since the last record. */
+        void completed(long offset) {
+            done = offset;
+            if (unrecordedWrites >= RECORD_EVERY_BYTES) {
+                record(done);
+            }
+        }
+
+        /** Flushes the image, then records that every byte below {@code offset} is here. */
+        void record(long offset) {
+            done = offset;
+            blocking.run(CALL_DEADLINE, "recording the progress of the pull of " + what, () -> {
+                try {
+                    channel.force(true);
+                } catch (IOException e) {
+                    throw StorageException.io(e, "cannot flush the image pulled for volume %s", targetId);
+                }
+                records.write(targetId, pull.at(offset));
+            });
+            recordedBytes = offset;
+            unrecordedWrites = 0;
+            progress.reached(offset, pull.sizeBytes());
+        }
+
+        /** Records what was written before {@code failure}, so that the next pull need not copy it again. */
+        void recordQuietly(StorageException failure) {
+            if (done > recordedBytes) {
+                try {
+                    record(done);
+                } catch (StorageException e) {
+                    failure.addSuppressed(e);
+                }
+            }
+        }
+
+        /** A source that answered what no image can be: refused, and what it sent so far kept for a better answer. */
+        StorageException refused(String format, Object... args) {
+            return StorageException.internal(
+                    "the pull of %s for volume %s is refused: %s; look at the driver's log on node %s",
+                    what, targetId, format.formatted(args), pull.node());
+        }
+    }
+}
