@@ -101,7 +101,8 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
      * What a controller on its node's own pool leaves out: the calls one cluster-wide sidecar
      * makes, for a volume on any node, of whichever node's driver it runs beside. Nothing is
      * attached (the volume is only on its node; CSIDriver attachRequired: false), its image
-     * grows in NodeExpandVolume, and a VolumeAttributesClass is not applied.
+     * grows in NodeExpandVolume, and a VolumeAttributesClass is applied only where the peer
+     * channel reaches the volume's node ({@link #capabilities}).
      */
     static final Set<Type> CLUSTER_WIDE = Set.of(
             Type.PUBLISH_UNPUBLISH_VOLUME,
@@ -115,6 +116,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     private final PoolScope scope;
     private final NodeHolds holds;
     private final RemoteRestores restores;
+    private final OtherNodes otherNodes;
 
     public ControllerService(Pool pool, OperationLocks locks) {
         this(pool, locks, PoolScope.shared());
@@ -150,21 +152,27 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         this.scope = scope;
         this.holds = holds;
         this.restores = new RemoteRestores(new ImageImports(pool), otherNodes, waitWithoutDeadline);
+        this.otherNodes = otherNodes;
     }
 
     /** UNIMPLEMENTED for a call this scope does not offer. */
     private void requireServed(Type capability) {
-        if (!capabilities(scope).contains(capability)) {
+        if (!capabilities(scope, otherNodes.reachesAny()).contains(capability)) {
             throw CsiException.unimplemented(
                     "%s is not offered on a node-local pool (--pool-scope node): see docs/deploy.md", capability);
         }
     }
 
-    /** The capabilities a controller of this scope advertises. */
-    static Set<Type> capabilities(PoolScope scope) {
+    /**
+     * The capabilities a controller of this scope advertises. On a node-local pool whose driver
+     * reaches the other nodes ({@code reachesOtherNodes}), ControllerModifyVolume too: it is handed
+     * to the volume's node when the volume is in another node's pool.
+     */
+    static Set<Type> capabilities(PoolScope scope, boolean reachesOtherNodes) {
         return scope instanceof PoolScope.NodeLocal
                 ? CAPABILITIES.stream()
-                        .filter(type -> !CLUSTER_WIDE.contains(type))
+                        .filter(type ->
+                                !CLUSTER_WIDE.contains(type) || (type == Type.MODIFY_VOLUME && reachesOtherNodes))
                         .collect(Collectors.toSet())
                 : CAPABILITIES;
     }
@@ -451,6 +459,23 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
             ControllerModifyVolumeRequest request, StreamObserver<ControllerModifyVolumeResponse> response) {
         requireServed(Type.MODIFY_VOLUME);
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
+        VolumeParameters.mutable(request.getMutableParamsMap()); // refused here, before any node is asked
+        // On a node-local pool the one csi-resizer calls whichever node's driver it runs beside.
+        if (scope instanceof PoolScope.NodeLocal
+                && pool.volumes().find(volumeId).isEmpty()
+                && otherNodes.modifyVolume(request)) {
+            UnaryReply.send(response, ControllerModifyVolumeResponse.getDefaultInstance());
+            return;
+        }
+        UnaryReply.send(response, modifyHere(request));
+    }
+
+    /**
+     * ControllerModifyVolume of a volume in this node's pool, never handed on: what this node
+     * applies when another node's controller hands it the call. NOT_FOUND when the volume is not here.
+     */
+    public ControllerModifyVolumeResponse modifyHere(ControllerModifyVolumeRequest request) {
+        String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         Optional<Allocation> allocation = VolumeParameters.mutable(request.getMutableParamsMap());
         changes.make(
                 () -> {
@@ -458,14 +483,14 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                     allocation.ifPresent(a -> pool.volumes().changeAllocation(volume, a));
                 },
                 volumeId);
-        UnaryReply.send(response, ControllerModifyVolumeResponse.getDefaultInstance());
+        return ControllerModifyVolumeResponse.getDefaultInstance();
     }
 
     @Override
     public void controllerGetCapabilities(
             ControllerGetCapabilitiesRequest request, StreamObserver<ControllerGetCapabilitiesResponse> response) {
         var result = ControllerGetCapabilitiesResponse.newBuilder();
-        capabilities(scope).stream()
+        capabilities(scope, otherNodes.reachesAny()).stream()
                 .sorted()
                 .forEach(type -> result.addCapabilities(ControllerServiceCapability.newBuilder()
                         .setRpc(ControllerServiceCapability.RPC.newBuilder().setType(type))));

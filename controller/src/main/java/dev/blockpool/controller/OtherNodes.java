@@ -31,8 +31,18 @@ public interface OtherNodes {
      */
     boolean modifyVolume(ControllerModifyVolumeRequest request);
 
+    /** Whether any other node is reached at all: false only for {@link #NONE}. */
+    default boolean reachesAny() {
+        return true;
+    }
+
     /** Reaches no other node. */
     OtherNodes NONE = new OtherNodes() {
+        @Override
+        public boolean reachesAny() {
+            return false;
+        }
+
         @Override
         public Optional<RemoteImage> open(ContentSource source, String transferId) {
             return Optional.empty();

@@ -35,6 +35,7 @@ final class ControllerHarness implements AutoCloseable {
     private final NodeHolds holds;
     private final MemberFreeze freeze;
     private final OtherNodes otherNodes;
+    private ControllerService service;
     private final Duration waitWithoutDeadline;
     private Pool pool;
     private InProcessCsi served;
@@ -107,9 +108,8 @@ final class ControllerHarness implements AutoCloseable {
         // settle time zero: at start-up everything unfinished is treated as left by a crash
         pool = Pool.open(poolDir, commands, Clock.systemUTC(), Duration.ZERO);
         OperationLocks locks = new OperationLocks();
-        served = InProcessCsi.serve(
-                new ControllerService(pool, locks, scope, holds, otherNodes, waitWithoutDeadline),
-                new GroupControllerService(pool, locks, freeze, scope));
+        service = new ControllerService(pool, locks, scope, holds, otherNodes, waitWithoutDeadline);
+        served = InProcessCsi.serve(service, new GroupControllerService(pool, locks, freeze, scope));
         pool.reconcile(locks); // as the driver does once it serves
         stub = ControllerGrpc.newBlockingStub(served.channel());
         groupStub = GroupControllerGrpc.newBlockingStub(served.channel());
@@ -118,6 +118,11 @@ final class ControllerHarness implements AutoCloseable {
     void restart() {
         close();
         start();
+    }
+
+    /** The service itself, for what the driver calls on it beside gRPC. */
+    ControllerService service() {
+        return service;
     }
 
     ControllerGrpc.ControllerBlockingStub stub() {

@@ -352,7 +352,7 @@ class NodeLocalControllerTest {
 
     @Test
     void aSharedPoolOffersEveryCall() {
-        assertThat(ControllerService.capabilities(PoolScope.shared())).isEqualTo(ControllerService.CAPABILITIES);
+        assertThat(ControllerService.capabilities(PoolScope.shared(), false)).isEqualTo(ControllerService.CAPABILITIES);
         assertThat(ControllerService.CAPABILITIES).containsAll(ControllerService.CLUSTER_WIDE);
     }
 }

@@ -109,6 +109,7 @@ public final class PeerClient implements OtherNodes, AutoCloseable {
      * Ends the transfer {@code transferId} on {@code node}, as {@link PeerImage#release} does, for
      * a destination that no longer has the image it read (after a restart).
      */
+    @Override
     public void release(String node, String transferId) {
         PeerAddress peer = directory.peers().stream()
                 .filter(candidate -> candidate.node().equals(node))
