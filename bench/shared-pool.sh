@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The shared-pool figures of docs/performance.md: bench/run.sh's node and fio sections (stage,
+# The shared-pool figures of docs/performance-node.md: bench/run.sh's node and fio sections (stage,
 # publish, fio in a published volume) with the pool on the local disk, then on a GlusterFS
 # volume: one brick on the same disk, mounted through FUSE, with the volume options
 # docs/pool.md asks of a pool ("A shared pool on GlusterFS"). The difference is what the

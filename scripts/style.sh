@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The style gate: the Java and pom.xml formatting (Spotless), shellcheck on the shell scripts, ruff
-# on the Python, gofmt and go vet on the Go modules. Prints "style: NAME ok" or
-# "style: NAME failed:" and the tool's output per check.
+# on the Python, gofmt and go vet on the Go modules, and the relative links of README.md and docs/
+# (scripts/doc_links.py). Prints "style: NAME ok" or "style: NAME failed:" and the tool's output per
+# check.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo" || exit 1
@@ -75,4 +76,5 @@ check shellcheck shellcheck "${scripts[@]}"
 check ruff python3 -m ruff check --no-cache .
 check gofmt go_format
 check "go vet" go_vet
+check "doc links" python3 scripts/doc_links.py
 exit $status

@@ -28,7 +28,7 @@ failure_lines() { # the lines of a stage's output that name a failure
   grep -E ': failed at: |^FAIL (\[|case)|\[FAIL\]|FAIL  teardown|^[a-z0-9 -]+: [0-9]+ passed, [1-9][0-9]* failed' "$1" || true
 }
 
-stage "style (Java and pom format, shellcheck, ruff, gofmt, go vet)"
+stage "style (Java and pom format, shellcheck, ruff, gofmt, go vet, doc links)"
 # Not in $status until the end: the stages below, which a failed build skips, run anyway.
 style_status=0
 if scripts/style.sh; then add_counts 1 0 0; else add_counts 0 1 0; style_status=1; recap+=("style: scripts/style.sh failed"); fi

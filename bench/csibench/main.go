@@ -83,7 +83,7 @@ func main() {
 	flag.StringVar(&cfg.oldJar, "old-jar", "", "another build's blockpool-csi.jar (its AOT cache beside it), measured in alternating rounds (pods)")
 	flag.IntVar(&cfg.pods, "pods", 8, "pods sharing the volume (pods)")
 	flag.IntVar(&cfg.podRounds, "pod-rounds", 10, "rounds per build (pods)")
-	flag.StringVar(&cfg.hostpath, "hostpath", "", "the csi-driver-host-path binary, built from its repository (peer; see docs/performance.md)")
+	flag.StringVar(&cfg.hostpath, "hostpath", "", "the csi-driver-host-path binary, built from its repository (peer; see docs/performance-benchmark.md)")
 	flag.IntVar(&cfg.peerRounds, "peer-rounds", 3, "rounds, each driver fresh in each (peer)")
 	flag.IntVar(&cfg.peerCalls, "peer-calls", 200, "sequential calls of each kind per round (peer)")
 	flag.Usage = func() {

@@ -33,7 +33,7 @@ import java.util.OptionalInt;
  * binds mount(2), umount2(2) and the new mount API, its loops room mknod(2); the pool's records
  * bind flock(2) and getdents64(2), its extents pread(2). Each function is bound on its first call
  * (binding generates code at run time, so a process binds only the calls it makes:
- * docs/performance.md). It owns the constants of its calls and the structs they read or fill
+ * docs/performance-node.md). It owns the constants of its calls and the structs they read or fill
  * ({@code statx}, {@code statfs}, {@code open_how}). An ioctl belongs to
  * the subsystem whose driver defines it: its request ({@link Ioctl}) and the structs it passes,
  * as named {@link MemoryLayout}s whose fields are read and written through {@link #field}, are
@@ -347,7 +347,7 @@ public final class Libc {
     /**
      * Makes every call of this class once, each failing harmlessly (an empty path, a request no
      * descriptor knows): the first call of each C function binds and links it, which would
-     * otherwise fall on the first requests a node serves (docs/performance.md, "The first calls
+     * otherwise fall on the first requests a node serves (docs/performance-node.md, "The first calls
      * after a start"). A call bound beside its caller is prepared there, through
      * {@link #prepareByFailing}.
      */

@@ -53,6 +53,7 @@ import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Attachment;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Ids;
+import dev.blockpool.pool.NodeHolds;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.PoolHealth;
 import dev.blockpool.pool.Snapshot;

@@ -19,6 +19,7 @@ import dev.blockpool.csi.UnaryReply;
 import dev.blockpool.pool.GroupSnapshot;
 import dev.blockpool.pool.GroupSnapshots;
 import dev.blockpool.pool.Ids;
+import dev.blockpool.pool.MemberFreeze;
 import dev.blockpool.pool.Pool;
 import io.grpc.stub.StreamObserver;
 import java.util.ArrayList;

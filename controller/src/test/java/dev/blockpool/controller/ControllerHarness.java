@@ -1,7 +1,6 @@
 package dev.blockpool.controller;
 
 import csi.v1.ControllerGrpc;
-import csi.v1.Csi.CapacityRange;
 import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.VolumeCapability;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
@@ -13,6 +12,8 @@ import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.csi.CsiRequests;
 import dev.blockpool.csi.InProcessCsi;
 import dev.blockpool.csi.PoolScope;
+import dev.blockpool.pool.MemberFreeze;
+import dev.blockpool.pool.NodeHolds;
 import dev.blockpool.pool.Pool;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -32,6 +33,7 @@ final class ControllerHarness implements AutoCloseable {
     private final CommandRunner commands;
     private final PoolScope scope;
     private final NodeHolds holds;
+    private final MemberFreeze freeze;
     private final OtherNodes otherNodes;
     private ControllerService service;
     private final Duration waitWithoutDeadline;
@@ -45,7 +47,7 @@ final class ControllerHarness implements AutoCloseable {
     }
 
     ControllerHarness(Path poolDir, CommandRunner commands) {
-        this(poolDir, commands, PoolScope.shared(), NodeHolds.NONE);
+        this(poolDir, commands, PoolScope.shared(), NodeHolds.NONE, MemberFreeze.NONE, OtherNodes.NONE, Duration.ZERO);
     }
 
     ControllerHarness(Path poolDir, PoolScope scope) {
@@ -54,7 +56,19 @@ final class ControllerHarness implements AutoCloseable {
 
     /** {@code holds}: what holds a volume on the node, as the driver that serves the node too would say. */
     ControllerHarness(Path poolDir, PoolScope scope, NodeHolds holds) {
-        this(poolDir, new ProcessCommandRunner(), scope, holds);
+        this(poolDir, new ProcessCommandRunner(), scope, holds, MemberFreeze.NONE, OtherNodes.NONE, Duration.ZERO);
+    }
+
+    /** {@code freeze}: how a group's members are held still, as the driver that serves the node too would. */
+    ControllerHarness(Path poolDir, MemberFreeze freeze) {
+        this(
+                poolDir,
+                new ProcessCommandRunner(),
+                PoolScope.shared(),
+                NodeHolds.NONE,
+                freeze,
+                OtherNodes.NONE,
+                Duration.ZERO);
     }
 
     /**
@@ -62,11 +76,14 @@ final class ControllerHarness implements AutoCloseable {
      * CreateVolume waits for a pull from one of them.
      */
     ControllerHarness(Path poolDir, PoolScope scope, OtherNodes otherNodes, Duration waitWithoutDeadline) {
-        this(poolDir, new ProcessCommandRunner(), scope, NodeHolds.NONE, otherNodes, waitWithoutDeadline);
-    }
-
-    private ControllerHarness(Path poolDir, CommandRunner commands, PoolScope scope, NodeHolds holds) {
-        this(poolDir, commands, scope, holds, OtherNodes.NONE, Duration.ZERO);
+        this(
+                poolDir,
+                new ProcessCommandRunner(),
+                scope,
+                NodeHolds.NONE,
+                MemberFreeze.NONE,
+                otherNodes,
+                waitWithoutDeadline);
     }
 
     private ControllerHarness(
@@ -74,12 +91,14 @@ final class ControllerHarness implements AutoCloseable {
             CommandRunner commands,
             PoolScope scope,
             NodeHolds holds,
+            MemberFreeze freeze,
             OtherNodes otherNodes,
             Duration waitWithoutDeadline) {
         this.poolDir = poolDir;
         this.commands = commands;
         this.scope = scope;
         this.holds = holds;
+        this.freeze = freeze;
         this.otherNodes = otherNodes;
         this.waitWithoutDeadline = waitWithoutDeadline;
         start();
@@ -90,7 +109,7 @@ final class ControllerHarness implements AutoCloseable {
         pool = Pool.open(poolDir, commands, Clock.systemUTC(), Duration.ZERO);
         OperationLocks locks = new OperationLocks();
         service = new ControllerService(pool, locks, scope, holds, otherNodes, waitWithoutDeadline);
-        served = InProcessCsi.serve(service, new GroupControllerService(pool, locks, MemberFreeze.NONE, scope));
+        served = InProcessCsi.serve(service, new GroupControllerService(pool, locks, freeze, scope));
         pool.reconcile(locks); // as the driver does once it serves
         stub = ControllerGrpc.newBlockingStub(served.channel());
         groupStub = GroupControllerGrpc.newBlockingStub(served.channel());
@@ -135,10 +154,7 @@ final class ControllerHarness implements AutoCloseable {
     }
 
     static CreateVolumeRequest.Builder createRequest(String name, long bytes) {
-        return CreateVolumeRequest.newBuilder()
-                .setName(name)
-                .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(bytes))
-                .addVolumeCapabilities(singleWriter());
+        return CsiRequests.createVolume(name, bytes, singleWriter());
     }
 
     static VolumeContentSource fromSnapshot(String snapshotId) {

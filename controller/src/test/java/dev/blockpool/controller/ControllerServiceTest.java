@@ -285,7 +285,7 @@ class ControllerServiceTest {
         assertThat(staleNodeTemp).doesNotExist();
         assertThat(volumes.resolve(kept.getVolumeId() + ".img")).hasSize(2 * MIB);
         assertThat(volumes.resolve(damaged.getVolumeId() + ".img"))
-                .as("image whose metadata is unreadable")
+                .as("image whose record is unreadable")
                 .hasSize(2 * MIB);
         assertThat(damagedMetadata).hasContent("{ not json");
         assertThat(controller

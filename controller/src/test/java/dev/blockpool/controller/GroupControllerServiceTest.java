@@ -16,13 +16,16 @@ import csi.v1.Csi.GroupControllerServiceCapability;
 import csi.v1.Csi.ListSnapshotsRequest;
 import csi.v1.Csi.Snapshot;
 import csi.v1.Csi.VolumeGroupSnapshot;
+import dev.blockpool.common.StorageException;
 import dev.blockpool.pool.Ids;
+import dev.blockpool.pool.MemberFreeze;
 import io.grpc.Status;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -192,6 +195,80 @@ class GroupControllerServiceTest {
                     Status.Code.NOT_FOUND);
         }
         assertThat(poolDir.resolve("snapshots")).isEmptyDirectory();
+    }
+
+    @Test
+    void aGroupWhoseMembersWereThawedBeforeAllWereTakenFailsAbortedAndIsRemoved() throws IOException {
+        ScriptedFreeze freeze = new ScriptedFreeze();
+        freeze.heldThroughout = false; // the freeze outlived its bound while the members were taken
+        restartWith(freeze);
+        String a = volumeWith("pvc-a", "alpha");
+        String b = volumeWith("pvc-b", "beta");
+
+        failure(() -> create("group-slow", a, b), Status.Code.ABORTED);
+
+        assertThat(freeze.calls).containsExactly("freeze " + List.of(a, b), "close");
+        assertThat(controller.pool().groups().find(Ids.groupSnapshotIdFor("group-slow")))
+                .as("not of one instant: removed")
+                .isEmpty();
+    }
+
+    @Test
+    void aRetryOfAGroupMadeWhileItsThawFailedThawsWhatTheFirstCallLeft() throws IOException {
+        ScriptedFreeze freeze = new ScriptedFreeze();
+        freeze.thawFailure = StorageException.unavailable("the file system of the volume is not thawed");
+        restartWith(freeze);
+        String a = volumeWith("pvc-a", "alpha");
+        String b = volumeWith("pvc-b", "beta");
+        failure(() -> create("group-1", a, b), Status.Code.UNAVAILABLE);
+        freeze.thawFailure = null;
+        freeze.calls.clear();
+
+        VolumeGroupSnapshot group = create("group-1", a, b);
+
+        assertThat(group.getSnapshotsCount()).isEqualTo(2);
+        assertThat(freeze.calls).containsExactly("thawLeft " + List.of(a, b));
+    }
+
+    private void restartWith(MemberFreeze freeze) {
+        controller.close();
+        controller = new ControllerHarness(poolDir, freeze);
+    }
+
+    /** A freeze that records what the group snapshot asks of it, and answers as the test says. */
+    private static final class ScriptedFreeze implements MemberFreeze {
+        final List<String> calls = new ArrayList<>();
+        boolean heldThroughout = true;
+        RuntimeException thawFailure;
+
+        @Override
+        public Frozen freeze(List<String> volumeIds) {
+            calls.add("freeze " + volumeIds);
+            return new Frozen() {
+                @Override
+                public List<String> volumeIds() {
+                    return volumeIds;
+                }
+
+                @Override
+                public boolean heldThroughout() {
+                    return heldThroughout;
+                }
+
+                @Override
+                public void close() {
+                    calls.add("close");
+                    if (thawFailure != null) {
+                        throw thawFailure;
+                    }
+                }
+            };
+        }
+
+        @Override
+        public void thawLeft(List<String> volumeIds) {
+            calls.add("thawLeft " + volumeIds);
+        }
     }
 
     private VolumeGroupSnapshot create(String name, String... volumeIds) {

@@ -1,5 +1,7 @@
 package dev.blockpool.csi;
 
+import csi.v1.Csi.CapacityRange;
+import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.VolumeCapability;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
 import java.util.List;
@@ -28,5 +30,13 @@ public final class CsiRequests {
                 .setBlock(VolumeCapability.BlockVolume.getDefaultInstance())
                 .setAccessMode(VolumeCapability.AccessMode.newBuilder().setMode(mode))
                 .build();
+    }
+
+    /** A CreateVolume request as external-provisioner sends it for a claim: a name, a size, one capability. */
+    public static CreateVolumeRequest.Builder createVolume(String name, long bytes, VolumeCapability capability) {
+        return CreateVolumeRequest.newBuilder()
+                .setName(name)
+                .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(bytes))
+                .addVolumeCapabilities(capability);
     }
 }

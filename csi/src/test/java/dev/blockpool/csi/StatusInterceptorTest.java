@@ -59,10 +59,10 @@ class StatusInterceptorTest {
     void aFullDiskIsResourceExhaustedWithTheSystemsWords() {
         try (InProcessCsi served = failingWith(() -> StorageException.io(
                 new FileSystemException("/pool/volumes/vol-1.json.tmp", null, "No space left on device"),
-                "cannot write the metadata of volume %s",
+                "cannot write the record of volume %s",
                 "vol-1"))) {
             assertThat(probe(served, Status.Code.RESOURCE_EXHAUSTED).getDescription())
-                    .isEqualTo("cannot write the metadata of volume vol-1: No space left on device");
+                    .isEqualTo("cannot write the record of volume vol-1: No space left on device");
         }
     }
 

@@ -49,7 +49,7 @@ final class AotTrainingClient {
             awaitServing(IdentityGrpc.newBlockingStub(channel));
             // Enough rounds for the shared paths (gRPC, Netty, protobuf, logging) to be compiled in
             // training, which the cache's training data then compiles early; fewer left the first
-            // node calls slower (docs/performance.md, "One AOT cache per workload").
+            // node calls slower (docs/performance-memory.md, "One AOT cache per workload").
             for (int round = 0; round < 100; round++) {
                 exercise(channel, work, round);
             }

@@ -34,7 +34,7 @@ import org.apache.commons.cli.help.HelpFormatter;
  *
  * <p>Apache Commons CLI parses it rather than picocli: picocli's classes are Java 5 class files,
  * which the JVM's ahead-of-time cache cannot hold, and loading and verifying them from the jar
- * at every start was much of its time to ready (docs/performance.md, "One AOT cache per workload").
+ * at every start was much of its time to ready (docs/performance-memory.md, "One AOT cache per workload").
  */
 record Arguments(
         Optional<Endpoint> endpoint,

@@ -12,8 +12,6 @@ import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.controller.ControllerService;
 import dev.blockpool.controller.GroupControllerService;
-import dev.blockpool.controller.MemberFreeze;
-import dev.blockpool.controller.NodeHolds;
 import dev.blockpool.controller.OtherNodes;
 import dev.blockpool.controller.SnapshotMetadataService;
 import dev.blockpool.csi.PoolScope;
@@ -27,7 +25,6 @@ import dev.blockpool.host.KubeletPaths;
 import dev.blockpool.host.NodeHost;
 import dev.blockpool.host.filesystems.FilesystemFreezes;
 import dev.blockpool.host.filesystems.HostFilesystems;
-import dev.blockpool.host.loops.LoopAttachments;
 import dev.blockpool.identity.HostReadiness;
 import dev.blockpool.identity.IdentityService;
 import dev.blockpool.identity.PoolLookWithin;
@@ -36,13 +33,17 @@ import dev.blockpool.metrics.BuildInfo;
 import dev.blockpool.metrics.DriverMetrics;
 import dev.blockpool.node.FrozenVolumes;
 import dev.blockpool.node.FullPoolGuard;
+import dev.blockpool.node.GroupMemberFreeze;
+import dev.blockpool.node.HostHolds;
 import dev.blockpool.node.NodeCensus;
 import dev.blockpool.node.NodeIdentity;
 import dev.blockpool.node.NodeService;
 import dev.blockpool.node.PoolVolumeCatalog;
 import dev.blockpool.peer.PeerChannel;
 import dev.blockpool.pool.ImageFiles;
+import dev.blockpool.pool.MemberFreeze;
 import dev.blockpool.pool.NodeClaim;
+import dev.blockpool.pool.NodeHolds;
 import dev.blockpool.pool.NodeRecord;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.ReconcileSteps;
@@ -408,9 +409,7 @@ public final class Driver {
             if (config.mode().servesNode() && config.scope() instanceof PoolScope.NodeLocal) {
                 // One process holds both the pool and the volumes' loop devices and mounts: none is
                 // deleted while staged here.
-                LoopAttachments loops = nodeHost.loops();
-                holds = volume -> loops.holders(open.pool().volumes().imagePath(volume.id()))
-                        .map(LoopAttachments.Holders::describe);
+                holds = new HostHolds(open.pool(), nodeHost.loops());
             }
             ControllerService controller = new ControllerService(
                     open.pool(),

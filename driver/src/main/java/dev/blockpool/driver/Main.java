@@ -102,7 +102,7 @@ public final class Main {
      * events are off: the driver records none, and checking for them loads the JFR module at every
      * start. Buffers are allocated per message and freed after it instead of from pooled arenas,
      * which keep what a burst of calls took: a CSI driver's messages are small and few, and its
-     * memory after a burst matters more than the allocation cost (docs/performance.md).
+     * memory after a burst matters more than the allocation cost (docs/performance-memory.md).
      */
     static void configureNetty() {
         System.getProperties().putIfAbsent("io.grpc.netty.shaded.io.netty.jfr.enabled", "false");

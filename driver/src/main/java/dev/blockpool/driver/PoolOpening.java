@@ -2,9 +2,9 @@ package dev.blockpool.driver;
 
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.StorageException;
-import dev.blockpool.controller.MemberFreeze;
 import dev.blockpool.csi.StatusInterceptor;
 import dev.blockpool.identity.Readiness;
+import dev.blockpool.pool.MemberFreeze;
 import dev.blockpool.pool.NodeClaim;
 import dev.blockpool.pool.Pool;
 import io.grpc.Metadata;

@@ -84,7 +84,7 @@ class DeleteStagedVolumeRealHostTest {
                 .contains(staging.toString())
                 .doesNotContain(target.toString());
 
-        unstageThenDelete(volumeId, staging);
+        unstageThenDelete(volumeId);
         delete(volumeId); // a volume already gone is deleted
     }
 
@@ -92,11 +92,11 @@ class DeleteStagedVolumeRealHostTest {
     @Test
     void aStagedRawBlockVolumeIsDeletedOnlyOnceUnstaged() throws IOException {
         String volumeId = create("pvc-block", BLOCK, null);
-        Path staging = driver.stage(volumeId, BLOCK);
+        driver.stage(volumeId, BLOCK);
 
         assertThat(refusedDelete(volumeId)).contains(volumeId, "/dev/loop", "mounted nowhere");
 
-        unstageThenDelete(volumeId, staging);
+        unstageThenDelete(volumeId);
     }
 
     /** DeleteVolume's FAILED_PRECONDITION message, the volume's image and record asserted untouched. */
@@ -110,22 +110,15 @@ class DeleteStagedVolumeRealHostTest {
     }
 
     /** Unstaged, the volume is deleted: its image and its record are gone. */
-    private void unstageThenDelete(String volumeId, Path staging) {
-        driver.node()
-                .nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
-                        .setVolumeId(volumeId)
-                        .setStagingTargetPath(staging.toString())
-                        .build());
+    private void unstageThenDelete(String volumeId) {
+        driver.unstage(volumeId);
         delete(volumeId);
         assertThat(image(volumeId)).doesNotExist();
         assertThat(record(volumeId)).doesNotExist();
     }
 
     private String create(String name, VolumeCapability capability, Csi.VolumeContentSource source) {
-        var request = Csi.CreateVolumeRequest.newBuilder()
-                .setName(name)
-                .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(64 * MIB))
-                .addVolumeCapabilities(capability);
+        var request = CsiRequests.createVolume(name, 64 * MIB, capability);
         if (source != null) {
             request.setVolumeContentSource(source);
         }

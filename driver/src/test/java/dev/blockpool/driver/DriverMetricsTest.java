@@ -4,12 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import csi.v1.ControllerGrpc;
-import csi.v1.Csi.CapacityRange;
-import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.ProbeRequest;
 import csi.v1.Csi.VolumeCapability;
 import csi.v1.IdentityGrpc;
 import dev.blockpool.common.Endpoint;
+import dev.blockpool.csi.CsiRequests;
 import dev.blockpool.csi.PoolScope;
 import dev.blockpool.csi.RawRequests;
 import dev.blockpool.csi.UnixSocketChannels;
@@ -62,13 +61,10 @@ class DriverMetricsTest {
             assertThat(malformed.getStatus().getCode()).isEqualTo(Status.Code.INVALID_ARGUMENT);
             IdentityGrpc.newBlockingStub(channel).probe(ProbeRequest.getDefaultInstance());
             ControllerGrpc.newBlockingStub(channel)
-                    .createVolume(CreateVolumeRequest.newBuilder()
-                            .setName("pvc-1")
-                            .setCapacityRange(CapacityRange.newBuilder().setRequiredBytes(1 << 20))
-                            .addVolumeCapabilities(VolumeCapability.newBuilder()
-                                    .setBlock(VolumeCapability.BlockVolume.getDefaultInstance())
-                                    .setAccessMode(VolumeCapability.AccessMode.newBuilder()
-                                            .setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER)))
+                    .createVolume(CsiRequests.createVolume(
+                                    "pvc-1",
+                                    1 << 20,
+                                    CsiRequests.block(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
                             .build());
 
             String text = scrape(running.metrics().orElseThrow().port());

@@ -10,16 +10,13 @@ import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.ReconcileSteps;
 import dev.blockpool.pool.Volume;
-import dev.blockpool.pool.VolumeSpec;
+import dev.blockpool.pool.VolumeSpecs;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -38,9 +35,7 @@ class DriverStartTest {
     void aStartedDriverReconcilesThePoolWhatACrashLeftGoesAndCommittedVolumesStay() throws Exception {
         Path poolDir = dir.resolve("pool");
         Pool pool = Pool.open(poolDir, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ZERO);
-        Volume kept = pool.volumes()
-                .create(new VolumeSpec(
-                        "kept", 4096, "ext4", Allocation.SPARSE, Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
+        Volume kept = pool.volumes().create(VolumeSpecs.of("kept", 4096, Allocation.SPARSE, AccessType.BLOCK));
         Path orphan = poolDir.resolve("volumes").resolve(Ids.volumeIdFor("interrupted") + ".img");
         Files.write(orphan, new byte[4096]);
         try (Stream<Path> files = Files.list(poolDir.resolve("volumes"))) {
@@ -62,7 +57,7 @@ class DriverStartTest {
         } finally {
             running.stop(Duration.ofSeconds(5));
         }
-        assertThat(orphan).as("an image without metadata, after start-up").doesNotExist();
+        assertThat(orphan).as("an image without a record, after start-up").doesNotExist();
         assertThat(pool.volumes().find(kept.id())).contains(kept);
         assertThat(pool.volumes().imagePath(kept.id())).exists();
     }

@@ -7,7 +7,7 @@ import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.Pool;
-import dev.blockpool.pool.VolumeSpec;
+import dev.blockpool.pool.VolumeSpecs;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
@@ -16,9 +16,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.stream.Stream;
@@ -187,13 +185,11 @@ class DriverStopTest {
         return DriverStartTest.controller(dir.resolve(name + ".sock"), poolDir, delay, steps);
     }
 
-    /** A pool with what crashes leave (a temporary file, two images without metadata) beside a committed volume. */
+    /** A pool with what crashes leave (a temporary file, two images without a record) beside a committed volume. */
     private Path leftovers(String name) throws Exception {
         Path poolDir = dir.resolve(name);
         Pool pool = Pool.open(poolDir, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ZERO);
-        pool.volumes()
-                .create(new VolumeSpec(
-                        "kept", 4096, "ext4", Allocation.SPARSE, Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
+        pool.volumes().create(VolumeSpecs.of("kept", 4096, Allocation.SPARSE, AccessType.BLOCK));
         Files.write(poolDir.resolve("volumes").resolve(Ids.volumeIdFor("interrupted") + ".img"), new byte[4096]);
         Files.write(poolDir.resolve("volumes").resolve(Ids.volumeIdFor("kept") + ".json.1-1.tmp"), new byte[1]);
         Files.write(poolDir.resolve("snapshots").resolve(Ids.snapshotIdFor("interrupted") + ".img"), new byte[4096]);

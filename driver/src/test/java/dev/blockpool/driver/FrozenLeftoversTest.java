@@ -2,9 +2,12 @@ package dev.blockpool.driver;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import csi.v1.ControllerGrpc;
 import csi.v1.Csi;
 import csi.v1.NodeGrpc;
+import dev.blockpool.csi.CsiRequests;
 import dev.blockpool.csi.PoolScope;
+import dev.blockpool.node.GroupMemberFreeze;
 import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
@@ -27,7 +30,14 @@ class FrozenLeftoversTest {
     void onlyTheNodesHolderTakesTheMarksAndTellsOneItCannotSee() throws Exception {
         try (DriversOnOnePool drivers = new DriversOnOnePool(dir)) {
             Driver.Running first = drivers.start("first", "node-1", Mode.ALL, PoolScope.Kind.NODE);
-            String volume = GroupMemberFreezeTest.newVolume(drivers.channel("first"), "pvc-left");
+            String volume = ControllerGrpc.newBlockingStub(drivers.channel("first"))
+                    .createVolume(CsiRequests.createVolume(
+                                    "pvc-left",
+                                    1 << 20,
+                                    CsiRequests.mount(Csi.VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
+                            .build())
+                    .getVolume()
+                    .getVolumeId();
             // a mark of a freeze, whose file system is mounted where this process does not see it
             first.pool().freezeMarks().mark(volume);
 

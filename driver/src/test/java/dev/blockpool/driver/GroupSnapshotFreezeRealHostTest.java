@@ -6,12 +6,13 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import csi.v1.ControllerGrpc;
 import csi.v1.Csi;
 import csi.v1.Csi.VolumeCapability;
-import csi.v1.NodeGrpc;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.NeedsRoot;
-import dev.blockpool.controller.MemberFreeze;
+import dev.blockpool.csi.CsiRequests;
 import dev.blockpool.host.NodeHost;
 import dev.blockpool.host.filesystems.FilesystemFreezes;
+import dev.blockpool.node.GroupMemberFreeze;
+import dev.blockpool.pool.MemberFreeze;
 import dev.blockpool.pool.Pool;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -43,18 +44,13 @@ class GroupSnapshotFreezeRealHostTest {
 
     private static final long MIB = 1L << 20;
     private static final String NODE = "freeze-node";
-    private static final VolumeCapability EXT4 = VolumeCapability.newBuilder()
-            .setMount(VolumeCapability.MountVolume.newBuilder().setFsType("ext4"))
-            .setAccessMode(VolumeCapability.AccessMode.newBuilder()
-                    .setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
-            .build();
+    private static final VolumeCapability EXT4 =
+            CsiRequests.mount("ext4", VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER);
 
     @AutoClose
     private NodeLocalDriver driver;
 
-    private Path dir;
     private ControllerGrpc.ControllerBlockingStub controller;
-    private NodeGrpc.NodeBlockingStub node;
     /** The driver's pool and this host's freezes, as a driver of the node sees them. */
     private Pool pool;
 
@@ -63,9 +59,7 @@ class GroupSnapshotFreezeRealHostTest {
     @BeforeEach
     void start() throws Exception {
         driver = NodeLocalDriver.start("blockpool-freeze-", NODE);
-        dir = driver.dir();
         controller = driver.controller();
-        node = driver.node();
         pool = Pool.open(driver.pool(), NodeLocalDriver.RUNNER, Clock.systemUTC(), Duration.ofHours(1));
         freezes = FilesystemFreezes.onThisHost(
                 NodeHost.onThisHost(NodeLocalDriver.RUNNER, new BlockingCalls()).loops(), new BlockingCalls());
@@ -75,8 +69,8 @@ class GroupSnapshotFreezeRealHostTest {
     void theMembersOfAGroupAreOfOneInstant() throws Exception {
         String first = createVolume("pvc-data");
         String second = createVolume("pvc-log");
-        Path firstMount = stage(first, "data");
-        Path secondMount = stage(second, "log");
+        Path firstMount = driver.stage(first, EXT4);
+        Path secondMount = driver.stage(second, EXT4);
         AtomicLong written = new AtomicLong();
         AtomicBoolean stopped = new AtomicBoolean();
         AtomicReference<Throwable> writerFailure = new AtomicReference<>();
@@ -113,7 +107,7 @@ class GroupSnapshotFreezeRealHostTest {
             writer.join();
         }
         assertThat(writerFailure.get()).isNull();
-        assertThat(dir.resolve("pool/frozen")).isEmptyDirectory();
+        assertThat(driver.pool().resolve("frozen")).isEmptyDirectory();
 
         for (Csi.VolumeGroupSnapshot group : groups) {
             long firstValue = restoredCounter(group, first);
@@ -130,7 +124,7 @@ class GroupSnapshotFreezeRealHostTest {
     @Test
     void aFileSystemADeadDriverLeftFrozenIsThawedByTheNextDriver() throws Exception {
         String volume = createVolume("pvc-frozen");
-        stage(volume, "frozen");
+        driver.stage(volume, EXT4);
         Path image = pool.volumes().imagePath(volume);
         // What a driver killed between its freeze and its thaw leaves: the mark, and the file system frozen.
         pool.freezeMarks().mark(volume);
@@ -147,7 +141,7 @@ class GroupSnapshotFreezeRealHostTest {
     @Test
     void whatTheDriverTellsOfAFreezeIsWhatTheKernelSays() throws Exception {
         String volume = createVolume("pvc-told");
-        stage(volume, "told");
+        driver.stage(volume, EXT4);
         Path image = pool.volumes().imagePath(volume);
         GroupMemberFreeze members = nodeHolder();
 
@@ -177,24 +171,7 @@ class GroupSnapshotFreezeRealHostTest {
     }
 
     private String createVolume(String name) {
-        return controller
-                .createVolume(Csi.CreateVolumeRequest.newBuilder()
-                        .setName(name)
-                        .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(64 * MIB))
-                        .addVolumeCapabilities(EXT4)
-                        .build())
-                .getVolume()
-                .getVolumeId();
-    }
-
-    private Path stage(String volumeId, String name) throws IOException {
-        Path staging = Files.createDirectories(dir.resolve("kubelet/staging/" + name));
-        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                .setVolumeId(volumeId)
-                .setStagingTargetPath(staging.toString())
-                .setVolumeCapability(EXT4)
-                .build());
-        return staging;
+        return driver.createVolume(name, 64 * MIB, EXT4);
     }
 
     /** The counter in the member of {@code source} in {@code group}, read from a volume restored from it. */
@@ -213,14 +190,11 @@ class GroupSnapshotFreezeRealHostTest {
                         .build())
                 .getVolume()
                 .getVolumeId();
-        Path mount = stage(restored, restored);
+        Path mount = driver.stage(restored, EXT4);
         try {
             return Long.parseLong(Files.readString(mount.resolve("counter")).strip());
         } finally {
-            node.nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
-                    .setVolumeId(restored)
-                    .setStagingTargetPath(mount.toString())
-                    .build());
+            driver.unstage(restored);
         }
     }
 

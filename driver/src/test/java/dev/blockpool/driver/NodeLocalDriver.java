@@ -11,6 +11,7 @@ import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.Endpoint;
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.ProcessCommandRunner;
+import dev.blockpool.csi.CsiRequests;
 import dev.blockpool.csi.PoolScope;
 import dev.blockpool.csi.UnixSocketChannels;
 import dev.blockpool.pool.CapacityPolicy;
@@ -127,6 +128,14 @@ final class NodeLocalDriver implements AutoCloseable {
 
     NodeGrpc.NodeBlockingStub node() {
         return NodeGrpc.newBlockingStub(channel);
+    }
+
+    /** A volume made through the controller, as external-provisioner makes one for a claim; its ID. */
+    String createVolume(String name, long bytes, VolumeCapability capability) {
+        return controller()
+                .createVolume(CsiRequests.createVolume(name, bytes, capability).build())
+                .getVolume()
+                .getVolumeId();
     }
 
     /** The volume staged at a staging path of its own in the test's directory, as kubelet stages it; that path. */

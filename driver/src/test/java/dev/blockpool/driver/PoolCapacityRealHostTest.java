@@ -121,14 +121,7 @@ class PoolCapacityRealHostTest {
     }
 
     private String create(String name, long bytes) {
-        return driver.controller()
-                .createVolume(Csi.CreateVolumeRequest.newBuilder()
-                        .setName(name)
-                        .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(bytes))
-                        .addVolumeCapabilities(EXT4)
-                        .build())
-                .getVolume()
-                .getVolumeId();
+        return driver.createVolume(name, bytes, EXT4);
     }
 
     private List<Path> imagesInPool() throws IOException {

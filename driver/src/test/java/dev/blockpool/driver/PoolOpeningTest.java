@@ -3,7 +3,7 @@ package dev.blockpool.driver;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.blockpool.common.ProcessCommandRunner;
-import dev.blockpool.controller.MemberFreeze;
+import dev.blockpool.pool.MemberFreeze;
 import dev.blockpool.pool.NodeClaim;
 import dev.blockpool.pool.Pool;
 import java.nio.file.Path;

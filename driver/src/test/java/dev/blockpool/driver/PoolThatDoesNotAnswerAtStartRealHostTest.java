@@ -115,10 +115,7 @@ class PoolThatDoesNotAnswerAtStartRealHostTest {
         // no deadline of the test's own from here: the pool answers
         ControllerGrpc.ControllerBlockingStub controller = ControllerGrpc.newBlockingStub(channel);
         String volume = controller
-                .createVolume(Csi.CreateVolumeRequest.newBuilder()
-                        .setName("after")
-                        .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(32 * MIB))
-                        .addVolumeCapabilities(CsiRequests.mount(Mode.SINGLE_NODE_WRITER))
+                .createVolume(CsiRequests.createVolume("after", 32 * MIB, CsiRequests.mount(Mode.SINGLE_NODE_WRITER))
                         .build())
                 .getVolume()
                 .getVolumeId();

@@ -293,10 +293,7 @@ class PoolThatStopsAnsweringRealHostTest {
     }
 
     private static Csi.CreateVolumeRequest.Builder volumeRequest(String name) {
-        return Csi.CreateVolumeRequest.newBuilder()
-                .setName(name)
-                .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(32 * MIB))
-                .addVolumeCapabilities(CsiRequests.mount(Mode.SINGLE_NODE_WRITER));
+        return CsiRequests.createVolume(name, 32 * MIB, CsiRequests.mount(Mode.SINGLE_NODE_WRITER));
     }
 
     private Object attach(ControllerGrpc.ControllerBlockingStub controller) {

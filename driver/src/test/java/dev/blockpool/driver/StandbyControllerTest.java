@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import csi.v1.ControllerGrpc;
 import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.VolumeCapability;
+import dev.blockpool.csi.CsiRequests;
 import io.grpc.ManagedChannel;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
@@ -59,10 +60,7 @@ class StandbyControllerTest {
         ControllerGrpc.newBlockingStub(channel)
                 .createVolume(CreateVolumeRequest.newBuilder()
                         .setName(name)
-                        .addVolumeCapabilities(VolumeCapability.newBuilder()
-                                .setBlock(VolumeCapability.BlockVolume.getDefaultInstance())
-                                .setAccessMode(VolumeCapability.AccessMode.newBuilder()
-                                        .setMode(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER)))
+                        .addVolumeCapabilities(CsiRequests.block(VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
                         .build());
     }
 }

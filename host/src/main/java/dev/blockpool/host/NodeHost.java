@@ -68,7 +68,7 @@ public record NodeHost(
      * Makes the first system calls and reads of this host once, in the background: the first
      * call of each C function binds it and the first read of the mount table and loop sysfs loads
      * their readers, which would otherwise fall on the first requests the node serves
-     * (docs/performance.md, "The first calls after a start"). The driver calls it once it serves,
+     * (docs/performance-node.md, "The first calls after a start"). The driver calls it once it serves,
      * so that its start does not share the CPU with this. Only reads and calls that fail
      * harmlessly; what they find is read afresh by every call. Returns its thread, for a stopping
      * driver to wait for.

@@ -28,7 +28,7 @@ import org.slf4j.LoggerFactory;
 final class LastCensus<T> implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(LastCensus.class);
-    /** As often as Prometheus scrapes by default; what a census costs: docs/performance.md. */
+    /** As often as Prometheus scrapes by default; what a census costs: docs/performance-pool.md. */
     static final Duration INTERVAL = Duration.ofSeconds(30);
     /**
      * A census that takes long (a large pool on a busy node) waits this many times its own

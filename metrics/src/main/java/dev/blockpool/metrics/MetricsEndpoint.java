@@ -16,7 +16,7 @@ import java.util.concurrent.Executors;
  * scraper asks for), through the Prometheus client's handler on the JDK's HTTP server. Each scrape
  * runs on a virtual thread of its own: the server then keeps only its dispatcher thread between
  * scrapes, where its default pool would keep platform threads and their stacks
- * (docs/performance.md).
+ * (docs/performance-pool.md).
  *
  * <p>Any pod can reach the port, so what a client can make the server hold is bounded
  * ({@link #BOUNDS}): connections (one scrape's thread each), the headers of a request, and how
@@ -54,7 +54,7 @@ public final class MetricsEndpoint implements AutoCloseable {
 
     public static MetricsEndpoint start(HttpAddress address, PrometheusRegistry registry) throws IOException {
         // Without TCP_NODELAY the JDK's server sends a scrape's last segment only once the client's
-        // delayed ACK comes, some 40 ms later (docs/performance.md). Read once, when the server's
+        // delayed ACK comes, some 40 ms later (docs/performance-pool.md). Read once, when the server's
         // classes initialise; a -D option still wins.
         System.getProperties().putIfAbsent("sun.net.httpserver.nodelay", "true");
         BOUNDS.forEach(System.getProperties()::putIfAbsent);

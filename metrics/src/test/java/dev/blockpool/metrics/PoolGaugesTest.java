@@ -3,12 +3,10 @@ package dev.blockpool.metrics;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.blockpool.common.ProcessCommandRunner;
-import dev.blockpool.pool.AccessType;
-import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.CapacityPolicy;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.PoolCensus;
-import dev.blockpool.pool.VolumeSpec;
+import dev.blockpool.pool.VolumeSpecs;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
@@ -17,9 +15,6 @@ import java.nio.file.StandardOpenOption;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Arrays;
-import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -33,11 +28,6 @@ class PoolGaugesTest {
 
     private final PrometheusRegistry registry = new PrometheusRegistry();
 
-    private static VolumeSpec spec(String name, long bytes) {
-        return new VolumeSpec(
-                name, bytes, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.empty());
-    }
-
     @Test
     void aVolumeCreatedMovesTheProvisionedBytesAndTheCountAtTheNextCensus() {
         Pool pool = Pool.open(root, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ofMinutes(10));
@@ -46,7 +36,7 @@ class PoolGaugesTest {
         gauges.refresh();
         String before = Scrape.of(registry);
 
-        pool.volumes().create(spec("pvc-1", 64 * MiB));
+        pool.volumes().create(VolumeSpecs.sparse("pvc-1", 64 * MiB));
         gauges.refresh();
         String after = Scrape.of(registry);
 
@@ -65,7 +55,7 @@ class PoolGaugesTest {
     @Test
     void aSnapshotPromisesTheBlocksItHoldsNotItsSize() throws Exception {
         Pool pool = Pool.open(root, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ofMinutes(10));
-        var volume = pool.volumes().create(spec("pvc-1", 64 * MiB));
+        var volume = pool.volumes().create(VolumeSpecs.sparse("pvc-1", 64 * MiB));
         try (var image = FileChannel.open(pool.volumes().imagePath(volume.id()), StandardOpenOption.WRITE)) {
             byte[] data = new byte[(int) MiB];
             Arrays.fill(data, (byte) 1);

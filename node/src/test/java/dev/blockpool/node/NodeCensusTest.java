@@ -11,7 +11,6 @@ import dev.blockpool.host.loops.LoopDevice;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -27,59 +26,14 @@ class NodeCensusTest {
 
     private FakeHost fake;
     private Path pool;
-    private final List<HealthProblem> storage = new ArrayList<>();
+    private FakeVolumeCatalog volumes;
     private NodeCensus census;
 
     @BeforeEach
     void setUp() throws IOException {
         fake = new FakeHost(dir.resolve("dev"));
         pool = Files.createDirectories(dir.resolve("pool/volumes"));
-        VolumeCatalog volumes = new VolumeCatalog() {
-            @Override
-            public Optional<NodeVolume> find(String volumeId) {
-                return Optional.empty();
-            }
-
-            @Override
-            public Optional<Path> imageOf(String volumeId) {
-                return volumeId.startsWith("vol-") ? Optional.of(pool.resolve(volumeId + ".img")) : Optional.empty();
-            }
-
-            @Override
-            public String lockKey(String volumeId) {
-                return volumeId.startsWith("vol-") ? volumeId : "vol-eph-" + volumeId;
-            }
-
-            @Override
-            public Path imageFor(String volumeId) {
-                return pool.resolve(volumeId + ".img");
-            }
-
-            @Override
-            public List<HealthProblem> health(String volumeId) {
-                return List.of();
-            }
-
-            @Override
-            public List<HealthProblem> storageHealth() {
-                return storage;
-            }
-
-            @Override
-            public NodeVolume createEphemeral(String handle, long capacityBytes, String fsType) {
-                throw new UnsupportedOperationException();
-            }
-
-            @Override
-            public void growImage(NodeVolume volume, long bytes) {
-                throw new UnsupportedOperationException();
-            }
-
-            @Override
-            public void delete(NodeVolume volume) {
-                throw new UnsupportedOperationException();
-            }
-        };
+        volumes = new FakeVolumeCatalog(pool);
         census = new NodeCensus(fake.nodeHost(), volumes);
     }
 
@@ -113,7 +67,7 @@ class NodeCensusTest {
         stage(pool.resolve("vol-3.img"), "staging-3");
         fake.errors.put(one.name(), new RecordedErrors(3, Optional.empty(), "ext4_journal_check_start"));
         fake.errors.put(two.name(), new RecordedErrors(1, Optional.empty(), "ext4_find_entry"));
-        storage.add(HealthProblem.degraded("PoolFull", "the pool's filesystem is full"));
+        volumes.storage.add(HealthProblem.degraded("PoolFull", "the pool's filesystem is full"));
 
         NodeCensus.Figures figures = census.take();
 

@@ -8,20 +8,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import csi.v1.Csi;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
 import csi.v1.NodeGrpc;
-import dev.blockpool.common.BlockingCalls;
-import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.NeedsRoot;
-import dev.blockpool.common.OperationLocks;
-import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.csi.CsiKeys;
-import dev.blockpool.csi.InProcessCsi;
-import dev.blockpool.host.KubeletPaths;
-import dev.blockpool.host.NodeHost;
 import dev.blockpool.pool.AccessType;
-import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.Volume;
-import dev.blockpool.pool.VolumeSpec;
 import io.grpc.Status;
 import java.io.IOException;
 import java.net.StandardProtocolFamily;
@@ -30,14 +21,9 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.time.Clock;
-import java.time.Duration;
-import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Paths a faulty or hostile caller gives the node: it never deletes, or mounts over or through,
@@ -47,47 +33,26 @@ import org.junit.jupiter.api.Test;
 @NeedsRoot
 class NodePathSafetyRealHostTest {
 
+    @RegisterExtension
+    final NodeScratch scratch = new NodeScratch("blockpool-paths-it-", "mknod");
+
     private Path dir;
     private Pool pool;
     private Path staging;
     private Path socket;
-    private InProcessCsi served;
     private NodeGrpc.NodeBlockingStub node;
 
     @BeforeEach
-    void setUp() throws IOException {
-        HostRequirements.assumeRootWithLoopDevices();
-        HostRequirements.assumeCommand("mknod");
-        dir = Files.createTempDirectory("blockpool-paths-it-");
-        pool = Pool.open(dir.resolve("pool"), new ProcessCommandRunner(), Clock.systemUTC(), Duration.ofHours(1));
-        staging = Files.createDirectories(dir.resolve("kubelet/staging/globalmount"));
-        Files.createDirectories(dir.resolve("kubelet/pods"));
-        socket = dir.resolve("csi.sock");
-        served = InProcessCsi.serve(new NodeService(
-                NodeIdentity.of("it-node", 64),
-                new PoolVolumeCatalog(pool),
-                NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()),
-                new KubeletPaths(pool.root(), socket),
-                new OperationLocks(),
-                Runnable::run,
-                FrozenVolumes.NONE));
-        node = NodeGrpc.newBlockingStub(served.channel());
-    }
-
-    @AfterEach
-    void tearDown() throws IOException {
-        if (served != null) {
-            served.close();
-        }
-        if (dir != null) {
-            RealHost.cleanUp(dir);
-        }
+    void setUp() {
+        dir = scratch.dir();
+        pool = scratch.pool();
+        staging = scratch.staging();
+        socket = scratch.socket();
+        node = scratch.serve();
     }
 
     private Volume volume(String name, AccessType type) {
-        return pool.volumes()
-                .create(new VolumeSpec(
-                        name, 64L << 20, "ext4", Allocation.SPARSE, Set.of(type), Map.of(), Optional.empty()));
+        return scratch.volume(name, 64 * NodeScratch.MiB, "ext4", type);
     }
 
     private Csi.NodeUnpublishVolumeRequest unpublish(String volumeId, Path target) {
@@ -107,11 +72,7 @@ class NodePathSafetyRealHostTest {
     }
 
     private void stage(Volume volume, Csi.VolumeCapability capability) {
-        node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                .setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString())
-                .setVolumeCapability(capability)
-                .build());
+        scratch.stage(node, volume, capability);
     }
 
     @Test

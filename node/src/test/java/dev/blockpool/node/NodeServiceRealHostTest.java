@@ -11,21 +11,16 @@ import csi.v1.NodeGrpc;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.NeedsRoot;
-import dev.blockpool.common.OperationLocks;
-import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.csi.CsiKeys;
-import dev.blockpool.csi.InProcessCsi;
+import dev.blockpool.csi.CsiRequests;
 import dev.blockpool.csi.StatusAssertions;
-import dev.blockpool.host.KubeletPaths;
 import dev.blockpool.host.NodeHost;
 import dev.blockpool.host.VolumeStats;
 import dev.blockpool.host.loops.LoopDevice;
 import dev.blockpool.host.mounts.MountInfo;
 import dev.blockpool.pool.AccessType;
-import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.Volume;
-import dev.blockpool.pool.VolumeSpec;
 import io.grpc.Status;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -34,17 +29,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.time.Clock;
-import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.function.Consumer;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -58,80 +48,38 @@ import org.junit.jupiter.params.provider.ValueSource;
 @NeedsRoot
 class NodeServiceRealHostTest {
 
-    private static final long MiB = 1L << 20;
+    private static final long MiB = NodeScratch.MiB;
+
+    @RegisterExtension
+    final NodeScratch scratch = new NodeScratch(
+            "blockpool-node-it-", "losetup", "blkid", "mkfs.ext4", "mkfs.xfs", "e2fsck", "resize2fs", "xfs_growfs");
 
     private Path dir;
     private Pool pool;
     private Path staging;
-    private final OperationLocks locks = new OperationLocks();
-    private final List<InProcessCsi> served = new ArrayList<>();
 
     @BeforeEach
-    void setUp() throws IOException {
-        HostRequirements.assumeRootWithLoopDevices();
-        for (String tool : List.of("losetup", "blkid", "mkfs.ext4", "mkfs.xfs", "e2fsck", "resize2fs", "xfs_growfs")) {
-            HostRequirements.assumeCommand(tool);
-        }
-        dir = Files.createTempDirectory("blockpool-node-it-");
-        pool = Pool.open(dir.resolve("pool"), new ProcessCommandRunner(), Clock.systemUTC(), Duration.ofHours(1));
-        staging = Files.createDirectories(dir.resolve("kubelet/staging/globalmount"));
-        Files.createDirectories(dir.resolve("kubelet/pods"));
-    }
-
-    @AfterEach
-    void tearDown() throws IOException {
-        served.forEach(InProcessCsi::close);
-        if (dir != null) {
-            RealHost.cleanUp(dir);
-        }
+    void setUp() {
+        dir = scratch.dir();
+        pool = scratch.pool();
+        staging = scratch.staging();
     }
 
     /** A freshly built service: every call below goes through a "restarted" driver. */
     private NodeGrpc.NodeBlockingStub node() {
-        NodeService fresh = new NodeService(
-                NodeIdentity.of("it-node", 64),
-                new PoolVolumeCatalog(pool),
-                NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()),
-                new KubeletPaths(pool.root(), dir.resolve("csi.sock")),
-                locks,
-                Runnable::run,
-                FrozenVolumes.NONE);
-        InProcessCsi server = InProcessCsi.serve(fresh);
-        served.add(server);
-        return NodeGrpc.newBlockingStub(server.channel());
+        return scratch.serve();
     }
 
     private Volume createVolume(String name, long bytes, String fsType, AccessType type) {
-        return pool.volumes()
-                .create(new VolumeSpec(
-                        name, bytes, fsType, Allocation.SPARSE, Set.of(type), Map.of(), Optional.empty()));
+        return scratch.volume(name, bytes, fsType, type);
     }
 
     private Path target(String pod) {
         return dir.resolve("kubelet/pods/" + pod + "/volumes/vol");
     }
 
-    private static Csi.VolumeCapability mountCapability(Mode mode) {
-        return Csi.VolumeCapability.newBuilder()
-                .setMount(Csi.VolumeCapability.MountVolume.getDefaultInstance())
-                .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(mode))
-                .build();
-    }
-
-    private static Csi.VolumeCapability blockCapability(Mode mode) {
-        return Csi.VolumeCapability.newBuilder()
-                .setBlock(Csi.VolumeCapability.BlockVolume.getDefaultInstance())
-                .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(mode))
-                .build();
-    }
-
     private void stage(Volume volume, Csi.VolumeCapability capability) {
-        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                .setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString())
-                .setVolumeCapability(capability)
-                .putVolumeContext("fsType", volume.fsType())
-                .build());
+        scratch.stage(node(), volume, capability);
     }
 
     private void publish(Volume volume, Path target, Csi.VolumeCapability capability, boolean readOnly) {
@@ -152,10 +100,7 @@ class NodeServiceRealHostTest {
     }
 
     private void unstage(Volume volume) {
-        node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
-                .setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString())
-                .build());
+        scratch.unstage(node(), volume);
     }
 
     private Csi.NodeGetVolumeStatsResponse stats(String volumeId, Path path) {
@@ -194,7 +139,7 @@ class NodeServiceRealHostTest {
     @ValueSource(strings = {"ext4", "xfs"})
     void fullLifecycleWithARestartBeforeEveryCallLeavesNothingBehind(String fsType) throws IOException {
         Volume volume = createVolume("lifecycle-" + fsType, 512 * MiB, fsType, AccessType.MOUNT);
-        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_MULTI_WRITER);
+        Csi.VolumeCapability capability = CsiRequests.mount(Mode.SINGLE_NODE_MULTI_WRITER);
         Path first = target("pod-a");
         Path second = target("pod-b");
 
@@ -231,7 +176,7 @@ class NodeServiceRealHostTest {
     @Test
     void stagedDataSurvivesUnstageAndRestageWithoutReformatting() throws IOException {
         Volume volume = createVolume("restage", 64 * MiB, "ext4", AccessType.MOUNT);
-        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Csi.VolumeCapability capability = CsiRequests.mount(Mode.SINGLE_NODE_WRITER);
         stage(volume, capability);
         Files.writeString(staging.resolve("kept.txt"), "still here");
         unstage(volume);
@@ -245,7 +190,7 @@ class NodeServiceRealHostTest {
     void anXfsVolumeWithADirtyLogStagesAgain() throws IOException {
         HostRequirements.assumeCommand("xfs_io");
         Volume volume = createVolume("dirty-log", 320 * MiB, "xfs", AccessType.MOUNT);
-        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Csi.VolumeCapability capability = CsiRequests.mount(Mode.SINGLE_NODE_WRITER);
         stage(volume, capability);
         Files.writeString(staging.resolve("kept.txt"), "before the crash");
         RealHost.run("sync");
@@ -262,7 +207,7 @@ class NodeServiceRealHostTest {
     @Test
     void filesystemFlagsApplyAtStageAndPerMountFlagsAtPublish() {
         Volume volume = createVolume("flags", 64 * MiB, "ext4", AccessType.MOUNT);
-        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER).toBuilder()
+        Csi.VolumeCapability capability = CsiRequests.mount(Mode.SINGLE_NODE_WRITER).toBuilder()
                 .setMount(Csi.VolumeCapability.MountVolume.newBuilder()
                         .addMountFlags("errors=remount-ro,data=journal")
                         .addMountFlags("noexec"))
@@ -286,7 +231,7 @@ class NodeServiceRealHostTest {
     void pathsThroughASymlinkedDirectoryAreFoundInTheMountTable() throws IOException {
         Path link = Files.createSymbolicLink(dir.resolve("kubelet-link"), dir.resolve("kubelet"));
         Volume volume = createVolume("symlinked", 64 * MiB, "ext4", AccessType.MOUNT);
-        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Csi.VolumeCapability capability = CsiRequests.mount(Mode.SINGLE_NODE_WRITER);
         String linkedStaging = link.resolve("staging/globalmount").toString();
         Path linkedTarget = link.resolve("pods/linked/volumes/vol");
         Runnable stageThroughLink = () -> node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
@@ -322,9 +267,9 @@ class NodeServiceRealHostTest {
     void refusesWhatTheVolumeCannotServe() {
         Volume fs = createVolume("refusals", 64 * MiB, "ext4", AccessType.MOUNT);
         Volume other = createVolume("other", 64 * MiB, "ext4", AccessType.MOUNT);
-        Csi.VolumeCapability single = mountCapability(Mode.SINGLE_NODE_SINGLE_WRITER);
+        Csi.VolumeCapability single = CsiRequests.mount(Mode.SINGLE_NODE_SINGLE_WRITER);
 
-        assertCode(() -> stage(fs, blockCapability(Mode.SINGLE_NODE_WRITER)), Status.Code.FAILED_PRECONDITION);
+        assertCode(() -> stage(fs, CsiRequests.block(Mode.SINGLE_NODE_WRITER)), Status.Code.FAILED_PRECONDITION);
         assertCode(() -> publish(fs, target("early"), single, false), Status.Code.FAILED_PRECONDITION);
 
         stage(fs, single);
@@ -352,7 +297,7 @@ class NodeServiceRealHostTest {
     @Test
     void readOnlyPublishRefusesWrites() throws IOException {
         Volume volume = createVolume("readonly", 64 * MiB, "ext4", AccessType.MOUNT);
-        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_MULTI_WRITER);
+        Csi.VolumeCapability capability = CsiRequests.mount(Mode.SINGLE_NODE_MULTI_WRITER);
         stage(volume, capability);
         publish(volume, target("rw"), capability, false);
         publish(volume, target("ro"), capability, true);
@@ -373,7 +318,7 @@ class NodeServiceRealHostTest {
     @Test
     void unpublishIsAbortedWhileAFileIsOpenInTheTargetThenSucceeds() throws IOException {
         Volume volume = createVolume("busy", 64 * MiB, "ext4", AccessType.MOUNT);
-        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Csi.VolumeCapability capability = CsiRequests.mount(Mode.SINGLE_NODE_WRITER);
         Path target = target("busy");
         stage(volume, capability);
         publish(volume, target, capability, false);
@@ -394,7 +339,7 @@ class NodeServiceRealHostTest {
     @Test
     void unpublishWaitsOutAReaderThatLetsGo() throws Exception {
         Volume volume = createVolume("reader", 64 * MiB, "ext4", AccessType.MOUNT);
-        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Csi.VolumeCapability capability = CsiRequests.mount(Mode.SINGLE_NODE_WRITER);
         Path target = target("reader");
         stage(volume, capability);
         publish(volume, target, capability, false);
@@ -428,7 +373,7 @@ class NodeServiceRealHostTest {
                     "skipped: growing a mounted ext4 needs CAP_SYS_RESOURCE, which this process lacks");
         }
         Volume volume = createVolume("grow-" + fsType, 512 * MiB, fsType, AccessType.MOUNT);
-        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Csi.VolumeCapability capability = CsiRequests.mount(Mode.SINGLE_NODE_WRITER);
         Path target = target("grow");
         stage(volume, capability);
         publish(volume, target, capability, false);
@@ -484,7 +429,7 @@ class NodeServiceRealHostTest {
     @Test
     void anExpandedExt4ReachesTheVolumesSizeOnlineOrAtItsNextStage() throws IOException {
         Volume volume = createVolume("grow-at-stage", 256 * MiB, "ext4", AccessType.MOUNT);
-        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Csi.VolumeCapability capability = CsiRequests.mount(Mode.SINGLE_NODE_WRITER);
         Path target = target("grow-at-stage");
         stage(volume, capability);
         publish(volume, target, capability, false);
@@ -541,7 +486,7 @@ class NodeServiceRealHostTest {
     void expansionNeedsAMountOfTheVolumeAtItsPath() throws IOException {
         Volume volume = createVolume("expand-where", 64 * MiB, "ext4", AccessType.MOUNT);
         Volume other = createVolume("expand-other", 64 * MiB, "ext4", AccessType.MOUNT);
-        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Csi.VolumeCapability capability = CsiRequests.mount(Mode.SINGLE_NODE_WRITER);
         Path otherStaging = Files.createDirectories(dir.resolve("kubelet/staging/other"));
         node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
                 .setVolumeId(other.id())
@@ -568,7 +513,7 @@ class NodeServiceRealHostTest {
     @Test
     void expandingABlockTargetRefreshesItsDevices() {
         Volume volume = createVolume("expand-block", 64 * MiB, "", AccessType.BLOCK);
-        Csi.VolumeCapability capability = blockCapability(Mode.SINGLE_NODE_MULTI_WRITER);
+        Csi.VolumeCapability capability = CsiRequests.block(Mode.SINGLE_NODE_MULTI_WRITER);
         Path writer = target("grow-writer");
         Path reader = target("grow-reader");
         stage(volume, capability);
@@ -598,7 +543,7 @@ class NodeServiceRealHostTest {
     @Test
     void rawBlockDataSurvivesUnpublishAndRepublish() throws IOException {
         Volume volume = createVolume("raw", 64 * MiB, "", AccessType.BLOCK);
-        Csi.VolumeCapability capability = blockCapability(Mode.SINGLE_NODE_SINGLE_WRITER);
+        Csi.VolumeCapability capability = CsiRequests.block(Mode.SINGLE_NODE_SINGLE_WRITER);
         Path target = target("raw-pod");
         byte[] payload = "raw block payload".getBytes(StandardCharsets.UTF_8);
 
@@ -632,7 +577,7 @@ class NodeServiceRealHostTest {
     void readOnlyRawBlockPublishCannotBeWritten() throws IOException {
         Volume volume = createVolume("raw-ro", 64 * MiB, "", AccessType.BLOCK);
         Path image = pool.volumes().imagePath(volume.id());
-        Csi.VolumeCapability capability = blockCapability(Mode.SINGLE_NODE_MULTI_WRITER);
+        Csi.VolumeCapability capability = CsiRequests.block(Mode.SINGLE_NODE_MULTI_WRITER);
         Path writer = target("raw-writer");
         Path reader = target("raw-reader");
         byte[] payload = "written by the writer".getBytes(StandardCharsets.UTF_8);
@@ -693,7 +638,7 @@ class NodeServiceRealHostTest {
     @Test
     void corruptedStageIsCleanedUpByUnpublishAndUnstage() {
         Volume volume = createVolume("corrupt", 64 * MiB, "ext4", AccessType.MOUNT);
-        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Csi.VolumeCapability capability = CsiRequests.mount(Mode.SINGLE_NODE_WRITER);
         Path target = target("victim");
         stage(volume, capability);
         publish(volume, target, capability, false);
@@ -719,7 +664,7 @@ class NodeServiceRealHostTest {
     @Test
     void rawBlockPublishWhoseLoopDeviceVanishedIsCleanedUp() {
         Volume volume = createVolume("vanished", 64 * MiB, "", AccessType.BLOCK);
-        Csi.VolumeCapability capability = blockCapability(Mode.SINGLE_NODE_WRITER);
+        Csi.VolumeCapability capability = CsiRequests.block(Mode.SINGLE_NODE_WRITER);
         Path target = target("raw-victim");
         stage(volume, capability);
         publish(volume, target, capability, false);
@@ -753,7 +698,7 @@ class NodeServiceRealHostTest {
         Consumer<Boolean> publish = ignored -> node().nodePublishVolume(Csi.NodePublishVolumeRequest.newBuilder()
                 .setVolumeId(handle)
                 .setTargetPath(target.toString())
-                .setVolumeCapability(mountCapability(Mode.SINGLE_NODE_WRITER))
+                .setVolumeCapability(CsiRequests.mount(Mode.SINGLE_NODE_WRITER))
                 .putVolumeContext(CsiKeys.EPHEMERAL, "true")
                 .putVolumeContext("size", "64Mi")
                 .putVolumeContext("csi.storage.k8s.io/pod.name", "inline")
@@ -780,7 +725,7 @@ class NodeServiceRealHostTest {
                 .setVolumeId(handle)
                 .setTargetPath(target.toString())
                 .setReadonly(readOnly)
-                .setVolumeCapability(mountCapability(Mode.SINGLE_NODE_WRITER))
+                .setVolumeCapability(CsiRequests.mount(Mode.SINGLE_NODE_WRITER))
                 .putVolumeContext(CsiKeys.EPHEMERAL, "true")
                 .putVolumeContext("size", "64Mi")
                 .build());
@@ -795,7 +740,7 @@ class NodeServiceRealHostTest {
                 .setVolumeId(handle)
                 .setTargetPath(target.toString())
                 .setReadonly(true)
-                .setVolumeCapability(mountCapability(Mode.SINGLE_NODE_WRITER))
+                .setVolumeCapability(CsiRequests.mount(Mode.SINGLE_NODE_WRITER))
                 .putVolumeContext(CsiKeys.EPHEMERAL, "true")
                 .putVolumeContext("size", "320Mi") // xfs: 300MB at least
                 .putVolumeContext("fsType", fsType)
@@ -829,7 +774,7 @@ class NodeServiceRealHostTest {
     @Test
     void statsOfAStagedVolumeComeFromItsFilesystem() {
         Volume volume = createVolume("stats", 64 * MiB, "ext4", AccessType.MOUNT);
-        stage(volume, mountCapability(Mode.SINGLE_NODE_WRITER));
+        stage(volume, CsiRequests.mount(Mode.SINGLE_NODE_WRITER));
         Csi.NodeGetVolumeStatsResponse stats = stats(volume.id(), staging);
         String[] statf = RealHost.run("stat", "-f", "-c", "%S %b", staging.toString())
                 .strip()
@@ -854,7 +799,7 @@ class NodeServiceRealHostTest {
                 NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()).stats();
         Volume filesystem = createVolume("cached-fs", 64 * MiB, "ext4", AccessType.MOUNT);
         Path image = pool.volumes().imagePath(filesystem.id());
-        stage(filesystem, mountCapability(Mode.SINGLE_NODE_WRITER));
+        stage(filesystem, CsiRequests.mount(Mode.SINGLE_NODE_WRITER));
         assertThat(host.usageFromCaches(image, staging)).isEmpty();
         Optional<VolumeStats.Usage> fromTable = host.usage(image, staging);
         Optional<VolumeStats.Usage> cached = host.usageFromCaches(image, staging);
@@ -873,8 +818,8 @@ class NodeServiceRealHostTest {
         assertThat(host.usageFromCaches(image, staging)).isEmpty();
 
         Path target = target("cached-block");
-        stage(other, blockCapability(Mode.SINGLE_NODE_WRITER));
-        publish(other, target, blockCapability(Mode.SINGLE_NODE_WRITER), false);
+        stage(other, CsiRequests.block(Mode.SINGLE_NODE_WRITER));
+        publish(other, target, CsiRequests.block(Mode.SINGLE_NODE_WRITER), false);
         assertThat(host.usage(pool.volumes().imagePath(other.id()), target)).isPresent();
         assertThat(host.usageFromCaches(pool.volumes().imagePath(other.id()), target))
                 .contains(new VolumeStats.Usage(Optional.empty(), Optional.of(16 * MiB)));
@@ -887,7 +832,7 @@ class NodeServiceRealHostTest {
     @Test
     void aVolumeIsUnpublishedAndUnstagedWhateverItsRecordSays() throws IOException {
         Volume volume = createVolume("unreadable", 64 * MiB, "ext4", AccessType.MOUNT);
-        Csi.VolumeCapability capability = mountCapability(Mode.SINGLE_NODE_WRITER);
+        Csi.VolumeCapability capability = CsiRequests.mount(Mode.SINGLE_NODE_WRITER);
         Path target = target("unreadable");
         stage(volume, capability);
         publish(volume, target, capability, false);

@@ -7,12 +7,11 @@ import com.google.protobuf.Message;
 import csi.v1.Csi;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
 import csi.v1.NodeGrpc;
-import dev.blockpool.common.HealthProblem;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.csi.CsiCalls;
-import dev.blockpool.csi.CsiException;
 import dev.blockpool.csi.CsiKeys;
+import dev.blockpool.csi.CsiRequests;
 import dev.blockpool.csi.InProcessCsi;
 import dev.blockpool.host.FakeHost;
 import dev.blockpool.host.KubeletPaths;
@@ -21,7 +20,6 @@ import io.grpc.Status;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -47,7 +45,7 @@ class NodeServiceTest {
     /** What a group snapshot holds frozen, by volume, as the driver would tell it. */
     private final Map<String, String> frozen = new ConcurrentHashMap<>();
 
-    private final Map<String, NodeVolume> catalog = new HashMap<>();
+    private FakeVolumeCatalog catalog;
     private FakeHost fake;
     private InProcessCsi served;
     private NodeGrpc.NodeBlockingStub node;
@@ -56,74 +54,17 @@ class NodeServiceTest {
     @BeforeEach
     void setUp() throws IOException {
         fake = new FakeHost(dir.resolve("dev"));
+        catalog = new FakeVolumeCatalog(dir);
         fsVolume = new NodeVolume(
                 "vol-1",
                 Files.createFile(dir.resolve("vol-1.img")),
                 Optional.of("ext4"),
                 Set.of(AccessType.MOUNT),
                 NodeVolume.Lifetime.PERSISTENT);
-        catalog.put(fsVolume.id(), fsVolume);
-        VolumeCatalog volumes = new VolumeCatalog() {
-            @Override
-            public Optional<NodeVolume> find(String volumeId) {
-                return Optional.ofNullable(catalog.get(volumeId));
-            }
-
-            @Override
-            public Optional<Path> imageOf(String volumeId) {
-                return volumeId.startsWith("vol-") ? Optional.of(dir.resolve(volumeId + ".img")) : Optional.empty();
-            }
-
-            @Override
-            public String lockKey(String volumeId) {
-                return volumeId.startsWith("vol-") ? volumeId : "vol-eph-" + volumeId;
-            }
-
-            @Override
-            public Path imageFor(String volumeId) {
-                return find(volumeId).map(NodeVolume::image).orElse(dir.resolve(volumeId + ".img"));
-            }
-
-            @Override
-            public List<HealthProblem> health(String volumeId) {
-                if (find(volumeId).isEmpty()) {
-                    throw CsiException.notFound("volume %s does not exist", volumeId);
-                }
-                return List.of();
-            }
-
-            @Override
-            public List<HealthProblem> storageHealth() {
-                return List.of();
-            }
-
-            @Override
-            public NodeVolume createEphemeral(String handle, long capacityBytes, String fsType) {
-                return catalog.computeIfAbsent(handle, h -> {
-                    try {
-                        return new NodeVolume(
-                                "vol-eph-" + h,
-                                Files.createFile(dir.resolve("vol-eph-" + h + ".img")),
-                                Optional.of(fsType),
-                                Set.of(AccessType.MOUNT),
-                                NodeVolume.Lifetime.EPHEMERAL);
-                    } catch (IOException e) {
-                        throw new java.io.UncheckedIOException(e);
-                    }
-                });
-            }
-
-            @Override
-            public void growImage(NodeVolume volume, long bytes) {}
-
-            @Override
-            public void delete(NodeVolume volume) {
-                catalog.values().remove(volume);
-            }
-        };
+        catalog.volumes.put(fsVolume.id(), fsVolume);
         served = InProcessCsi.serve(new NodeService(
                 NodeIdentity.of("node-a", 16),
-                volumes,
+                catalog,
                 fake.nodeHost(),
                 new KubeletPaths(dir.resolve("pool"), dir.resolve("csi.sock")),
                 locks,
@@ -137,18 +78,8 @@ class NodeServiceTest {
         served.close();
     }
 
-    private static Csi.VolumeCapability mount(Mode mode) {
-        return Csi.VolumeCapability.newBuilder()
-                .setMount(Csi.VolumeCapability.MountVolume.getDefaultInstance())
-                .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(mode))
-                .build();
-    }
-
-    private static final Csi.VolumeCapability WRITER = mount(Mode.SINGLE_NODE_WRITER);
-    private static final Csi.VolumeCapability BLOCK = Csi.VolumeCapability.newBuilder()
-            .setBlock(Csi.VolumeCapability.BlockVolume.getDefaultInstance())
-            .setAccessMode(Csi.VolumeCapability.AccessMode.newBuilder().setMode(Mode.SINGLE_NODE_WRITER))
-            .build();
+    private static final Csi.VolumeCapability WRITER = CsiRequests.mount(Mode.SINGLE_NODE_WRITER);
+    private static final Csi.VolumeCapability BLOCK = CsiRequests.block(Mode.SINGLE_NODE_WRITER);
 
     private String staging() {
         return staging(dir);
@@ -329,7 +260,7 @@ class NodeServiceTest {
     static Stream<Arguments> capabilitiesAFilesystemVolumeCannotServe() {
         return Stream.of(
                 Arguments.of("raw block", BLOCK),
-                Arguments.of("many nodes writing", mount(Mode.MULTI_NODE_MULTI_WRITER)),
+                Arguments.of("many nodes writing", CsiRequests.mount(Mode.MULTI_NODE_MULTI_WRITER)),
                 Arguments.of(
                         "another filesystem",
                         WRITER.toBuilder()
@@ -374,7 +305,7 @@ class NodeServiceTest {
                         .build()),
                 Status.Code.INVALID_ARGUMENT);
         assertThat(fake.log).isEmpty();
-        assertThat(catalog).containsKey("vol-1");
+        assertThat(catalog.volumes).containsKey("vol-1");
     }
 
     private Csi.NodePublishVolumeRequest inline(String handle, boolean readOnly) {
@@ -404,7 +335,7 @@ class NodeServiceTest {
                                 .build()),
                         Status.Code.ABORTED),
                 "vol-eph-csi-abc");
-        assertThat(catalog).containsKey("csi-abc");
+        assertThat(catalog.volumes).containsKey("csi-abc");
     }
 
     @Test
@@ -415,14 +346,14 @@ class NodeServiceTest {
                 .containsExactly(
                         "attach vol-eph-csi-abc.img", "format loop0 ext4", "mount failed loop0", "detach loop0");
         assertThat(fake.loops).isEmpty();
-        assertThat(catalog).doesNotContainKey("csi-abc");
+        assertThat(catalog.volumes).doesNotContainKey("csi-abc");
     }
 
     @Test
     void aFailedRetryOfAnEphemeralPublishKeepsTheMountedVolume() {
         node.nodePublishVolume(inline("csi-abc", false));
         assertCode(() -> node.nodePublishVolume(inline("csi-abc", true)), Status.Code.ALREADY_EXISTS);
-        assertThat(catalog).containsKey("csi-abc");
+        assertThat(catalog.volumes).containsKey("csi-abc");
         assertThat(fake.mounts)
                 .singleElement()
                 .satisfies(m -> assertThat(m.readOnly()).isFalse());
@@ -444,7 +375,7 @@ class NodeServiceTest {
                 .build());
         assertThat(fake.mounts).isEmpty();
         assertThat(fake.loops).isEmpty();
-        assertThat(catalog).doesNotContainKey("csi-ro");
+        assertThat(catalog.volumes).doesNotContainKey("csi-ro");
     }
 
     private static Csi.VolumeCapability withFlags(String... flags) {
@@ -506,7 +437,7 @@ class NodeServiceTest {
 
     @Test
     void publishesAtOtherTargetsRunBesideOneInProgressAndOnlyStagingWaits() {
-        Csi.VolumeCapability many = mount(Mode.SINGLE_NODE_MULTI_WRITER);
+        Csi.VolumeCapability many = CsiRequests.mount(Mode.SINGLE_NODE_MULTI_WRITER);
         node.nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
                 .setVolumeId("vol-1")
                 .setStagingTargetPath(staging())

@@ -10,6 +10,7 @@ import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.Volume;
 import dev.blockpool.pool.VolumeSpec;
+import dev.blockpool.pool.VolumeSpecs;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -74,29 +75,13 @@ class PoolVolumeCatalogTest {
 
     @Test
     void aVolumeNamedLikeAnEphemeralOneIsNotEphemeralWithoutTheMarker() {
-        pool.volumes()
-                .create(new VolumeSpec(
-                        PoolVolumeCatalog.EPHEMERAL_NAME_PREFIX + "csi-feed",
-                        1 << 20,
-                        "ext4",
-                        Allocation.SPARSE,
-                        Set.of(AccessType.MOUNT),
-                        Map.of(),
-                        Optional.empty()));
+        pool.volumes().create(VolumeSpecs.sparse(PoolVolumeCatalog.EPHEMERAL_NAME_PREFIX + "csi-feed", 1 << 20));
         assertThat(catalog.find("csi-feed")).isEmpty();
     }
 
     @Test
     void onANodeLocalPoolTheNodeGrowsTheImageOnASharedOneTheControllerDoes() {
-        Volume volume = pool.volumes()
-                .create(new VolumeSpec(
-                        "pvc-grow",
-                        1 << 20,
-                        "ext4",
-                        Allocation.SPARSE,
-                        Set.of(AccessType.MOUNT),
-                        Map.of(),
-                        Optional.empty()));
+        Volume volume = pool.volumes().create(VolumeSpecs.sparse("pvc-grow", 1 << 20));
         NodeVolume onNode = catalog.find(volume.id()).orElseThrow();
 
         catalog.growImage(onNode, 4 << 20);

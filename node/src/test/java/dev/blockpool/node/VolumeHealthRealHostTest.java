@@ -7,36 +7,23 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import csi.v1.Csi;
 import csi.v1.Csi.VolumeCapability.AccessMode.Mode;
 import csi.v1.NodeGrpc;
-import dev.blockpool.common.BlockingCalls;
-import dev.blockpool.common.HostRequirements;
 import dev.blockpool.common.NeedsRoot;
-import dev.blockpool.common.OperationLocks;
-import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.common.SilentFuseMount;
-import dev.blockpool.csi.InProcessCsi;
-import dev.blockpool.host.KubeletPaths;
-import dev.blockpool.host.NodeHost;
+import dev.blockpool.csi.CsiRequests;
 import dev.blockpool.host.loops.LoopDevice;
 import dev.blockpool.pool.AccessType;
-import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.Volume;
-import dev.blockpool.pool.VolumeSpec;
 import io.grpc.Status;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Clock;
-import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
-import org.junit.jupiter.api.AfterEach;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Each condition the node's health calls report, caused for real on this host: a filesystem the
@@ -46,95 +33,50 @@ import org.junit.jupiter.api.Test;
 @NeedsRoot
 class VolumeHealthRealHostTest {
 
-    private static final long MiB = 1 << 20;
+    private static final long MiB = NodeScratch.MiB;
+
+    @RegisterExtension
+    final NodeScratch scratch =
+            new NodeScratch("blockpool-health-it-", "losetup", "blkid", "mkfs.ext4", "mkfs.xfs", "e2fsck", "xfs_io");
 
     private Path dir;
     private Path staging;
     private Pool pool;
-    private final OperationLocks locks = new OperationLocks();
-    private final List<AutoCloseable> closing = new ArrayList<>();
 
     private NodeGrpc.NodeBlockingStub node;
 
     @BeforeEach
-    void setUp() throws IOException {
-        HostRequirements.assumeRootWithLoopDevices();
-        for (String tool : List.of("losetup", "blkid", "mkfs.ext4", "mkfs.xfs", "e2fsck", "xfs_io")) {
-            HostRequirements.assumeCommand(tool);
-        }
-        dir = Files.createTempDirectory("blockpool-health-it-");
-        staging = Files.createDirectories(dir.resolve("kubelet/staging/globalmount"));
-        Files.createDirectories(dir.resolve("kubelet/pods"));
-        Files.createDirectories(dir.resolve("pool"));
+    void setUp() {
+        dir = scratch.dir();
+        staging = scratch.staging();
     }
 
-    @AfterEach
-    void tearDown() throws Exception {
-        // FUSE daemons first: a mount below dir that never answers would stall the clean-up's walk.
-        for (AutoCloseable c : closing.reversed()) {
-            c.close();
-        }
-        if (dir != null) {
-            RealHost.cleanUp(dir);
-        }
-    }
-
+    /** Opens the pool, once what a test puts under its directory is there. */
     private Pool openPool() {
-        pool = Pool.open(dir.resolve("pool"), new ProcessCommandRunner(), Clock.systemUTC(), Duration.ofHours(1));
+        pool = scratch.pool();
         return pool;
     }
 
     /** The test's node plugin, one process for the whole test as a real one is (it learns what it attaches). */
     private NodeGrpc.NodeBlockingStub node() {
         if (node == null) {
-            node = newNode();
+            node = scratch.serve();
         }
         return node;
     }
 
-    private NodeGrpc.NodeBlockingStub newNode() {
-        InProcessCsi server = InProcessCsi.serve(new NodeService(
-                NodeIdentity.of("it-node", 64),
-                new PoolVolumeCatalog(pool),
-                NodeHost.onThisHost(RealHost.RUNNER, new BlockingCalls()),
-                new KubeletPaths(pool.root(), dir.resolve("csi.sock")),
-                locks,
-                Runnable::run,
-                FrozenVolumes.NONE));
-        closing.add(server::close);
-        return NodeGrpc.newBlockingStub(server.channel());
-    }
-
     private Volume stagedVolume(String fsType) {
-        Volume volume = pool.volumes()
-                .create(new VolumeSpec(
-                        "health-" + fsType,
-                        320 * MiB,
-                        fsType,
-                        Allocation.SPARSE,
-                        Set.of(AccessType.MOUNT),
-                        Map.of(),
-                        Optional.empty()));
+        Volume volume = scratch.volume("health-" + fsType, 320 * MiB, fsType, AccessType.MOUNT);
         stage(volume);
         return volume;
     }
 
     private void stage(Volume volume) {
-        node().nodeStageVolume(Csi.NodeStageVolumeRequest.newBuilder()
-                .setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString())
-                .setVolumeCapability(Csi.VolumeCapability.newBuilder()
-                        .setMount(Csi.VolumeCapability.MountVolume.newBuilder().setFsType(volume.fsType()))
-                        .setAccessMode(
-                                Csi.VolumeCapability.AccessMode.newBuilder().setMode(Mode.SINGLE_NODE_WRITER)))
-                .build());
+        scratch.stage(node(), volume, CsiRequests.mount(volume.fsType(), Mode.SINGLE_NODE_WRITER));
     }
 
     private void unstage(Volume volume) {
-        node().nodeUnstageVolume(Csi.NodeUnstageVolumeRequest.newBuilder()
-                .setVolumeId(volume.id())
-                .setStagingTargetPath(staging.toString())
-                .build());
+        scratch.unstage(node(), volume);
     }
 
     private List<Csi.VolumeHealth.VolumeHealthEntry> health(String volumeId, Path... paths) {
@@ -156,7 +98,7 @@ class VolumeHealthRealHostTest {
 
     /** ext4's own test hook records an error as a real one would: counted in the superblock, shown in sysfs. */
     @Test
-    void ext4ErrorsTheKernelRecordedAreReportedUntilTheNextStageRepairsThem() throws IOException {
+    void ext4ErrorsTheKernelRecordedAreReportedUntilTheNextStageRepairsThem() throws Exception {
         openPool();
         Volume volume = stagedVolume("ext4");
         Path trigger = Path.of("/sys/fs/ext4", loopOf(volume).name(), "trigger_fs_error");
@@ -164,6 +106,7 @@ class VolumeHealthRealHostTest {
         assertThat(health(volume.id())).isEmpty();
 
         Files.writeString(trigger, "blockpool health test");
+        awaitCounted(trigger.resolveSibling("errors_count"));
 
         assertThat(health(volume.id())).singleElement().satisfies(entry -> {
             assertThat(entry.getStatus()).isEqualTo(Csi.VolumeHealthErrorType.DEGRADED);
@@ -175,6 +118,20 @@ class VolumeHealthRealHostTest {
         unstage(volume);
         stage(volume);
         assertThat(health(volume.id())).isEmpty();
+    }
+
+    /**
+     * Waits until the kernel shows the error in {@code errorsCount}: ext4 copies a new error into
+     * its superblock, which that file reads, from a work queue, a moment after the error.
+     */
+    private static void awaitCounted(Path errorsCount) throws IOException, InterruptedException {
+        long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (Files.readString(errorsCount).strip().equals("0")) {
+            assertThat(System.nanoTime() - giveUp)
+                    .as("the kernel counts the error")
+                    .isNegative();
+            Thread.sleep(10);
+        }
     }
 
     @Test
@@ -215,7 +172,7 @@ class VolumeHealthRealHostTest {
         assumeTrue(SilentFuseMount.available(), "no /dev/fuse");
         openPool();
         Volume volume = stagedVolume("ext4");
-        closing.add(SilentFuseMount.on(pool.root()));
+        scratch.closeAfter(SilentFuseMount.on(pool.root()));
 
         assertThat(storageHealth()).singleElement().satisfies(backend -> {
             assertThat(backend.getStatus()).isEqualTo(Csi.StorageHealthErrorType.STORAGE_UNREACHABLE);
@@ -246,7 +203,7 @@ class VolumeHealthRealHostTest {
         openPool();
         Volume volume = stagedVolume("ext4");
         Path hung = Files.createDirectories(dir.resolve("kubelet/pods/hung/volumes/vol"));
-        closing.add(SilentFuseMount.on(hung));
+        scratch.closeAfter(SilentFuseMount.on(hung));
 
         assertCode(
                 () -> node().nodeGetVolumeStats(Csi.NodeGetVolumeStatsRequest.newBuilder()

@@ -46,7 +46,7 @@ import java.util.function.Supplier;
  */
 public final class PoolCapacity {
 
-    /** How old a ledger may be and still be used without a count (docs/performance.md: what a count costs). */
+    /** How old a ledger may be and still be used without a count (docs/performance-pool.md: what a count costs). */
     static final Duration RECOUNT_AFTER = Duration.ofMinutes(1);
     /** The directory of the images being pulled from other nodes. */
     static final String INCOMING = "incoming";

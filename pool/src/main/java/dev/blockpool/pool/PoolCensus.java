@@ -21,7 +21,7 @@ import java.util.function.Consumer;
  * whole pool, so every process sharing a pool counts the same figures, whichever of them made the
  * changes; it costs one directory listing and one statx(2) per image, and a FIEMAP per image
  * that holds data, which is why it is taken now and then in the background rather than at each
- * look (docs/performance.md).
+ * look (docs/performance-pool.md).
  */
 public final class PoolCensus {
 

@@ -224,7 +224,7 @@ final class Reconciler {
         if (!Files.exists(record)) {
             unlessInUse(id, () -> {
                 if (!Files.exists(record)) {
-                    remove(image, "image without metadata: an interrupted create or delete");
+                    remove(image, "image without a record: an interrupted create or delete");
                 }
             });
             return;
@@ -232,7 +232,7 @@ final class Reconciler {
         RecordCodec<?> codec = Ids.isSnapshotId(id) ? RecordCodecs.SNAPSHOT : RecordCodecs.VOLUME;
         RecordStore.problem(record, codec)
                 .ifPresent(problem -> log.error(
-                        "reconcile: keeping {} and its metadata for an operator to inspect: {}", image, problem));
+                        "reconcile: keeping {} and its record for an operator to inspect: {}", image, problem));
     }
 
     /** Runs {@code work} holding the ID's lock; an ID a call is working on is left to the next reconcile. */

@@ -19,7 +19,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
@@ -42,16 +41,7 @@ class AttachmentsTest {
         pool = Pool.open(root, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ZERO);
         pool.nodes().register(new NodeRecord("node-1", 8, Map.of()));
         pool.nodes().register(new NodeRecord("node-2", 8, Map.of()));
-        volumeId = pool.volumes()
-                .create(new VolumeSpec(
-                        "pvc",
-                        1 << 20,
-                        "ext4",
-                        Allocation.SPARSE,
-                        Set.of(AccessType.MOUNT),
-                        Map.of(),
-                        Optional.empty()))
-                .id();
+        volumeId = pool.volumes().create(VolumeSpecs.sparse("pvc", 1 << 20)).id();
     }
 
     private static void assertKind(Kind kind, Runnable call) {
@@ -66,14 +56,7 @@ class AttachmentsTest {
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < 8; i++) {
             ids.add(pool.volumes()
-                    .create(new VolumeSpec(
-                            "pvc-" + i,
-                            1 << 20,
-                            "ext4",
-                            Allocation.SPARSE,
-                            Set.of(AccessType.MOUNT),
-                            Map.of(),
-                            Optional.empty()))
+                    .create(VolumeSpecs.sparse("pvc-" + i, 1 << 20))
                     .id());
         }
         CountDownLatch start = new CountDownLatch(1);
@@ -118,14 +101,7 @@ class AttachmentsTest {
         try (ExecutorService threads = Executors.newFixedThreadPool(2)) {
             for (int round = 0; round < 20; round++) {
                 String id = pool.volumes()
-                        .create(new VolumeSpec(
-                                "shared-" + round,
-                                1 << 20,
-                                "ext4",
-                                Allocation.SPARSE,
-                                Set.of(AccessType.MOUNT),
-                                Map.of(),
-                                Optional.empty()))
+                        .create(VolumeSpecs.sparse("shared-" + round, 1 << 20))
                         .id();
                 Future<?> first = threads.submit(() -> {
                     together.await();
@@ -198,14 +174,7 @@ class AttachmentsTest {
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < count; i++) {
             ids.add(pool.volumes()
-                    .create(new VolumeSpec(
-                            prefix + i,
-                            1 << 20,
-                            "ext4",
-                            Allocation.SPARSE,
-                            Set.of(AccessType.MOUNT),
-                            Map.of(),
-                            Optional.empty()))
+                    .create(VolumeSpecs.sparse(prefix + i, 1 << 20))
                     .id());
         }
         return ids;

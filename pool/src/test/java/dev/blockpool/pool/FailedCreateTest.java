@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A create that fails part-way (its image step or its metadata write) leaves nothing behind, so
+ * A create that fails part-way (its image step or its record's write) leaves nothing behind, so
  * the pool does not fill up with orphans and a retry of the same name starts clean.
  */
 class FailedCreateTest {
@@ -52,14 +52,7 @@ class FailedCreateTest {
     @Test
     void aPreallocationThatRunsOutOfSpaceLeavesNoImageAndTheRetrySucceeds() throws IOException {
         fullFor = "fallocate";
-        VolumeSpec spec = new VolumeSpec(
-                "prealloc",
-                4 * MIB,
-                "ext4",
-                Allocation.PREALLOCATED,
-                Set.of(AccessType.BLOCK),
-                Map.of(),
-                Optional.empty());
+        VolumeSpec spec = VolumeSpecs.of("prealloc", 4 * MIB, Allocation.PREALLOCATED, AccessType.BLOCK);
         assertKind(Kind.EXHAUSTED, () -> pool.volumes().create(spec));
         assertThat(files("volumes")).isEmpty();
 
@@ -71,7 +64,7 @@ class FailedCreateTest {
 
     @Test
     void aCopyThatFailsLeavesNoSnapshotOrCloneImageAndTheSourceIntact() throws IOException {
-        Volume source = pool.volumes().create(spec("source", MIB));
+        Volume source = pool.volumes().create(VolumeSpecs.sparse("source", MIB));
         Path sourceImage = pool.volumes().imagePath(source.id());
         Files.write(sourceImage, new byte[] {1, 2, 3}, StandardOpenOption.WRITE);
 
@@ -106,26 +99,26 @@ class FailedCreateTest {
         Path metadata = root.resolve("volumes").resolve(Ids.volumeIdFor("meta") + ".json");
         Files.createDirectory(DurableFiles.tempPath(metadata));
 
-        assertThatThrownBy(() -> pool.volumes().create(spec("meta", MIB)))
+        assertThatThrownBy(() -> pool.volumes().create(VolumeSpecs.sparse("meta", MIB)))
                 .isInstanceOfSatisfying(
                         StorageException.class, e -> assertThat(e.getMessage()).startsWith("cannot write " + metadata));
         assertThat(files("volumes")).isEmpty();
 
-        Volume volume = pool.volumes().create(spec("meta", MIB));
+        Volume volume = pool.volumes().create(VolumeSpecs.sparse("meta", MIB));
         assertThat(pool.volumes().imagePath(volume.id())).hasSize(MIB);
         assertThat(files("volumes")).containsExactlyInAnyOrder(volume.id() + ".img", volume.id() + ".json");
     }
 
     @Test
     void aRefusedCreateUnderAnExistingNameLeavesThatRecordsImageAlone() throws IOException {
-        Volume volume = pool.volumes().create(spec("taken", MIB));
+        Volume volume = pool.volumes().create(VolumeSpecs.sparse("taken", MIB));
         Path image = pool.volumes().imagePath(volume.id());
         Files.write(image, new byte[] {7, 7, 7}, StandardOpenOption.WRITE);
         Snapshot snapshot = pool.snapshots().create("taken-snap", volume, image);
-        Volume other = pool.volumes().create(spec("other", MIB));
+        Volume other = pool.volumes().create(VolumeSpecs.sparse("other", MIB));
 
         fullFor = "cp";
-        assertKind(Kind.CONFLICT, () -> pool.volumes().create(spec("taken", 2 * MIB)));
+        assertKind(Kind.CONFLICT, () -> pool.volumes().create(VolumeSpecs.sparse("taken", 2 * MIB)));
         assertKind(
                 Kind.CONFLICT,
                 () -> pool.snapshots()
@@ -144,7 +137,7 @@ class FailedCreateTest {
         Path leftover = root.resolve("volumes").resolve(id + ".img");
         Files.write(leftover, new byte[] {9, 9, 9});
 
-        Volume volume = pool.volumes().create(spec("crashed", MIB));
+        Volume volume = pool.volumes().create(VolumeSpecs.sparse("crashed", MIB));
 
         assertThat(volume.id()).isEqualTo(id);
         assertThat(Files.readAllBytes(leftover)).as("a new, empty image").isEqualTo(new byte[(int) MIB]);
@@ -158,11 +151,6 @@ class FailedCreateTest {
             throw new AssertionError(e);
         }
         return new CommandRunner.Result(command, 1, "", command.getFirst() + ": " + fullReason);
-    }
-
-    private static VolumeSpec spec(String name, long bytes) {
-        return new VolumeSpec(
-                name, bytes, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.empty());
     }
 
     private static void assertKind(Kind kind, Runnable call) {

@@ -19,8 +19,6 @@ import java.nio.file.StandardOpenOption;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -61,24 +59,15 @@ class FullPoolRealHostTest {
 
     @Test
     void aRetryCountsTheImageItsInterruptedAttemptLeftAsFreeSpace() {
-        // An attempt that died after preallocating most of the pool, before its metadata was written.
+        // An attempt that died after preallocating most of the pool, before its record was written.
         long size = 40 * MIB;
-        VolumeSpec spec = new VolumeSpec(
-                "big", size, "ext4", Allocation.PREALLOCATED, Set.of(AccessType.BLOCK), Map.of(), Optional.empty());
+        VolumeSpec spec = VolumeSpecs.of("big", size, Allocation.PREALLOCATED, AccessType.BLOCK);
         Path leftover = pool.volumes().imagePath(Ids.volumeIdFor("big"));
         new ImageFiles(commands).create(leftover, size, Allocation.PREALLOCATED);
         assertThat(pool.space().availableBytes()).isLessThan(size);
         assertKind(
                 Kind.EXHAUSTED,
-                () -> pool.volumes()
-                        .create(new VolumeSpec(
-                                "other",
-                                size,
-                                "ext4",
-                                Allocation.PREALLOCATED,
-                                Set.of(AccessType.BLOCK),
-                                Map.of(),
-                                Optional.empty())));
+                () -> pool.volumes().create(VolumeSpecs.of("other", size, Allocation.PREALLOCATED, AccessType.BLOCK)));
 
         Volume volume = pool.volumes().create(spec);
 
@@ -95,9 +84,8 @@ class FullPoolRealHostTest {
                     assertThat(e.kind()).isEqualTo(Kind.EXHAUSTED);
                     assertThat(e.getMessage()).contains("node-1.json", "No space left on device");
                 });
-        // An empty volume needs no blocks of its own: only its metadata write meets the full filesystem.
-        VolumeSpec empty = new VolumeSpec(
-                "empty", 0, "ext4", Allocation.SPARSE, Set.of(AccessType.BLOCK), Map.of(), Optional.empty());
+        // An empty volume needs no blocks of its own: only its record's write meets the full filesystem.
+        VolumeSpec empty = VolumeSpecs.of("empty", 0, Allocation.SPARSE, AccessType.BLOCK);
         assertKind(Kind.EXHAUSTED, () -> pool.volumes().create(empty));
         assertThat(pool.volumes().imagePath(Ids.volumeIdFor("empty"))).doesNotExist();
         assertThat(pool.volumes().list()).isEmpty();
@@ -105,24 +93,9 @@ class FullPoolRealHostTest {
 
     @Test
     void preallocatingASparseVolumeThePoolCannotHoldIsNoSpaceAndLeavesItSparse() {
-        Volume volume = pool.volumes()
-                .create(new VolumeSpec(
-                        "thin",
-                        48 * MIB,
-                        "ext4",
-                        Allocation.SPARSE,
-                        Set.of(AccessType.BLOCK),
-                        Map.of(),
-                        Optional.empty()));
-        Volume filler = pool.volumes()
-                .create(new VolumeSpec(
-                        "filler",
-                        24 * MIB,
-                        "ext4",
-                        Allocation.PREALLOCATED,
-                        Set.of(AccessType.BLOCK),
-                        Map.of(),
-                        Optional.empty()));
+        Volume volume = pool.volumes().create(VolumeSpecs.of("thin", 48 * MIB, Allocation.SPARSE, AccessType.BLOCK));
+        Volume filler =
+                pool.volumes().create(VolumeSpecs.of("filler", 24 * MIB, Allocation.PREALLOCATED, AccessType.BLOCK));
 
         assertKind(Kind.EXHAUSTED, () -> pool.volumes().changeAllocation(volume, Allocation.PREALLOCATED));
         assertThat(pool.volumes().get(volume.id()).allocation()).isEqualTo(Allocation.SPARSE);
@@ -136,24 +109,9 @@ class FullPoolRealHostTest {
 
     @Test
     void aFullPoolIsEverySparseVolumesProblemAndAReadOnlyOneEveryVolumes() throws IOException {
-        Volume sparse = pool.volumes()
-                .create(new VolumeSpec(
-                        "sparse",
-                        4 * MIB,
-                        "ext4",
-                        Allocation.SPARSE,
-                        Set.of(AccessType.BLOCK),
-                        Map.of(),
-                        Optional.empty()));
-        Volume reserved = pool.volumes()
-                .create(new VolumeSpec(
-                        "reserved",
-                        4 * MIB,
-                        "ext4",
-                        Allocation.PREALLOCATED,
-                        Set.of(AccessType.BLOCK),
-                        Map.of(),
-                        Optional.empty()));
+        Volume sparse = pool.volumes().create(VolumeSpecs.of("sparse", 4 * MIB, Allocation.SPARSE, AccessType.BLOCK));
+        Volume reserved =
+                pool.volumes().create(VolumeSpecs.of("reserved", 4 * MIB, Allocation.PREALLOCATED, AccessType.BLOCK));
         assertThat(pool.health().pool()).isEmpty();
 
         fill(mountPoint.resolve("filler"));

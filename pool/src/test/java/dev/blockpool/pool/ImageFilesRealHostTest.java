@@ -74,7 +74,7 @@ class ImageFilesRealHostTest {
         assertThat(Files.mismatch(outside, fromOutside)).isEqualTo(-1);
         ran.clear();
 
-        Volume volume = pool.volumes().create(spec("xfs-vol", 256 * MIB));
+        Volume volume = pool.volumes().create(VolumeSpecs.sparse("xfs-vol", 256 * MIB));
         Path image = pool.volumes().imagePath(volume.id());
         writeRandom(image, 64 * MIB, 100 * MIB, 2);
         long freeBefore = pool.space().availableBytes();
@@ -109,7 +109,7 @@ class ImageFilesRealHostTest {
         assertThat(ran).extracting(List::getFirst).containsExactly("cp");
         assertThat(Files.mismatch(plain, pool.root().resolve("plain-copy.img"))).isEqualTo(-1);
 
-        Volume volume = pool.volumes().create(spec("sparse-1g", GIB));
+        Volume volume = pool.volumes().create(VolumeSpecs.sparse("sparse-1g", GIB));
         Path image = pool.volumes().imagePath(volume.id());
         assertThat(allocatedBytes(image)).as("a new sparse volume").isLessThan(MIB);
         writeRandom(image, 0, 2 * MIB, 4);
@@ -152,15 +152,8 @@ class ImageFilesRealHostTest {
     void preallocatedVolumesOwnTheirBlocksUpFront() throws IOException {
         Pool pool = open(filesystems.make(work, GIB, "mkfs.ext4", "-q", "-F").resolve("pool"));
 
-        Volume volume = pool.volumes()
-                .create(new VolumeSpec(
-                        "prealloc",
-                        64 * MIB,
-                        "ext4",
-                        Allocation.PREALLOCATED,
-                        Set.of(AccessType.BLOCK),
-                        Map.of(),
-                        Optional.empty()));
+        Volume volume =
+                pool.volumes().create(VolumeSpecs.of("prealloc", 64 * MIB, Allocation.PREALLOCATED, AccessType.BLOCK));
         Path image = pool.volumes().imagePath(volume.id());
         assertThat(image).hasSize(64 * MIB);
         assertThat(allocatedBytes(image)).isGreaterThanOrEqualTo(64 * MIB);
@@ -172,7 +165,7 @@ class ImageFilesRealHostTest {
                 .isGreaterThanOrEqualTo(96 * MIB);
 
         // restored or cloned from a sparse source, a preallocated volume still owns all its blocks
-        Volume sparse = pool.volumes().create(spec("sparse-source", 64 * MIB));
+        Volume sparse = pool.volumes().create(VolumeSpecs.sparse("sparse-source", 64 * MIB));
         writeRandom(pool.volumes().imagePath(sparse.id()), 8 * MIB, MIB, 6);
         Snapshot snapshot =
                 pool.snapshots().create("sparse-snap", sparse, pool.volumes().imagePath(sparse.id()));
@@ -198,8 +191,10 @@ class ImageFilesRealHostTest {
         long total = pool.space().totalBytes();
         long available = pool.space().availableBytes();
         assertThat(available).isLessThan(total - 128 * MIB);
-        assertKind(Kind.OUT_OF_RANGE, () -> pool.volumes().create(spec("too-big", total + MIB)));
-        assertKind(Kind.EXHAUSTED, () -> pool.volumes().create(spec("no-room", (available + total) / 2 / MIB * MIB)));
+        assertKind(Kind.OUT_OF_RANGE, () -> pool.volumes().create(VolumeSpecs.sparse("too-big", total + MIB)));
+        assertKind(
+                Kind.EXHAUSTED,
+                () -> pool.volumes().create(VolumeSpecs.sparse("no-room", (available + total) / 2 / MIB * MIB)));
         assertKind(Kind.EXHAUSTED, () -> pool.volumes().expand(volume.id(), available + 128 * MIB));
         assertThat(pool.volumes().list()).extracting(Volume::name).doesNotContain("too-big", "no-room");
     }
@@ -216,11 +211,6 @@ class ImageFilesRealHostTest {
 
     private Pool open(Path root, CapacityPolicy policy) {
         return Pool.open(root, commands, Clock.systemUTC(), Duration.ZERO, new BlockingCalls(), policy);
-    }
-
-    private static VolumeSpec spec(String name, long bytes) {
-        return new VolumeSpec(
-                name, bytes, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.empty());
     }
 
     /** Bytes of disk the file really occupies, from {@code stat}'s count of 512-byte blocks. */

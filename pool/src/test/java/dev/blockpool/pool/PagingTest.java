@@ -11,10 +11,8 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalLong;
-import java.util.Set;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -38,9 +36,7 @@ class PagingTest {
     }
 
     private Volume create(String name) {
-        return pool.volumes()
-                .create(new VolumeSpec(
-                        name, 4096, "ext4", Allocation.SPARSE, Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
+        return pool.volumes().create(VolumeSpecs.of(name, 4096, Allocation.SPARSE, AccessType.BLOCK));
     }
 
     private List<String> createVolumes(int count) {

@@ -61,11 +61,6 @@ class PoolCapacityRealHostTest {
                 mountPoint.resolve("pool"), commands, Clock.systemUTC(), Duration.ZERO, new BlockingCalls(), policy);
     }
 
-    private static VolumeSpec sparse(String name, long bytes) {
-        return new VolumeSpec(
-                name, bytes, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.empty());
-    }
-
     @Test
     void withoutOverCommitThePoolPromisesNoMoreThanItsFilesystemHolds() {
         Pool pool = open(CapacityPolicy.DEFAULT);
@@ -73,12 +68,12 @@ class PoolCapacityRealHostTest {
         assertThat(empty.limitBytes()).isLessThan(empty.sizeBytes());
         assertThat(empty.promisedBytes()).isZero();
 
-        Volume first = pool.volumes().create(sparse("first", 200 * MIB));
+        Volume first = pool.volumes().create(VolumeSpecs.sparse("first", 200 * MIB));
         PoolCapacity.Reading one = pool.capacity().read();
         assertThat(one.promisedBytes()).isEqualTo(200 * MIB);
         assertThat(one.promisableBytes(Allocation.SPARSE)).isEqualTo(empty.limitBytes() - 200 * MIB);
 
-        assertThatThrownBy(() -> pool.volumes().create(sparse("second", 200 * MIB)))
+        assertThatThrownBy(() -> pool.volumes().create(VolumeSpecs.sparse("second", 200 * MIB)))
                 .isInstanceOfSatisfying(StorageException.class, e -> {
                     assertThat(e.kind()).isEqualTo(Kind.EXHAUSTED);
                     assertThat(e.getMessage())
@@ -93,9 +88,9 @@ class PoolCapacityRealHostTest {
 
         // What the capacity says is left can be made, exactly; then nothing more.
         long left = one.promisableBytes(Allocation.SPARSE) / MIB * MIB;
-        pool.volumes().create(sparse("rest", left));
+        pool.volumes().create(VolumeSpecs.sparse("rest", left));
         assertThat(pool.capacity().read().promisableBytes(Allocation.SPARSE)).isLessThan(MIB);
-        assertThatThrownBy(() -> pool.volumes().create(sparse("one-more", MIB)))
+        assertThatThrownBy(() -> pool.volumes().create(VolumeSpecs.sparse("one-more", MIB)))
                 .isInstanceOfSatisfying(
                         StorageException.class, e -> assertThat(e.kind()).isEqualTo(Kind.EXHAUSTED));
 
@@ -108,16 +103,16 @@ class PoolCapacityRealHostTest {
         Pool pool = open(CapacityPolicy.overcommitted(2.0));
         long before =
                 pool.capacity().read().limitBytes() - pool.capacity().read().promisedBytes();
-        pool.volumes().create(sparse("a", 200 * MIB));
+        pool.volumes().create(VolumeSpecs.sparse("a", 200 * MIB));
         long afterOne =
                 pool.capacity().read().limitBytes() - pool.capacity().read().promisedBytes();
-        pool.volumes().create(sparse("b", 200 * MIB));
+        pool.volumes().create(VolumeSpecs.sparse("b", 200 * MIB));
         PoolCapacity.Reading two = pool.capacity().read();
 
         assertThat(afterOne).isEqualTo(before - 200 * MIB);
         assertThat(two.limitBytes() - two.promisedBytes()).isEqualTo(afterOne - 200 * MIB);
         assertThat(two.beyondSize()).isTrue();
-        assertThatThrownBy(() -> pool.volumes().create(sparse("c", 200 * MIB)))
+        assertThatThrownBy(() -> pool.volumes().create(VolumeSpecs.sparse("c", 200 * MIB)))
                 .isInstanceOfSatisfying(StorageException.class, e -> {
                     assertThat(e.kind()).isEqualTo(Kind.EXHAUSTED);
                     assertThat(e.getMessage()).contains("over-commit ratio 2.0");
@@ -135,7 +130,7 @@ class PoolCapacityRealHostTest {
             String name = "racer-" + i;
             creates.add(() -> {
                 try {
-                    pool.volumes().create(sparse(name, each));
+                    pool.volumes().create(VolumeSpecs.sparse(name, each));
                     return true;
                 } catch (StorageException e) {
                     if (e.kind() != Kind.EXHAUSTED) {
@@ -160,7 +155,7 @@ class PoolCapacityRealHostTest {
     @Test
     void anExpansionPromisesItsGrowthAndARefusedOneChangesNothing() {
         Pool pool = open(CapacityPolicy.DEFAULT);
-        Volume volume = pool.volumes().create(sparse("grows", 100 * MIB));
+        Volume volume = pool.volumes().create(VolumeSpecs.sparse("grows", 100 * MIB));
         long limit = pool.capacity().read().limitBytes();
 
         pool.volumes().expand(volume.id(), 150 * MIB);
@@ -178,7 +173,7 @@ class PoolCapacityRealHostTest {
     @Test
     void aSnapshotPromisesWhatItHoldsAndTheCountSurvivesAReopen() throws IOException {
         Pool pool = open(CapacityPolicy.DEFAULT);
-        Volume volume = pool.volumes().create(sparse("data", 100 * MIB));
+        Volume volume = pool.volumes().create(VolumeSpecs.sparse("data", 100 * MIB));
         write(pool.volumes().imagePath(volume.id()), 30 * MIB);
 
         Snapshot snapshot = pool.snapshots().create("snap", volume.id(), pool.volumes());
@@ -215,10 +210,10 @@ class PoolCapacityRealHostTest {
     void whatAnotherProcessChangesInThePoolIsCounted() throws IOException {
         Pool pool = open(CapacityPolicy.DEFAULT);
         Pool other = open(CapacityPolicy.DEFAULT);
-        pool.volumes().create(sparse("mine", 40 * MIB));
+        pool.volumes().create(VolumeSpecs.sparse("mine", 40 * MIB));
         assertThat(pool.capacity().read().promisedBytes()).isEqualTo(40 * MIB);
 
-        Volume theirs = other.volumes().create(sparse("theirs", 60 * MIB));
+        Volume theirs = other.volumes().create(VolumeSpecs.sparse("theirs", 60 * MIB));
         assertThat(pool.capacity().read().promisedBytes()).isEqualTo(100 * MIB);
         other.volumes().expand(theirs.id(), 80 * MIB);
         assertThat(pool.capacity().read().promisedBytes()).isEqualTo(120 * MIB);
@@ -231,17 +226,10 @@ class PoolCapacityRealHostTest {
     @Test
     void aThinPoolSaysItIsNearlyFullWhileThereIsRoomAndOnlyForSparseVolumes() throws IOException {
         Pool pool = open(new CapacityPolicy(2.0, CapacityPolicy.DEFAULT.reserve(), CapacityPolicy.Amount.parse("25%")));
-        Volume a = pool.volumes().create(sparse("a", 200 * MIB));
-        Volume thick = pool.volumes()
-                .create(new VolumeSpec(
-                        "thick",
-                        8 * MIB,
-                        "ext4",
-                        Allocation.PREALLOCATED,
-                        Set.of(AccessType.MOUNT),
-                        Map.of(),
-                        Optional.empty()));
-        pool.volumes().create(sparse("b", 200 * MIB));
+        Volume a = pool.volumes().create(VolumeSpecs.sparse("a", 200 * MIB));
+        Volume thick =
+                pool.volumes().create(VolumeSpecs.of("thick", 8 * MIB, Allocation.PREALLOCATED, AccessType.MOUNT));
+        pool.volumes().create(VolumeSpecs.sparse("b", 200 * MIB));
         assertThat(pool.health().pool()).isEmpty();
 
         write(pool.volumes().imagePath(a.id()), 200 * MIB);

@@ -13,9 +13,6 @@ import java.nio.file.StandardOpenOption;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Arrays;
-import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
@@ -93,8 +90,7 @@ class PoolCensusRealHostTest {
     }
 
     private static VolumeSpec spec(String name) {
-        return new VolumeSpec(
-                name, 64 * MIB, "ext4", Allocation.SPARSE, Set.of(AccessType.BLOCK), Map.of(), Optional.empty());
+        return VolumeSpecs.of(name, 64 * MIB, Allocation.SPARSE, AccessType.BLOCK);
     }
 
     /** Writes {@code length} bytes of 0x5a at {@code offset}, through to the disk. */

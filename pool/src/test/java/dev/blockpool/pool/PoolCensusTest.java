@@ -10,9 +10,6 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -29,7 +26,7 @@ class PoolCensusTest {
     }
 
     private static VolumeSpec spec(String name, long bytes, Allocation allocation) {
-        return new VolumeSpec(name, bytes, "ext4", allocation, Set.of(AccessType.MOUNT), Map.of(), Optional.empty());
+        return VolumeSpecs.of(name, bytes, allocation, AccessType.MOUNT);
     }
 
     @Test

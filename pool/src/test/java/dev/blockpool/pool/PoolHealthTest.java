@@ -12,9 +12,6 @@ import java.nio.file.attribute.FileTime;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -29,15 +26,7 @@ class PoolHealthTest {
     @Test
     void anImageAnExpansionGrewBeforeItsRecordIsNoProblemUntilItSettles() throws IOException {
         Pool pool = Pool.open(root, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ofMinutes(10));
-        Volume volume = pool.volumes()
-                .create(new VolumeSpec(
-                        "grown",
-                        4 * MiB,
-                        "ext4",
-                        Allocation.SPARSE,
-                        Set.of(AccessType.MOUNT),
-                        Map.of(),
-                        Optional.empty()));
+        Volume volume = pool.volumes().create(VolumeSpecs.sparse("grown", 4 * MiB));
         Path image = pool.volumes().imagePath(volume.id());
         try (RandomAccessFile file = new RandomAccessFile(image.toFile(), "rw")) {
             file.setLength(8 * MiB); // ControllerExpandVolume's first step; its record follows

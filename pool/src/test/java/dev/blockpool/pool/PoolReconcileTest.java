@@ -19,8 +19,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -37,11 +35,6 @@ class PoolReconcileTest {
         return Pool.open(root, new ProcessCommandRunner(), Clock.systemUTC(), settleTime);
     }
 
-    private static VolumeSpec spec(String name, long bytes) {
-        return new VolumeSpec(
-                name, bytes, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.empty());
-    }
-
     @Test
     void openCreatesTheLayout() {
         open(Duration.ZERO);
@@ -53,7 +46,7 @@ class PoolReconcileTest {
     @Test
     void removesStaleTempFilesAndHalfCreatedImagesButKeepsCommittedOnes() throws IOException {
         Pool pool = open(Duration.ZERO);
-        Volume kept = pool.volumes().create(spec("kept", 4 << 20));
+        Volume kept = pool.volumes().create(VolumeSpecs.sparse("kept", 4 << 20));
         Snapshot keptSnapshot =
                 pool.snapshots().create("kept-snap", kept, pool.volumes().imagePath(kept.id()));
         pool.nodes().register(new NodeRecord("node-1", 4, Map.of()));
@@ -170,7 +163,7 @@ class PoolReconcileTest {
     @Test
     void aRecordIsWrittenWhileTheReconcileLooksAtItsTemporaryFile() throws Exception {
         Pool pool = open(Duration.ZERO);
-        Volume volume = pool.volumes().create(spec("busy", 4 << 20));
+        Volume volume = pool.volumes().create(VolumeSpecs.sparse("busy", 4 << 20));
         Path metadata = root.resolve("volumes").resolve(volume.id() + ".json");
         Path temp = DurableFiles.tempPath(metadata);
         Thread reconciles = Thread.ofPlatform().start(() -> {
@@ -225,7 +218,7 @@ class PoolReconcileTest {
     @Test
     void neverDeletesAnImageWhoseMetadataIsUnreadable() throws IOException {
         Pool pool = open(Duration.ZERO);
-        Volume volume = pool.volumes().create(spec("damaged", 1 << 20));
+        Volume volume = pool.volumes().create(VolumeSpecs.sparse("damaged", 1 << 20));
         Path image = pool.volumes().imagePath(volume.id());
         Path metadata = root.resolve("volumes").resolve(volume.id() + ".json");
         // torn where the driver writes it, after the format version it writes first
@@ -262,7 +255,7 @@ class PoolReconcileTest {
     @Test
     void aDeletedVolumeTakesItsGrowthMarkWithIt() throws IOException {
         Pool pool = open(Duration.ZERO);
-        Volume volume = pool.volumes().create(spec("grown", 4 << 20));
+        Volume volume = pool.volumes().create(VolumeSpecs.sparse("grown", 4 << 20));
         Path marker = Files.createFile(GrowthMarker.beside(pool.volumes().imagePath(volume.id())));
         pool.volumes().delete(volume.id());
         assertThat(marker).doesNotExist();
@@ -271,8 +264,8 @@ class PoolReconcileTest {
 
     @Test
     void nameToIdIsDurableAcrossRestarts() {
-        Volume first = open(Duration.ZERO).volumes().create(spec("pvc-restart", 2 << 20));
-        Volume again = open(Duration.ZERO).volumes().create(spec("pvc-restart", 2 << 20));
+        Volume first = open(Duration.ZERO).volumes().create(VolumeSpecs.sparse("pvc-restart", 2 << 20));
+        Volume again = open(Duration.ZERO).volumes().create(VolumeSpecs.sparse("pvc-restart", 2 << 20));
         assertThat(again).isEqualTo(first);
         assertThat(again.id()).isEqualTo(Ids.volumeIdFor("pvc-restart"));
     }

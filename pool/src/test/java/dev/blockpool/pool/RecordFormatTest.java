@@ -366,7 +366,7 @@ class RecordFormatTest {
                 .isInstanceOfSatisfying(StorageException.class, e -> {
                     assertThat(e.kind()).isEqualTo(Kind.PRECONDITION);
                     assertThat(e.getMessage())
-                            .isEqualTo("metadata " + FILE + " was written by a newer blockpool "
+                            .isEqualTo("record " + FILE + " was written by a newer blockpool "
                                     + "(record format " + version
                                     + "; this driver reads formats 1 to 2): upgrade the driver; "
                                     + "the file is left as it is");
@@ -390,9 +390,9 @@ class RecordFormatTest {
                 List.of(CLONE.attachments().getFirst(), new Attachment(null, READ_WRITE, SINGLE_NODE)));
 
         assertThatThrownBy(() -> encode(unnamed))
-                .hasMessage("cannot encode the metadata for %s: %s", FILE, "field name has no value");
+                .hasMessage("cannot encode the record for %s: %s", FILE, "field name has no value");
         assertThatThrownBy(() -> encode(attachedToNoNode))
-                .hasMessage("cannot encode the metadata for %s: %s", FILE, "field attachments[1].nodeId has no value");
+                .hasMessage("cannot encode the record for %s: %s", FILE, "field attachments[1].nodeId has no value");
     }
 
     /** The codec of the records stored as {@code type}. */
@@ -422,7 +422,7 @@ class RecordFormatTest {
         assertThatThrownBy(() -> decode(content, type)).isInstanceOfSatisfying(StorageException.class, e -> {
             assertThat(e.kind()).isEqualTo(Kind.INTERNAL);
             assertThat(e.getMessage())
-                    .isEqualTo("metadata " + FILE + " cannot be read: " + why + "; the pool needs an operator's look");
+                    .isEqualTo("record " + FILE + " cannot be read: " + why + "; the pool needs an operator's look");
         });
     }
 

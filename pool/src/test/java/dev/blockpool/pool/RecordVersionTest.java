@@ -41,8 +41,7 @@ class RecordVersionTest {
     }
 
     private static VolumeSpec spec(String name) {
-        return new VolumeSpec(
-                name, 1 << 20, "ext4", Allocation.SPARSE, Set.of(AccessType.MOUNT), Map.of(), Optional.empty());
+        return VolumeSpecs.sparse(name, 1 << 20);
     }
 
     @Test

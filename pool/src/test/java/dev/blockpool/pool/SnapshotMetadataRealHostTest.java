@@ -22,10 +22,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
-import java.util.Map;
-import java.util.Optional;
 import java.util.Random;
-import java.util.Set;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -90,9 +87,7 @@ class SnapshotMetadataRealHostTest {
     /** Snapshot, change, snapshot again: checks Allocated and Delta; the blocks the delta reported. */
     private BitSet exercise(Path filesystem) throws IOException {
         Pool pool = Pool.open(filesystem.resolve("pool"), commands, Clock.systemUTC(), Duration.ZERO);
-        Volume volume = pool.volumes()
-                .create(new VolumeSpec(
-                        "cbt", SIZE, "ext4", Allocation.SPARSE, Set.of(AccessType.BLOCK), Map.of(), Optional.empty()));
+        Volume volume = pool.volumes().create(VolumeSpecs.of("cbt", SIZE, Allocation.SPARSE, AccessType.BLOCK));
         Path image = pool.volumes().imagePath(volume.id());
         Random random = new Random(1);
 

@@ -14,9 +14,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -42,14 +39,7 @@ class SnapshotMetadataStepsTest {
         ProcessCommandRunner commands = new ProcessCommandRunner();
         Pool pool = Pool.open(dir.resolve("pool"), commands, Clock.systemUTC(), Duration.ZERO, nodeCalls);
         String volume = pool.volumes()
-                .create(new VolumeSpec(
-                        "pvc-stuck",
-                        1 << 20,
-                        "ext4",
-                        Allocation.SPARSE,
-                        Set.of(AccessType.BLOCK),
-                        Map.of(),
-                        Optional.empty()))
+                .create(VolumeSpecs.of("pvc-stuck", 1 << 20, Allocation.SPARSE, AccessType.BLOCK))
                 .id();
         String snapshot =
                 pool.snapshots().create("stuck", volume, pool.volumes()).id();

@@ -33,7 +33,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The packaged driver is SIGKILLed at random points of a random run of CSI calls, also inside
- * its multi-step calls (between an image copy and its metadata, between losetup, mkfs and
+ * its multi-step calls (between an image copy and its record, between losetup, mkfs and
  * mount), while a caller that behaves like the sidecars and kubelet restarts it and retries
  * each call until it gets a definite answer. After every step, the driver's answers, the pool's
  * files, the mounts and the loop devices must match what the caller believes; data a pod
@@ -53,7 +53,7 @@ class CrashRealHostTest {
     /**
      * A kill costs 2-3 s (the driver's JVM restarts, and the first calls meet a cold JVM), so
      * kills go where they find the most: one in six calls with several steps on disk (image
-     * and metadata; losetup, mkfs and mount; unmount and detach), one in twenty of the others,
+     * and record; losetup, mkfs and mount; unmount and detach), one in twenty of the others,
      * and a retry after a kill may be killed again. That is a kill every 8 to 11 steps, and
      * keeps the default run within about 3 minutes.
      */
@@ -303,7 +303,7 @@ class CrashRealHostTest {
     /**
      * The reconcile leaves files younger than its settle time alone, so leftovers of killed
      * deletes are tolerated until here. Ageing the pool's files stands for that time passing;
-     * after a restart, no image without metadata and no temporary file may remain.
+     * after a restart, no image without a record and no temporary file may remain.
      */
     private void afterTheSettleTime() throws Exception {
         host.agePoolFiles(SETTLE_TIME.plusMinutes(1));
@@ -416,15 +416,15 @@ class CrashRealHostTest {
         for (String kind : List.of("volumes", "snapshots")) {
             HostInspector.PoolFiles files = host.poolFiles(kind);
             if (!files.images().isEmpty()
-                    || !files.metadata().isEmpty()
+                    || !files.records().isEmpty()
                     || !files.temporary().isEmpty()) {
                 violation(
                         "leak:" + kind,
                         "",
                         context,
                         List.of(),
-                        "the pool's %s directory still holds images %s, metadata %s, temporary files %s"
-                                .formatted(kind, files.images().keySet(), files.metadata(), files.temporary()));
+                        "the pool's %s directory still holds images %s, records %s, temporary files %s"
+                                .formatted(kind, files.images().keySet(), files.records(), files.temporary()));
             }
         }
     }

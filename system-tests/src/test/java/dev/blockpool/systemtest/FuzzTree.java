@@ -195,12 +195,12 @@ final class FuzzTree implements AutoCloseable {
         hostile.add(new HostileValues.Value(text, label));
     }
 
-    /** Once the fixtures exist: their image and metadata files in the pool as targets too. */
+    /** Once the fixtures exist: their image and record files in the pool as targets too. */
     void addPoolFiles(String fixtureName, String volumeId) {
         hostile.add(new HostileValues.Value(
                 pool().resolve("volumes/" + volumeId + ".img").toString(), "the image of " + fixtureName));
         hostile.add(new HostileValues.Value(
-                pool().resolve("volumes/" + volumeId + ".json").toString(), "the metadata of " + fixtureName));
+                pool().resolve("volumes/" + volumeId + ".json").toString(), "the record of " + fixtureName));
     }
 
     Path root() {
@@ -269,19 +269,19 @@ final class FuzzTree implements AutoCloseable {
         return TreeSnapshot.of(List.of(pool()), false);
     }
 
-    /** The pool's metadata files as they are now: what a request through a path in the pool may wreck. */
+    /** The pool's record files as they are now: what a request through a path in the pool may wreck. */
     Map<Path, byte[]> poolMetadata() {
-        Map<Path, byte[]> metadata = new HashMap<>();
+        Map<Path, byte[]> records = new HashMap<>();
         try (Stream<Path> files = Files.walk(pool())) {
             for (Path file : files.filter(
                             f -> f.toString().endsWith(".json") && Files.isRegularFile(f, LinkOption.NOFOLLOW_LINKS))
                     .toList()) {
-                metadata.put(file, Files.readAllBytes(file));
+                records.put(file, Files.readAllBytes(file));
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        return metadata;
+        return records;
     }
 
     /** A second name for a fixture's image: an image a request deleted comes back as the same file. */
@@ -289,20 +289,20 @@ final class FuzzTree implements AutoCloseable {
         Files.createLink(keptSocket.resolveSibling(volumeId + ".img"), pool().resolve("volumes/" + volumeId + ".img"));
     }
 
-    /** Undoes what a request did to the pool: removes what it added, puts back metadata and images. */
-    void repairPool(List<TreeSnapshot.Change> changes, Map<Path, byte[]> metadata) {
+    /** Undoes what a request did to the pool: removes what it added, puts back records and images. */
+    void repairPool(List<TreeSnapshot.Change> changes, Map<Path, byte[]> records) {
         List<Path> mounted =
                 HostView.mounts().stream().map(HostView.Mount::mountPoint).toList();
         try {
             for (TreeSnapshot.Change change : changes.reversed()) {
                 Path path = change.path();
-                if ((change.before() == null || metadata.containsKey(path))
+                if ((change.before() == null || records.containsKey(path))
                         && mounted.stream().noneMatch(m -> m.startsWith(path))) {
                     deleteTree(path);
                 }
                 Path keptImage = keptSocket.resolveSibling(path.getFileName().toString());
-                if (metadata.containsKey(path)) {
-                    Files.write(path, metadata.get(path));
+                if (records.containsKey(path)) {
+                    Files.write(path, records.get(path));
                 } else if (change.after() == null && Files.exists(keptImage, LinkOption.NOFOLLOW_LINKS)) {
                     Files.createLink(path, keptImage);
                 }

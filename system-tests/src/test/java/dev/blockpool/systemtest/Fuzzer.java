@@ -541,7 +541,7 @@ final class Fuzzer {
         }
         legitNamed.addAll(legit);
         TreeSnapshot poolBefore = namesPool ? tree.poolFiles() : null;
-        Map<Path, byte[]> metadataBefore = namesPool ? tree.poolMetadata() : null;
+        Map<Path, byte[]> recordsBefore = namesPool ? tree.poolMetadata() : null;
         long sending = System.nanoTime();
         Status.Code code;
         String message;
@@ -597,7 +597,7 @@ final class Fuzzer {
                 violations.add(sent, "unparsable response", method, call.summary(), e.getMessage());
             }
         }
-        judgeHost(call, code == Status.Code.OK, call.summary(), named, legit, mountPoints, poolBefore, metadataBefore);
+        judgeHost(call, code == Status.Code.OK, call.summary(), named, legit, mountPoints, poolBefore, recordsBefore);
     }
 
     /**
@@ -647,10 +647,10 @@ final class Fuzzer {
             Set<Path> legit,
             Set<Path> mountPoints,
             TreeSnapshot poolBefore,
-            Map<Path, byte[]> metadataBefore) {
+            Map<Path, byte[]> recordsBefore) {
         long judging = System.nanoTime();
         try {
-            judgeHostNow(call, ok, summary, named, legit, mountPoints, poolBefore, metadataBefore);
+            judgeHostNow(call, ok, summary, named, legit, mountPoints, poolBefore, recordsBefore);
         } finally {
             checkNanos += System.nanoTime() - judging;
         }
@@ -664,7 +664,7 @@ final class Fuzzer {
             Set<Path> legit,
             Set<Path> mountPoints,
             TreeSnapshot poolBefore,
-            Map<Path, byte[]> metadataBefore) {
+            Map<Path, byte[]> recordsBefore) {
         String method = call == null ? "raw socket" : call.rpc().name();
         if (!driver.isAlive()) {
             violations.add(sent, "driver died", method, summary, "the driver process exited; see its log");
@@ -757,7 +757,7 @@ final class Fuzzer {
             List<TreeSnapshot.Change> poolChanges = poolBefore.changesTo(tree.poolFiles());
             if (!poolChanges.isEmpty()) {
                 violations.add(sent, "changed the pool through a path in it", method, summary, describe(poolChanges));
-                tree.repairPool(poolChanges, metadataBefore);
+                tree.repairPool(poolChanges, recordsBefore);
             }
         }
     }

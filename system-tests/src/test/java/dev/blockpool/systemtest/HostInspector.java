@@ -126,12 +126,12 @@ final class HostInspector {
 
     // The pool's files.
 
-    /** The files of one pool directory: images by ID with their sizes, metadata by ID, temporary files. */
-    record PoolFiles(Map<String, Long> images, Set<String> metadata, List<String> temporary, List<String> other) {}
+    /** The files of one pool directory: images by ID with their sizes, records by ID, temporary files. */
+    record PoolFiles(Map<String, Long> images, Set<String> records, List<String> temporary, List<String> other) {}
 
     PoolFiles poolFiles(String kind) {
         Map<String, Long> images = new TreeMap<>();
-        Set<String> metadata = new TreeSet<>();
+        Set<String> records = new TreeSet<>();
         List<String> temporary = new ArrayList<>();
         List<String> other = new ArrayList<>();
         for (Path file : list(pool.resolve(kind))) {
@@ -139,14 +139,14 @@ final class HostInspector {
             if (name.endsWith(".img")) {
                 images.put(name.substring(0, name.length() - 4), size(file));
             } else if (name.endsWith(".json")) {
-                metadata.add(name.substring(0, name.length() - 5));
+                records.add(name.substring(0, name.length() - 5));
             } else if (name.endsWith(".tmp")) {
                 temporary.add(name);
             } else {
                 other.add(name);
             }
         }
-        return new PoolFiles(images, metadata, temporary, other);
+        return new PoolFiles(images, records, temporary, other);
     }
 
     /**
@@ -170,7 +170,7 @@ final class HostInspector {
      * Where a kill fell, as the host shows it right after: the pool files of the ID and, for a
      * volume, its loop devices, the filesystem on them and what is mounted at its kubelet paths.
      * The first part of the answer is its category (without sizes and names), for the statistics.
-     * Temporary metadata files keep the process ID in their names, so one may be left by an
+     * Temporary record files keep the process ID in their names, so one may be left by an
      * earlier kill: they stay until the reconcile's settle time has passed.
      */
     record KillPoint(String category, String detail) {}
@@ -179,16 +179,16 @@ final class HostInspector {
         String kind = id.startsWith("snap-") ? "snapshots" : "volumes";
         PoolFiles files = poolFiles(kind);
         Long imageSize = files.images().get(id);
-        boolean committed = files.metadata().contains(id);
+        boolean committed = files.records().contains(id);
         long temps =
                 files.temporary().stream().filter(t -> t.startsWith(id + ".")).count();
         List<String> category = new ArrayList<>();
         category.add(
                 imageSize != null
-                        ? (committed ? "image+metadata" : "image without metadata")
-                        : (committed ? "metadata without image" : "no files"));
+                        ? (committed ? "image+record" : "image without a record")
+                        : (committed ? "record without image" : "no files"));
         if (temps > 0) {
-            category.add("temporary metadata");
+            category.add("temporary record");
         }
         StringBuilder detail = new StringBuilder("pool: ").append(category.getFirst());
         if (imageSize != null) {
@@ -199,9 +199,9 @@ final class HostInspector {
             Matcher size = (kind.equals("snapshots") ? SIZE : CAPACITY).matcher(json);
             if (size.find()) {
                 long recorded = Long.parseLong(size.group(1));
-                detail.append(", metadata ").append(recorded / CallerModel.MiB).append(" MiB");
+                detail.append(", record ").append(recorded / CallerModel.MiB).append(" MiB");
                 if (imageSize != null && imageSize != recorded) {
-                    category.add("image and metadata sizes differ");
+                    category.add("image and record sizes differ");
                 }
             }
             if (json.contains("\"nodeId\"")) {
@@ -209,7 +209,7 @@ final class HostInspector {
             }
         }
         if (temps > 0) {
-            detail.append(", ").append(temps).append(" temporary metadata file(s)");
+            detail.append(", ").append(temps).append(" temporary record file(s)");
         }
         if (volume.isPresent()) {
             CallerModel.Volume v = volume.get();

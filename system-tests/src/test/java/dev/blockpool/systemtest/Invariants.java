@@ -24,9 +24,9 @@ import java.util.stream.Collectors;
  * committed with an image of the believed size, mounted where and only where it is staged or
  * published, and one loop device per staged volume.
  *
- * <p>One allowance: an image without metadata of an ID the caller does not believe in, and a
- * temporary metadata file, are what a kill inside a delete (or inside a metadata write) leaves
- * by design. A retried delete finds no metadata and answers success at once; the driver's
+ * <p>One allowance: an image without a record of an ID the caller does not believe in, and a
+ * temporary record file, are what a kill inside a delete (or inside a record's write) leaves
+ * by design. A retried delete finds no record and answers success at once; the driver's
  * reconcile removes such files only once they are older than its settle time (10 minutes, with
  * no flag to shorten it). They are tolerated until the check {@code afterSettleTime}, which
  * runs after the pool's files were aged past that time and the driver restarted.
@@ -178,11 +178,11 @@ final class Invariants {
     private void poolFiles(String kind, Map<String, Long> believed, boolean afterSettleTime, List<Problem> problems) {
         HostInspector.PoolFiles files = host.poolFiles(kind);
         believed.forEach((id, size) -> {
-            if (!files.metadata().contains(id)) {
+            if (!files.records().contains(id)) {
                 problems.add(new Problem(
-                        "metadata:" + id,
+                        "record:" + id,
                         id,
-                        "the pool has no metadata for " + id
+                        "the pool has no record for " + id
                                 + ", which the caller believes exists"
                                 + (files.images().containsKey(id)
                                         ? " (its image is there: the reconcile or a retried create may remove it)"
@@ -199,25 +199,25 @@ final class Invariants {
                         "the image of %s is %d bytes, the caller believes %d".formatted(id, imageSize, size)));
             }
         });
-        for (String id : files.metadata()) {
+        for (String id : files.records()) {
             if (!believed.containsKey(id) && !model.damaged.contains(id)) {
                 problems.add(new Problem(
                         "unbelieved:" + id,
                         id,
-                        "the pool holds the metadata of " + id
+                        "the pool holds the record of " + id
                                 + ", which the caller does not believe exists"
                                 + (files.images().containsKey(id) ? "" : " (and no image)")));
             }
         }
         for (String id : files.images().keySet()) {
-            if (believed.containsKey(id) || files.metadata().contains(id) || model.damaged.contains(id)) {
+            if (believed.containsKey(id) || files.records().contains(id) || model.damaged.contains(id)) {
                 continue;
             }
             if (afterSettleTime) {
                 problems.add(new Problem(
                         "leftover:" + id,
                         id,
-                        "the image " + kind + "/" + id + ".img without metadata is still there after"
+                        "the image " + kind + "/" + id + ".img without a record is still there after"
                                 + " the start-up reconcile past the settle time"));
             } else {
                 awaitingReconcile.add(id);

@@ -11,7 +11,7 @@ import java.time.format.DateTimeFormatter;
  * The text format, the shape slf4j-simple printed: time with its offset, level, the logger's
  * short name, message; a stack trace follows on its own lines. Written out rather than as a
  * logback PatternLayout, whose pattern compiler loads many more classes at start-up
- * (docs/performance.md, "Where the memory goes").
+ * (docs/performance-memory.md, "Where the memory goes").
  */
 final class TextLineLayout extends LayoutBase<ILoggingEvent> {
 

@@ -21,7 +21,7 @@ import java.util.stream.Stream;
  * host tools and on system calls that can hang. The calls listed here answer from memory or from
  * what this node's kernel has in memory, and run {@linkplain InPlaceCalls in place} on the
  * transport thread that read them: handing them to another thread and back took longer than the
- * call itself (docs/performance.md, "Where a node call's time goes"). NodeGetVolumeStats is
+ * call itself (docs/performance-node.md, "Where a node call's time goes"). NodeGetVolumeStats is
  * answered in place when the volume's path, looked up from the kernel's caches, is its mount; else
  * it goes on on a thread of its own. What waits refuses to run in place, so a call listed here that
  * is ever given such work fails in its tests.

@@ -13,7 +13,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Gives the heap a burst of calls grew back to the host once the calls stop. The serial
- * collector, chosen for its footprint (docs/performance.md), shrinks the heap only when it
+ * collector, chosen for its footprint (docs/performance-memory.md), shrinks the heap only when it
  * collects all of it, and an idle driver makes too little garbage to start such a collection: a
  * node plugin would keep its peak for good. So when no call has come for {@link #QUIET} and the
  * heap holds more than {@link #SLACK} beyond what it held after the last release, one full

@@ -12,7 +12,7 @@ import dev.blockpool.csi.StatusInterceptor;
 import dev.blockpool.pool.AccessType;
 import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.Pool;
-import dev.blockpool.pool.VolumeSpec;
+import dev.blockpool.pool.VolumeSpecs;
 import io.grpc.ManagedChannel;
 import io.grpc.Server;
 import io.grpc.ServerInterceptors;
@@ -33,9 +33,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
-import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
@@ -71,14 +68,7 @@ class SnapshotMetadataStreamsTest {
     void setUp() throws IOException {
         pool = Pool.open(poolDir, new ProcessCommandRunner(), Clock.systemUTC(), Duration.ZERO);
         String volume = pool.volumes()
-                .create(new VolumeSpec(
-                        "pvc-streams",
-                        4 * MIB,
-                        "ext4",
-                        Allocation.SPARSE,
-                        Set.of(AccessType.BLOCK),
-                        Map.of(),
-                        Optional.empty()))
+                .create(VolumeSpecs.of("pvc-streams", 4 * MIB, Allocation.SPARSE, AccessType.BLOCK))
                 .id();
         for (int i = 0; i < BLOCKS; i++) {
             write(volume, i * 2L * BLOCK);

@@ -43,7 +43,10 @@ public final class HostLoopDevices implements LoopDevices {
                 DETACH_GRACE);
     }
 
-    /** Binds this room's own system calls ahead of the first attach, which would otherwise wait for it (docs/performance.md). */
+    /**
+     * Binds this room's own system calls ahead of the first attach, which would otherwise wait for it
+     * (docs/performance-node.md).
+     */
     public static void prepareCalls() {
         LinuxLoopCalls.prepare();
     }

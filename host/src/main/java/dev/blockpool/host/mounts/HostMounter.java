@@ -38,7 +38,10 @@ public final class HostMounter implements Mounter {
         this(new LinuxMountCalls(blocking), table, BUSY_RETRIES);
     }
 
-    /** Binds this room's own system calls ahead of the first mount, which would otherwise wait for it (docs/performance.md). */
+    /**
+     * Binds this room's own system calls ahead of the first mount, which would otherwise wait for it
+     * (docs/performance-node.md).
+     */
     public static void prepareCalls() {
         MountSyscalls.prepare();
     }

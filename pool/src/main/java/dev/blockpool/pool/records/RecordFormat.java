@@ -53,9 +53,9 @@ public final class RecordFormat {
             codec.writeFields(out, record);
             out.writeEndObject();
         } catch (InvalidField e) {
-            throw StorageException.internal("cannot encode the metadata for %s: field %s has no value", path, e.path());
+            throw StorageException.internal("cannot encode the record for %s: field %s has no value", path, e.path());
         } catch (IOException e) {
-            throw StorageException.internal(e, "cannot encode the metadata for %s", path);
+            throw StorageException.internal(e, "cannot encode the record for %s", path);
         }
         return bytes.toByteArray();
     }
@@ -74,7 +74,7 @@ public final class RecordFormat {
         } catch (JsonProcessingException e) {
             throw damaged(path, describe(e), e);
         } catch (IOException e) {
-            throw StorageException.io(e, "cannot read metadata %s", path);
+            throw StorageException.io(e, "cannot read record %s", path);
         }
     }
 
@@ -105,7 +105,7 @@ public final class RecordFormat {
         } catch (JsonProcessingException e) {
             throw damaged(path, describe(e), e);
         } catch (IOException e) {
-            throw StorageException.io(e, "cannot read metadata %s", path);
+            throw StorageException.io(e, "cannot read record %s", path);
         }
     }
 
@@ -119,7 +119,7 @@ public final class RecordFormat {
             // driver at least as new as the one that wrote the record, which only an operator can
             // install, and until then every call on it must be refused rather than guessed at.
             throw StorageException.precondition(
-                    "metadata %s was written by a newer blockpool (record format %s; "
+                    "record %s was written by a newer blockpool (record format %s; "
                             + "this driver reads formats %d to %d): upgrade the driver; the file is left as it is",
                     path, version.getBigIntegerValue(), UNVERSIONED, VERSION);
         }
@@ -136,7 +136,7 @@ public final class RecordFormat {
 
     private static StorageException damaged(Path path, String why, Throwable cause) {
         return StorageException.internal(
-                cause, "metadata %s cannot be read: %s; the pool needs an operator's look", path, why);
+                cause, "record %s cannot be read: %s; the pool needs an operator's look", path, why);
     }
 
     /** Where the JSON breaks, in words rather than Jackson's class names. */

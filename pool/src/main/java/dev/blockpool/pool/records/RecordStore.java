@@ -52,7 +52,7 @@ public final class RecordStore<T> {
         } catch (NoSuchFileException e) {
             return Optional.empty();
         } catch (IOException e) {
-            throw StorageException.io(e, "cannot read metadata %s", path);
+            throw StorageException.io(e, "cannot read record %s", path);
         }
         return Optional.of(RecordFormat.decode(path, content, codec));
     }
@@ -160,7 +160,7 @@ public final class RecordStore<T> {
             return Optional.empty();
         } catch (IOException e) {
             return Optional.of(
-                    StorageException.io(e, "cannot read metadata %s", path).getMessage());
+                    StorageException.io(e, "cannot read record %s", path).getMessage());
         } catch (StorageException e) {
             return Optional.of(e.getMessage());
         }

@@ -1,11 +1,10 @@
-package dev.blockpool.driver;
+package dev.blockpool.node;
 
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.StorageException;
-import dev.blockpool.controller.MemberFreeze;
 import dev.blockpool.host.filesystems.FilesystemFreezes;
-import dev.blockpool.node.FrozenVolumes;
 import dev.blockpool.pool.FreezeMarks;
+import dev.blockpool.pool.MemberFreeze;
 import dev.blockpool.pool.Pool;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -39,12 +38,12 @@ import org.slf4j.LoggerFactory;
  * <p>Marks are the node's: only the process that holds the node's claim on the pool thaws what
  * they name, so a second process started on the same pool never thaws a freeze of the first.
  */
-final class GroupMemberFreeze implements MemberFreeze, FrozenVolumes {
+public final class GroupMemberFreeze implements MemberFreeze, FrozenVolumes {
 
     /** How long a group's members stay frozen at most: writers to them wait that long. */
-    static final Duration BOUND = Duration.ofSeconds(30);
+    public static final Duration BOUND = Duration.ofSeconds(30);
     /** How often freezes are held to their bound and what is still marked is thawed again. */
-    static final Duration LOOK_EVERY = Duration.ofSeconds(1);
+    public static final Duration LOOK_EVERY = Duration.ofSeconds(1);
 
     private static final Logger log = LoggerFactory.getLogger(GroupMemberFreeze.class);
 
@@ -68,7 +67,8 @@ final class GroupMemberFreeze implements MemberFreeze, FrozenVolumes {
      * {@code holdsTheNode}: whether this process holds the node's claim on the pool, which it
      * may take later (its holder gone).
      */
-    GroupMemberFreeze(Pool pool, FilesystemFreezes freezes, Clock clock, Duration bound, BooleanSupplier holdsTheNode) {
+    public GroupMemberFreeze(
+            Pool pool, FilesystemFreezes freezes, Clock clock, Duration bound, BooleanSupplier holdsTheNode) {
         this.pool = pool;
         this.marks = pool.freezeMarks();
         this.freezes = freezes;
@@ -190,7 +190,7 @@ final class GroupMemberFreeze implements MemberFreeze, FrozenVolumes {
      * Thaws what a driver that died during a group snapshot left frozen, once this process holds
      * the node's claim: at start, and else at the first {@link #look} that finds it holding it.
      */
-    void thawLeftovers() {
+    public void thawLeftovers() {
         synchronized (this) {
             if (leftoversTaken) {
                 return;
@@ -215,7 +215,7 @@ final class GroupMemberFreeze implements MemberFreeze, FrozenVolumes {
      * Thaws the members of every freeze held past its bound, and tries again every marked volume
      * no freeze holds; run every {@link #LOOK_EVERY}.
      */
-    void look() {
+    public void look() {
         Instant now = clock.instant();
         List<Hold> outlived;
         synchronized (this) {
@@ -251,7 +251,7 @@ final class GroupMemberFreeze implements MemberFreeze, FrozenVolumes {
     }
 
     /** How many volumes may be frozen: marked, and not answered thawed by the kernel. */
-    synchronized int frozenCount() {
+    public synchronized int frozenCount() {
         return marked.size();
     }
 

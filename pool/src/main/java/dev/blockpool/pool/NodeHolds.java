@@ -1,6 +1,5 @@
-package dev.blockpool.controller;
+package dev.blockpool.pool;
 
-import dev.blockpool.pool.Volume;
 import java.util.Optional;
 
 /**
@@ -10,6 +9,10 @@ import java.util.Optional;
  * it by, only its loop device and mounts on this host. Where the driver holds no mounts
  * ({@link #NONE}: a controller of a shared pool, whose attachments say where a volume is in
  * use), nothing.
+ *
+ * <p>The controller's DeleteVolume asks it, and the node's {@code HostHolds} answers it where
+ * one process serves both: the contract lives here, below the two, which never import each
+ * other.
  */
 public interface NodeHolds {
 

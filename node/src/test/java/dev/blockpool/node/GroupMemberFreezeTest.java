@@ -1,33 +1,20 @@
-package dev.blockpool.driver;
+package dev.blockpool.node;
 
-import static dev.blockpool.csi.StatusAssertions.failure;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import csi.v1.ControllerGrpc;
-import csi.v1.Csi;
-import csi.v1.GroupControllerGrpc;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.FsType;
-import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.common.StorageException;
-import dev.blockpool.controller.ControllerService;
-import dev.blockpool.controller.GroupControllerService;
-import dev.blockpool.controller.MemberFreeze;
-import dev.blockpool.controller.NodeHolds;
-import dev.blockpool.csi.CsiRequests;
-import dev.blockpool.csi.InProcessCsi;
-import dev.blockpool.csi.PoolScope;
 import dev.blockpool.host.FakeHost;
 import dev.blockpool.host.filesystems.FakeFreezeCalls;
 import dev.blockpool.host.filesystems.FilesystemFreezes;
 import dev.blockpool.host.loops.LoopAttachments;
-import dev.blockpool.pool.Ids;
+import dev.blockpool.pool.MemberFreeze;
 import dev.blockpool.pool.NodeClaim;
 import dev.blockpool.pool.Pool;
-import io.grpc.Channel;
-import io.grpc.Status;
+import dev.blockpool.pool.VolumeSpecs;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -52,7 +39,8 @@ import org.junit.jupiter.params.provider.EnumSource;
  * A group snapshot's freeze on a node-local pool, its failures injected through a fake of the
  * kernel's freeze calls: a frozen file system is always thawed, and told while it is not. No
  * timing: the freeze's bound passes on a clock the test moves, a writer that holds a file system
- * is a latch, and each look of the driver's background retry is called by the test.
+ * is a latch, and each look of the driver's background retry is called by the test. What the
+ * group snapshot makes of a freeze is GroupControllerServiceTest's.
  */
 class GroupMemberFreezeTest {
 
@@ -72,7 +60,6 @@ class GroupMemberFreezeTest {
     private Pool pool;
     private NodeClaim claim;
     private GroupMemberFreeze members;
-    private InProcessCsi served;
     private String first;
     private String second;
 
@@ -84,17 +71,12 @@ class GroupMemberFreezeTest {
         assertThat(claim.problem()).isEmpty();
         members = freeze(A_DAY, () -> claim.problem().isEmpty());
         members.thawLeftovers(); // as the driver does at its start
-        OperationLocks locks = new OperationLocks();
-        served = InProcessCsi.serve(
-                new ControllerService(pool, locks, PoolScope.shared(), NodeHolds.NONE),
-                new GroupControllerService(pool, locks, members, PoolScope.shared()));
         first = stagedVolume("pvc-data");
         second = stagedVolume("pvc-log");
     }
 
     @AfterEach
     void stop() {
-        served.close();
         claim.close();
         pool.controllerClaim().release();
     }
@@ -104,7 +86,7 @@ class GroupMemberFreezeTest {
         kernel.thawFailure =
                 StorageException.internal("cannot thaw the file system mounted at %s: EIO", staging(first));
 
-        failure(() -> group("group-1", first, second), Status.Code.UNAVAILABLE);
+        assertThatThrownBy(() -> freezeAndThaw(members, first, second)).satisfies(this::isUnavailable);
 
         assertThat(kernel.frozen).containsExactlyInAnyOrder(staging(first), staging(second));
         assertThat(marks()).containsExactlyInAnyOrder(first, second);
@@ -129,14 +111,30 @@ class GroupMemberFreezeTest {
 
     @Test
     void aRetriedGroupSnapshotThawsWhatTheCallBeforeItCouldNot() {
-        kernel.thawFailure =
-                StorageException.internal("cannot thaw the file system mounted at %s: EIO", staging(first));
-        failure(() -> group("group-1", first, second), Status.Code.UNAVAILABLE);
-        kernel.thawFailure = null;
+        freezeWhoseThawTheKernelRefuses(first, second);
 
-        Csi.VolumeGroupSnapshot group = group("group-1", first, second);
+        members.thawLeft(List.of(first, second)); // what a retry of the group, found made, asks
 
-        assertThat(group.getSnapshotsCount()).isEqualTo(2);
+        assertThat(kernel.frozen).isEmpty();
+        assertThat(marks()).isEmpty();
+    }
+
+    @Test
+    void aFreezeOfAVolumeAnEarlierFreezeLeftThawsItFirst() {
+        freezeWhoseThawTheKernelRefuses(first, second);
+        int before = kernel.log.size();
+
+        freezeAndThaw(members, first, second); // a retry whose group was not made
+
+        assertThat(kernel.log.subList(before, kernel.log.size()))
+                .as("what was left is thawed before it is frozen again")
+                .containsExactly(
+                        "FITHAW staging-pvc-log",
+                        "FITHAW staging-pvc-data",
+                        "FIFREEZE staging-pvc-data",
+                        "FIFREEZE staging-pvc-log",
+                        "FITHAW staging-pvc-log",
+                        "FITHAW staging-pvc-data");
         assertThat(kernel.frozen).isEmpty();
         assertThat(marks()).isEmpty();
     }
@@ -167,13 +165,14 @@ class GroupMemberFreezeTest {
     }
 
     @Test
-    void aFreezePastItsBoundIsThawedAndItsGroupFailsAndIsRemoved() throws Exception {
+    void aFreezePastItsBoundIsThawedAndIsNotHeldThroughout() throws Exception {
         CountDownLatch writer = new CountDownLatch(1);
         kernel.writers.put(staging(second), writer);
-        CompletableFuture<Status.Code> call = CompletableFuture.supplyAsync(
-                () -> failure(() -> group("group-slow", first, second), Status.Code.ABORTED)
-                        .getStatus()
-                        .getCode());
+        CompletableFuture<Boolean> heldThroughout = CompletableFuture.supplyAsync(() -> {
+            try (MemberFreeze.Frozen frozen = members.freeze(List.of(first, second))) {
+                return frozen.heldThroughout();
+            }
+        });
         try {
             kernel.waitingForWriter.await(); // the first is frozen, the second waits for its writer
 
@@ -185,10 +184,7 @@ class GroupMemberFreezeTest {
         } finally {
             writer.countDown();
         }
-        assertThat(call.get()).isEqualTo(Status.Code.ABORTED);
-        assertThat(pool.groups().find(Ids.groupSnapshotIdFor("group-slow")))
-                .as("not of one instant: removed")
-                .isEmpty();
+        assertThat(heldThroughout.get()).as("not of one instant").isFalse();
 
         members.look(); // the second, frozen once its writer let go, is no freeze's any more
         assertThat(kernel.frozen).isEmpty();
@@ -294,39 +290,40 @@ class GroupMemberFreezeTest {
         return new GroupMemberFreeze(pool, freezes, clock, GroupMemberFreeze.BOUND, holdsTheNode);
     }
 
-    /** A volume made in the pool and staged on the fake host, at {@link #staging}. */
+    /** A volume of 1 MiB for one writer's file system, made in the pool and staged on the fake host, at {@link #staging}. */
     private String stagedVolume(String name) {
-        String volumeId = newVolume(served.channel(), name);
+        String volumeId =
+                pool.volumes().create(VolumeSpecs.sparse(name, 1 << 20)).id();
         Path image = pool.volumes().imagePath(volumeId);
         host.mount(host.attach(image, false).device(), dir.resolve("staging-" + name), FsType.EXT4, List.of());
         names.put(volumeId, name);
         return volumeId;
     }
 
-    /** A volume of 1 MiB for one writer's file system, made by the controller on {@code channel}. */
-    static String newVolume(Channel channel, String name) {
-        return ControllerGrpc.newBlockingStub(channel)
-                .createVolume(Csi.CreateVolumeRequest.newBuilder()
-                        .setName(name)
-                        .setCapacityRange(Csi.CapacityRange.newBuilder().setRequiredBytes(1 << 20))
-                        .addVolumeCapabilities(
-                                CsiRequests.mount(Csi.VolumeCapability.AccessMode.Mode.SINGLE_NODE_WRITER))
-                        .build())
-                .getVolume()
-                .getVolumeId();
-    }
-
     private Path staging(String volumeId) {
         return dir.resolve("staging-" + names.get(volumeId));
     }
 
-    private Csi.VolumeGroupSnapshot group(String name, String... volumeIds) {
-        return GroupControllerGrpc.newBlockingStub(served.channel())
-                .createVolumeGroupSnapshot(Csi.CreateVolumeGroupSnapshotRequest.newBuilder()
-                        .setName(name)
-                        .addAllSourceVolumeIds(List.of(volumeIds))
-                        .build())
-                .getGroupSnapshot();
+    /** A freeze of these volumes, closed at once: as a group snapshot whose members are taken. */
+    private static void freezeAndThaw(GroupMemberFreeze freeze, String... volumeIds) {
+        try (MemberFreeze.Frozen frozen = freeze.freeze(List.of(volumeIds))) {
+            assertThat(frozen.heldThroughout()).isTrue();
+        }
+    }
+
+    /** A freeze of these volumes whose thaw the kernel refuses once: it leaves them frozen and marked. */
+    private void freezeWhoseThawTheKernelRefuses(String... volumeIds) {
+        kernel.thawFailure =
+                StorageException.internal("cannot thaw the file system mounted at %s: EIO", staging(volumeIds[0]));
+        assertThatThrownBy(() -> freezeAndThaw(members, volumeIds)).satisfies(this::isUnavailable);
+        kernel.thawFailure = null;
+    }
+
+    /** The failure a group snapshot answers UNAVAILABLE with: a retry later may find the file system thawed. */
+    private void isUnavailable(Throwable failure) {
+        assertThat(failure)
+                .isInstanceOfSatisfying(
+                        StorageException.class, e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.UNAVAILABLE));
     }
 
     private List<String> marks() {

@@ -1,4 +1,4 @@
-package dev.blockpool.controller;
+package dev.blockpool.pool;
 
 import java.util.List;
 
@@ -8,6 +8,10 @@ import java.util.List;
  * not hold the members' mounts ({@link #NONE}: a controller of a shared pool), each member is
  * crash-consistent on its own. A freeze is held for a bounded time only: past it the members
  * are thawed whether or not they have all been taken.
+ *
+ * <p>The controller's group snapshots ask it, and the node's {@code GroupMemberFreeze} answers
+ * it where one process serves both: the contract lives here, below the two, which never import
+ * each other.
  */
 public interface MemberFreeze {
 
