@@ -1,7 +1,6 @@
 package dev.blockpool.peer;
 
 import dev.blockpool.common.ProcessCommandRunner;
-import dev.blockpool.common.StorageException;
 import dev.blockpool.csi.CsiException;
 import dev.blockpool.csi.Quantity;
 import dev.blockpool.pool.Ids;
@@ -87,8 +86,10 @@ public final class MoveCommand {
         } catch (VolumeMove.InUseOnSource e) {
             err.println("blockpool-csi " + NAME + ": " + e.getMessage());
             return IN_USE_ON_SOURCE;
-        } catch (StorageException | CsiException | IllegalArgumentException e) {
-            err.println("blockpool-csi " + NAME + ": " + e.getMessage()
+        } catch (RuntimeException e) {
+            // StorageException and CsiException say what failed in words; anything else at least its message
+            String reason = e.getMessage() != null ? e.getMessage() : "an unexpected failure (" + e + ")";
+            err.println("blockpool-csi " + NAME + ": " + reason
                     + "; the move stands where it was: run the same command again once the cause is fixed");
             return 1;
         }
