@@ -84,13 +84,14 @@ final class VolumeMove {
      */
     void finish() {
         if (pool.volumes().find(volumeId).isEmpty()) {
-            Volume moved = requireUnusedOnSource("");
+            requireUnusedOnSource("");
             // The first round completes whatever round is under way, which the source may have frozen
             // while the workload still wrote; the second is opened on the first's image, which has
             // the source freeze the volume anew, after the check above.
             round(1);
             round(2);
-            requireUnusedOnSource(" (it was started again during the last round)");
+            // the record as it is now: the one committed here, had it changed during the rounds
+            Volume moved = requireUnusedOnSource(" (it was started again during the last round)");
             imports.commitMoved(moved);
             out.printf("committed volume %s on node %s%n", volumeId, thisNode);
             TestKillPoint.reached("move.committed");
