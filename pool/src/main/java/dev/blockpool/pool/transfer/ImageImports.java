@@ -2,6 +2,7 @@ package dev.blockpool.pool.transfer;
 
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.common.TestKillPoint;
 import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Ids;
@@ -452,6 +453,7 @@ public final class ImageImports {
             });
             unrecordedWrites += data.length;
             writtenBytes += data.length;
+            TestKillPoint.reached("pull.chunk-written");
         }
 
         /** Everything below {@code offset} is written; recorded once enough was written since the last record. */
