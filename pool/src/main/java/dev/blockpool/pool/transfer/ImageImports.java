@@ -41,7 +41,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A pull that holds a finished image may take the source's next round (a volume's copy frozen
  * again, opened on the identity it holds: {@link #basisFor}) as a delta: only the ranges changed
- * since are written over it, those that became holes as zeros. Its record says which round it
+ * since are written over it, those that became holes punched as holes (written as zeros where the
+ * filesystem cannot punch them). Its record says which round it
  * applies from which, so that a delta cut short, which leaves the image a mix of the two, is
  * applied again from where it stood (the source keeps the basis until its next round); a source
  * that no longer offers that delta has the pull start over with the whole image. A mix is never
@@ -102,8 +103,8 @@ public final class ImageImports {
         Path file = imagePath(targetId);
         String what = TransferIds.describe(source) + " from node " + pull.node();
         progress.reached(pull.doneBytes(), pull.sizeBytes());
-        try (FileChannel channel = open(file)) {
-            Writer writer = new Writer(targetId, pull, channel, what, progress);
+        try (FileChannel channel = open(file);
+                Writer writer = new Writer(targetId, pull, file, channel, what, progress)) {
             try {
                 copy(image, writer);
             } catch (StorageException failure) {
@@ -187,6 +188,15 @@ public final class ImageImports {
                         + "(the last time %s); the next try continues from offset %d, and if it fails again, look at "
                         + "the network between the nodes and at the source node's pool",
                 writer.what, writer.targetId, length, offset, READ_ATTEMPTS, problem, writer.recordedBytes);
+    }
+
+    private static boolean allZeros(byte[] data) {
+        for (byte b : data) {
+            if (b != 0) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static int crc32c(byte[] data) {
@@ -415,9 +425,10 @@ public final class ImageImports {
     }
 
     /** One pull's writes into its image and records of its progress. */
-    private final class Writer {
+    private final class Writer implements AutoCloseable {
         final String targetId;
         final Pull pull;
+        final Path file;
         final FileChannel channel;
         final String what;
         final Progress progress;
@@ -429,10 +440,15 @@ public final class ImageImports {
         long unrecordedWrites;
         /** Bytes written by this pull, whatever was recorded. */
         long writtenBytes;
+        /** Opened at a delta round's first range that became a hole. */
+        HolePunch holes;
+        /** False once the filesystem could not punch a hole: zeros are written instead. */
+        boolean punching = true;
 
-        Writer(String targetId, Pull pull, FileChannel channel, String what, Progress progress) {
+        Writer(String targetId, Pull pull, Path file, FileChannel channel, String what, Progress progress) {
             this.targetId = targetId;
             this.pull = pull;
+            this.file = file;
             this.channel = channel;
             this.what = what;
             this.progress = progress;
@@ -442,6 +458,10 @@ public final class ImageImports {
 
         void write(long offset, byte[] data) {
             blocking.run(CALL_DEADLINE, "writing " + data.length + " bytes at " + offset + " of " + what, () -> {
+                // a whole pull writes only data; a delta's zeros are a range that became a hole
+                if (pull.basis().isPresent() && allZeros(data) && punched(offset, data.length)) {
+                    return;
+                }
                 ByteBuffer buffer = ByteBuffer.wrap(data);
                 try {
                     while (buffer.hasRemaining()) {
@@ -454,6 +474,24 @@ public final class ImageImports {
             unrecordedWrites += data.length;
             writtenBytes += data.length;
             TestKillPoint.reached("pull.chunk-written");
+        }
+
+        private boolean punched(long offset, int length) {
+            if (!punching) {
+                return false;
+            }
+            if (holes == null) {
+                holes = new HolePunch(file);
+            }
+            punching = holes.punch(offset, length);
+            return punching;
+        }
+
+        @Override
+        public void close() {
+            if (holes != null) {
+                holes.close();
+            }
         }
 
         /** Everything below {@code offset} is written; recorded once enough was written since the last record. */

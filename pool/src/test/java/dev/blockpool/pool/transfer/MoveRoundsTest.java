@@ -9,6 +9,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Ids;
+import dev.blockpool.pool.PoolCapacity;
 import dev.blockpool.pool.Volume;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -59,6 +60,9 @@ class MoveRoundsTest {
                 .as("only the changed ranges crossed")
                 .isEqualTo(4 * MIB);
         assertThat(Files.mismatch(incomingImage(), sourceImage())).isEqualTo(-1);
+        assertThat(PoolCapacity.allocatedBytes(incomingImage()))
+                .as("the range that became a hole is one here too")
+                .isEqualTo(PoolCapacity.allocatedBytes(sourceImage()));
         assertThat(round(imports)).as("a round with nothing changed").isZero();
     }
 
