@@ -5,6 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import csi.v1.Csi.CapacityRange;
+import csi.v1.Csi.ControllerGetCapabilitiesRequest;
+import csi.v1.Csi.ControllerModifyVolumeRequest;
+import csi.v1.Csi.ControllerServiceCapability;
 import csi.v1.Csi.CreateSnapshotRequest;
 import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.Topology;
@@ -162,6 +165,31 @@ class PeerTransferRealHostTest {
 
         Volume restored = restore(b, "pvc-cut-at-destination", fromSnapshot(snapshot));
         assertSameBytes(snapshotImage(a, snapshot), volumeImage(b, restored.getVolumeId()));
+    }
+
+    /**
+     * The cluster's one csi-resizer calls the driver it runs beside: node b's, for a volume of node
+     * a's pool, which node a preallocates.
+     */
+    @Test
+    void modifyVolumeOfNodeAsVolumeAskedOfNodeBIsAppliedOnNodeA() throws Exception {
+        String volume = volumeWithData(a, "pvc-to-modify", 16 * MIB, List.of(0L));
+        assertThat(b.driver()
+                        .controller()
+                        .controllerGetCapabilities(ControllerGetCapabilitiesRequest.getDefaultInstance())
+                        .getCapabilitiesList())
+                .extracting(c -> c.getRpc().getType())
+                .contains(ControllerServiceCapability.RPC.Type.MODIFY_VOLUME);
+
+        b.driver()
+                .controller()
+                .controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                        .setVolumeId(volume)
+                        .putMutableParams("allocation", "preallocated")
+                        .build());
+
+        assertThat(allocatedBytes(volumeImage(a, volume))).isGreaterThanOrEqualTo(16 * MIB);
+        assertThat(Files.exists(volumeImage(b, volume))).isFalse();
     }
 
     @Test
