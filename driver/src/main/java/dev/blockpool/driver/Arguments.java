@@ -71,7 +71,8 @@ record Arguments(
             "CSI driver serving block volumes carved from a pool of image files, attached as loop devices.";
     private static final String FOOTER = COMMAND + " " + Main.FLEXVOLUME + " <operation> [arguments]: kubelet's "
             + "FlexVolume call convention, a client of the node plugin at $CSI_ENDPOINT (docs/flexvolume.md). "
-            + COMMAND + " " + PeerCaCommand.NAME + " --out DIR: makes the peer channel's cluster CA (docs/peers.md).";
+            + COMMAND + " " + PeerCaCommand.NAME + " --out DIR | --secret NAMESPACE/NAME: makes the peer channel's "
+            + "cluster CA in a directory, or in a Secret unless it exists (docs/peers.md).";
 
     private static final Option ENDPOINT = valued(
             "endpoint", "ENDPOINT", "CSI endpoint: unix:///path/to/csi.sock or a plain path (default: $CSI_ENDPOINT).");
