@@ -141,29 +141,28 @@ class PeerTransferRealHostTest {
 
     @Test
     void aTransferCutByAKilledSourceFinishesOnceItIsBack() throws Exception {
-        String volume = volumeWithData(a, "pvc-cut-source", 32 * MIB, dataEvery(MIB, 24));
-        String snapshot = snapshot(a, volume, "snap-cut-source");
-
-        startRestore(b, "pvc-cut-at-source", fromSnapshot(snapshot));
-        awaitIncoming(b);
-        a.driver().kill();
-        a.driver().start();
-
-        Volume restored = restore(b, "pvc-cut-at-source", fromSnapshot(snapshot));
-        assertSameBytes(snapshotImage(a, snapshot), volumeImage(b, restored.getVolumeId()));
+        restoreCutByKilling(a, "cut-at-source");
     }
 
     @Test
     void aTransferCutByAKilledDestinationFinishesOnceItIsBack() throws Exception {
-        String volume = volumeWithData(a, "pvc-cut-destination", 32 * MIB, dataEvery(MIB, 24));
-        String snapshot = snapshot(a, volume, "snap-cut-destination");
+        restoreCutByKilling(b, "cut-at-destination");
+    }
 
-        startRestore(b, "pvc-cut-at-destination", fromSnapshot(snapshot));
+    /**
+     * A restore on node b of a snapshot of node a, whose driver on {@code killed} is killed while
+     * the image is on its way and started again: the retried CreateVolume finishes it, byte for byte.
+     */
+    private void restoreCutByKilling(Node killed, String name) throws Exception {
+        String volume = volumeWithData(a, "pvc-" + name, 32 * MIB, dataEvery(MIB, 24));
+        String snapshot = snapshot(a, volume, "snap-" + name);
+
+        startRestore(b, "pvc-restored-" + name, fromSnapshot(snapshot));
         awaitIncoming(b);
-        b.driver().kill();
-        b.driver().start();
+        killed.driver().kill();
+        killed.driver().start();
 
-        Volume restored = restore(b, "pvc-cut-at-destination", fromSnapshot(snapshot));
+        Volume restored = restore(b, "pvc-restored-" + name, fromSnapshot(snapshot));
         assertSameBytes(snapshotImage(a, snapshot), volumeImage(b, restored.getVolumeId()));
     }
 
