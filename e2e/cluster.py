@@ -342,7 +342,8 @@ class Cluster:
         """The container's args with its $(VAR)s expanded as kubelet does, and every path it names
         inside the container translated to this test's host: through the pod's volume mounts to
         the volume's host path, then from the manifest's host directories into the temp dir.
-        --http-endpoint ports are moved to free ports on 127.0.0.1."""
+        --http-endpoint ports are moved to free ports on 127.0.0.1, a --peer-listen that is not
+        empty to the port `ports` holds for "<container>:peer"."""
         spec = workload["spec"]["template"]["spec"]
         c = next(c for c in spec["containers"] if c["name"] == container)
         env = {}
@@ -378,6 +379,9 @@ class Cluster:
                 port = free_port()
                 ports[container] = port
                 value = f"127.0.0.1:{port}"
+            elif eq and flag == "--peer-listen" and value:
+                # the node's peer channel, on the port the test chose for it
+                value = f"127.0.0.1:{ports[container + ':peer']}"
             elif eq and value.startswith("unix://"):
                 value = "unix://" + to_host(value[len("unix://"):])
             elif eq:

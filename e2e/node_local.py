@@ -3,7 +3,10 @@ pool (a tmpfs of its own size) and its own node-plugin processes run with the ar
 `kubectl kustomize sidecars-deploy/base` gives the DaemonSet's containers: the driver
 (--mode=all --pool-scope=node), node-driver-registrar, and csi-provisioner, csi-snapshotter and
 csi-resizer under the node plugin's ServiceAccount token."""
+import json
 import os
+import socket
+import ssl
 import subprocess
 import time
 from pathlib import Path
@@ -34,6 +37,7 @@ GI = 1 << 30
 # csi-provisioner asks each node's GetCapacity again this often (its --capacity-poll-interval default).
 CAPACITY_POLL = 60
 NS = "default"
+PEER_CA_SECRET = "blockpool-peer-ca"  # the Secret the base's DaemonSet mounts at --peer-ca-dir
 EXT4 = "blockpool-ext4"  # the StorageClass of the claims here
 # Node a's pool holds 5 GiB, node b's 8 GiB, and each promises no more than 99 % of it: a 5 GiB
 # claim fits only node b's, after which a 4 GiB one fits neither's remaining promise.
@@ -43,6 +47,7 @@ NODES = {"e2e-node-a": 5, "e2e-node-b": 8}
 class Node:
     def __init__(self, c: cl.Cluster, name, pool_gib):
         self.c, self.name = c, name
+        self.peer_port = cl.free_port()
         self.root = c.work / name
         self.kubelet = self.root / "kubelet"
         self.pool = self.root / "pool"
@@ -56,20 +61,27 @@ class Node:
         self.c.start(f"kubelet-{self.name}", [BIN / "hollow-node", "--kubeconfig", kc, "--node-name", self.name,
                                              "--root-dir", self.kubelet, "--port", cl.free_port(), "--v=2"])
 
-    def start_plugin(self, ds, token_kubeconfig):
-        """The DaemonSet's containers on this node, as host processes, under its pod's name."""
+    def start_plugin(self, ds, token_kubeconfig, peer_ca, others):
+        """The DaemonSet's containers on this node, as host processes, under its pod's name. The
+        driver's peer channel listens on this node's port; the other nodes are named to it with
+        --peer, since the pods of hollow nodes have no address a process on this host reaches, and
+        the CA is the directory the test made the Secret from."""
         def daemon_pod():
             pods = self.c.items("pods", "-n", NAMESPACE, "-l", "app.kubernetes.io/name=blockpool-node",
                                 "--field-selector", f"spec.nodeName={self.name}")
             return pods[0]["metadata"]["name"] if pods else None
         pod_name = wait_for(f"the DaemonSet's pod on {self.name}", daemon_pod, RECONCILED)
         host_paths = {MANIFEST_KUBELET: self.kubelet, MANIFEST_POOL: self.pool}
-        ports = {}
+        ports = {"blockpool:peer": self.peer_port}
 
         def command(container):
             return self.c.container_command(ds, container, pod_name, host_paths, ports, node=self.name)
         args, _, _ = command("blockpool")
         assert "--pool-scope=node" in args and "--mode=all" in args, f"the DaemonSet's driver runs {args}"
+        assert any(a.startswith("--peer-listen=") for a in args), f"the DaemonSet's driver serves no peers: {args}"
+        # the Secret's files where the DaemonSet mounts them, at --peer-ca-dir's default, are here
+        args += [f"--peer-ca-dir={peer_ca}"]
+        args += [f"--peer={other.name}=127.0.0.1:{other.peer_port}" for other in others]
         (self.root / "driver").mkdir(exist_ok=True)
         self.c.start(f"driver-{self.name}", [DRIVER, *args], cwd=self.root / "driver")
         reg_args, _, reg_to_host = command("node-driver-registrar")
@@ -127,8 +139,15 @@ class NodeLocal:
         token = self.c.kubectl("create", "token", "blockpool-node", "-n", NAMESPACE, "--duration=2h").strip()
         kc = self.c.kubeconfig(self.c.work / "blockpool-node.kubeconfig", {"token": token})
         ds = self.c.workload(self.c.render(BASE), "DaemonSet", "blockpool-node")
+        # The peer channel's CA, in the Secret the DaemonSet mounts. The base's Job makes it in a
+        # cluster whose pods run; a hollow node runs none, so it is made here as docs/peers.md
+        # tells an operator to by hand.
+        peer_ca = self.c.work / "peer-ca"
+        subprocess.run([DRIVER, "peer-ca", "--out", peer_ca], check=True)
+        self.c.kubectl("create", "secret", "generic", PEER_CA_SECRET, "-n", NAMESPACE,
+                       f"--from-file={peer_ca / 'ca.crt'}", f"--from-file={peer_ca / 'ca.key'}")
         for node in self.nodes.values():
-            node.start_plugin(ds, kc)
+            node.start_plugin(ds, kc, peer_ca, [n for n in self.nodes.values() if n is not node])
 
     # ---- helpers ---------------------------------------------------------------------------
 
@@ -239,6 +258,52 @@ class NodeLocal:
             self.placed(claim, "e2e-node-a")
             data = (self.publish_dir(f"app-{claim}", "e2e-node-a") / "e2e-data").read_text()
             assert data == "written on node a\n", f"{claim}: {data!r}"
+
+    def restores_on_another_node(self):
+        """The snapshot of node a's claim restored into a pod that must run on node b: node b's
+        driver pulls the snapshot's image from node a's pool through the peer channel (CreateVolume
+        answers ABORTED until it has it), and the pod on node b reads what was written on node a."""
+        source = {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "snap-a"}
+        self.c.apply([pvc("restored-b", EXT4, "1Gi", source=source),
+                      pod("app-restored-b", "restored-b", node="e2e-node-b")])
+        self.placed("restored-b", "e2e-node-b")
+        data = (self.publish_dir("app-restored-b", "e2e-node-b") / "e2e-data").read_text()
+        assert data == "written on node a\n", f"restored-b: {data!r}"
+        for n in self.nodes.values():
+            left = sorted(p.name for d in ("incoming", "outgoing") for p in (n.pool / d).glob("*.img"))
+            assert not left, f"{n.name}: transfer images left after the restore: {left}"
+
+    def peers_refuse_strangers(self):
+        """A client without the cluster CA's certificate gets no answer from a node's peer channel:
+        the TLS handshake ends with the server's refusal, before any request is read."""
+        port = self.nodes["e2e-node-a"].peer_port
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+            try:
+                with context.wrap_socket(raw) as tls:
+                    tls.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+                    answer = tls.recv(1)
+                assert not answer, f"node a's peer channel answered a client without a certificate: {answer!r}"
+            except (ssl.SSLError, ConnectionError):
+                pass  # refused in the handshake, as it must be
+
+    def modifies_on_its_node(self):
+        """examples/volumeattributesclass.yaml set on node b's sparse raw block claim: the one
+        csi-resizer that leads, on either node, calls ControllerModifyVolume of its node's driver,
+        which applies it or hands it to node b's through the peer channel; node b's image is then
+        preallocated."""
+        handle, _, _ = self.bound("block-b")
+        image = self.nodes["e2e-node-b"].pool / "volumes" / f"{handle}.img"
+        assert image.stat().st_blocks * 512 < image.stat().st_size, f"{image} is not sparse"
+        self.c.kubectl("apply", "-f", cl.REPO / "sidecars-deploy/examples/volumeattributesclass.yaml")
+        self.c.kubectl("patch", "pvc", "block-b", "-n", NS, "--type=merge",
+                       "-p", json.dumps({"spec": {"volumeAttributesClassName": "blockpool-preallocated"}}))
+        wait_for("block-b's status.currentVolumeAttributesClassName blockpool-preallocated", lambda: (
+            self.c.get("pvc", "block-b", "-n", NS)["status"].get("currentVolumeAttributesClassName")
+            == "blockpool-preallocated"), RECONCILED)
+        assert image.stat().st_blocks * 512 >= image.stat().st_size, f"{image} not preallocated"
 
     def raw_block(self):
         self.c.apply([pvc("block-b", EXT4, "1Gi", block=True), pod("app-block-b", "block-b", node="e2e-node-b",

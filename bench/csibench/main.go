@@ -36,6 +36,7 @@ type config struct {
 	metadataIters                        int
 	hostpath                             string
 	peerRounds, peerCalls                int
+	transferMiB, transferRounds          int
 }
 
 var cfg config
@@ -52,9 +53,10 @@ var sections = map[string]func(){
 	"metadata":   sectionMetadata,
 	"metrics":    sectionMetrics,
 	"peer":       sectionPeer,
+	"transfer":   sectionTransfer,
 }
 
-var sectionOrder = []string{"start", "memory", "node", "snapshot", "metadata", "list", "fio", "flexvolume", "pods", "metrics", "peer"}
+var sectionOrder = []string{"start", "memory", "node", "snapshot", "metadata", "list", "fio", "flexvolume", "pods", "metrics", "peer", "transfer"}
 
 func main() {
 	flag.StringVar(&cfg.work, "work", "", "the bench's own temporary directory on the disk under test (required)")
@@ -86,6 +88,8 @@ func main() {
 	flag.StringVar(&cfg.hostpath, "hostpath", "", "the csi-driver-host-path binary, built from its repository (peer; see docs/performance-benchmark.md)")
 	flag.IntVar(&cfg.peerRounds, "peer-rounds", 3, "rounds, each driver fresh in each (peer)")
 	flag.IntVar(&cfg.peerCalls, "peer-calls", 200, "sequential calls of each kind per round (peer)")
+	flag.IntVar(&cfg.transferMiB, "transfer-mib", 1024, "MiB of data in the volume restored on the other node (transfer)")
+	flag.IntVar(&cfg.transferRounds, "transfer-rounds", 3, "restores, each beside the disk's and the link's copy (transfer)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: csibench -work DIR -driver PATH [flags] [%s]...\n", strings.Join(sectionOrder, "|"))
 		flag.PrintDefaults()

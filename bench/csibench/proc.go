@@ -36,6 +36,11 @@ const attachLimit = 6
 // that keeps more volumes attached raises it.
 var maxAttached = attachLimit
 
+// launchScope and launchNode are the pool scope and node ID the next launched blockpool gets: a
+// shared pool, as most sections publish through the controller, unless a section of several
+// nodes says otherwise.
+var launchScope, launchNode = "shared", "bench-node"
+
 // proc is one started driver process with a client connection to its socket.
 type proc struct {
 	kind   kind
@@ -63,8 +68,8 @@ func launch(k kind, tag, pool string) *proc {
 	switch k {
 	case blockpool:
 		// A shared pool: the benchmark's flows publish through the controller.
-		p.cmd = exec.Command(cfg.driver, "--endpoint", "unix://"+p.sock, "--pool-dir", pool, "--pool-scope", "shared",
-			"--node-id", "bench-node", "--max-volumes-per-node", strconv.Itoa(maxAttached), "--log-level", "warn")
+		p.cmd = exec.Command(cfg.driver, "--endpoint", "unix://"+p.sock, "--pool-dir", pool, "--pool-scope", launchScope,
+			"--node-id", launchNode, "--max-volumes-per-node", strconv.Itoa(maxAttached), "--log-level", "warn")
 		p.cmd.Args = append(p.cmd.Args, launchArgs...)
 		if launchJar != "" {
 			p.cmd.Env = append(os.Environ(), "BLOCKPOOL_JAR="+launchJar)

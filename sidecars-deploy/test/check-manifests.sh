@@ -6,7 +6,9 @@
 # plugin with Bidirectional propagation on the kubelet directory, liveness probes
 # wired to the livenessprobe sidecar, resources on every container, and RBAC that
 # covers what each sidecar needs (and nothing broad), group snapshots only where
-# opted in. The rules are in check_manifests.py beside this script.
+# opted in, the peer channel wired on node-local pools (port, CA Secret and its
+# Job, pods listed, NetworkPolicy) and absent on shared ones. The rules are in
+# check_manifests.py beside this script.
 #
 # Needs: kubectl (for `kubectl kustomize`, no cluster) and python3 with PyYAML
 # (Debian: python3-yaml; pip: pyyaml). Installs nothing.

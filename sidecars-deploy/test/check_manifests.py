@@ -10,8 +10,11 @@ what each sidecar needs (and nothing broad), the two layouts (a pool on every
 node, with the node-deployed sidecars and their RBAC exactly; a shared pool, with
 one controller Deployment and a node plugin that talks to no API),
 csi-snapshotter's group snapshot gate with its RBAC only where group snapshots are
-opted in to, and the external-snapshot-metadata sidecar with its RBAC, TLS Secret
-and Service only where changed block tracking is.
+opted in to, the external-snapshot-metadata sidecar with its RBAC, TLS Secret
+and Service only where changed block tracking is, and the peer channel on
+node-local pools only: its port, its CA's Secret mounted at --peer-ca-dir and
+made by the peer-ca Job with exactly the rights it uses, the pods the driver
+lists to find the other nodes, and the NetworkPolicy that lets only those pods in.
 
 Usage: check_manifests.py DEPLOY_DIR KUBECTL [-v]
 Prints one line per failed check (with -v, per passed check too) and ends with
@@ -124,6 +127,15 @@ SNAPSHOT_METADATA_RULES = {
     ("snapshot.storage.k8s.io", "volumesnapshots"): {"get"},
     ("snapshot.storage.k8s.io", "volumesnapshotcontents"): {"get"},
 }
+# The peer channel (docs/peers.md), on node-local pools only: each node's driver serves the others
+# on its container port named peer (--peer-listen), from the cluster CA in a Secret mounted at
+# --peer-ca-dir that the peer-ca Job makes, and finds them by listing the node plugin's pods of its
+# namespace (--peer-selector) unless --peer names them. The defaults are PeerConfig's.
+PEER_PORT_NAME = "peer"
+PEER_CA_DIR_DEFAULT = "/etc/blockpool/peer-ca"
+PEER_SELECTOR_DEFAULT = "app.kubernetes.io/name=blockpool-node"
+PEER_DISCOVERY_RULES = {("", "pods"): {"list"}}
+PEER_CA_COMMAND = "peer-ca"
 # In the workload's own namespace.
 LEADER_ELECTION_RULES = {("coordination.k8s.io", "leases"): {"get", "watch", "list", "delete", "update", "create"}}
 CAPACITY_RULES = {
@@ -240,7 +252,7 @@ def volume(pod_spec, vname):
 def workloads(objs):
     out = []
     for o in objs:
-        if o.get("kind") in ("Deployment", "StatefulSet", "DaemonSet"):
+        if o.get("kind") in ("Deployment", "StatefulSet", "DaemonSet", "Job"):
             out.append((o, o["spec"]["template"]["spec"]))
         elif o.get("kind") == "Pod":
             out.append((o, o["spec"]))
@@ -291,6 +303,17 @@ def rules_for(objs, sa_name, sa_ns):
     return cluster, local
 
 
+def roles_bound(objs, sa_name, sa_ns):
+    """(kind, name, namespace) of every Role and ClusterRole bound to a service account."""
+    out = set()
+    for b in kind_of(objs, "ClusterRoleBinding") + kind_of(objs, "RoleBinding"):
+        if any(s.get("kind") == "ServiceAccount" and s.get("name") == sa_name
+               and s.get("namespace", namespace(b)) == sa_ns for s in b.get("subjects", []) or []):
+            ref = b["roleRef"]
+            out.add((ref["kind"], ref["name"], "" if ref["kind"] == "ClusterRole" else namespace(b)))
+    return out
+
+
 def allowed(rules, group, resource, verb):
     for r in rules:
         if r.get("resourceNames"):
@@ -311,13 +334,20 @@ def check_rbac_covers(variant, who, rules, wanted, scope):
 
 
 def check_rbac_narrow(variant, objs):
+    """No wildcards; secrets only in the Roles of the peer-ca Job, whose exact rules check_peer_ca checks."""
+    peer_ca_roles = set()
+    for job, _pod, _c, _secret in peer_ca_jobs(objs):
+        sa = job["spec"]["template"]["spec"].get("serviceAccountName", "default")
+        peer_ca_roles |= roles_bound(objs, sa, namespace(job))
     for r in kind_of(objs, "ClusterRole") + kind_of(objs, "Role"):
         for rule in r.get("rules", []):
             wild = [f for f in ("apiGroups", "resources", "verbs") if "*" in rule.get(f, [])]
             check(variant, not wild,
                   f"{r['kind']}/{name(r)}: wildcard in {wild} grants more than any sidecar documents")
-            check(variant, "secrets" not in rule.get("resources", []),
-                  f"{r['kind']}/{name(r)}: grants access to secrets, which no StorageClass here needs")
+            check(variant, "secrets" not in rule.get("resources", [])
+                  or (r["kind"], name(r), namespace(r)) in peer_ca_roles,
+                  f"{r['kind']}/{name(r)}: grants access to secrets, which only the peer-ca Job needs "
+                  "(no StorageClass here uses secrets)")
 
 
 def check_group_snapshots(variant, where, flags, cluster_rules):
@@ -404,7 +434,8 @@ def check_pod_monitors(variant, objs):
     """Each PodMonitor selects the driver's pods, and scrapes ports they have, the driver's metrics among them."""
     pods = [(name(w), (w.get("spec", {}).get("template", {}).get("metadata") or {}).get("labels") or {}, pod)
             for w, pod in workloads(objs)
-            if any(image_repo(c.get("image", "")) == DRIVER_IMAGE for c in pod.get("containers", []))]
+            if w["kind"] != "Job" and any(image_repo(c.get("image", "")) == DRIVER_IMAGE
+                                          for c in pod.get("containers", []))]
     for pm in kind_of(objs, "PodMonitor"):
         where = f"PodMonitor/{name(pm)}"
         spec = pm.get("spec") or {}
@@ -504,6 +535,8 @@ def check_deployment(variant, objs):
     modes_seen = {}
     for w, pod in workloads(objs):
         kind, wname, wns = w["kind"], name(w), namespace(w)
+        if kind == "Job":
+            continue  # the peer-ca Job runs the driver's image for one command (check_peer_ca_job)
         where = f"{kind}/{wname}"
         containers = pod.get("containers", [])
         by_repo = {}
@@ -701,8 +734,9 @@ def check_provisioner(variant, where, kind, wns, c, cflags, capacity_rules, owne
 
 
 def check_node_layout(variant, objs, w, pod, by_repo, drv, node_local):
-    """The node DaemonSet: with node-local pools, the node-deployed sidecars with their flags, a token for
-    them alone and exactly the RBAC they need; with a shared pool, none of them and no token."""
+    """The node DaemonSet: with node-local pools, the node-deployed sidecars with their flags, the peer
+    channel, a token for them alone and exactly the RBAC they need; with a shared pool, none of them and
+    no token."""
     where = f"{w['kind']}/{name(w)}"
     present = [s for s in NODE_SIDECARS if s in by_repo]
     token_volumes = {v["name"] for v in pod.get("volumes", [])
@@ -712,19 +746,28 @@ def check_node_layout(variant, objs, w, pod, by_repo, drv, node_local):
         return any(m["mountPath"].rstrip("/") == SERVICE_ACCOUNT_TOKEN_DIR and m["name"] in token_volumes
                    for m in c.get("volumeMounts", []))
 
-    check(variant, not has_token(drv), f"{where}: the privileged driver container must not get an API token")
+    sa = pod.get("serviceAccountName", "default")
+    cluster_rules, local_rules = rules_for(objs, sa, namespace(w))
+    lists_pods = check_peer_channel(variant, objs, w, pod, drv, node_local, local_rules)
+    if lists_pods:
+        check(variant, has_token(drv), f"{where}: the driver lists the node plugin's pods to find the other nodes' "
+              f"peer channel: it needs the service account token mounted at {SERVICE_ACCOUNT_TOKEN_DIR}")
+    else:
+        check(variant, not has_token(drv), f"{where}: the privileged driver container must not get an API token "
+              "(it lists no pods: no peer channel, or --peer names the other nodes)")
     if not node_local:
         check(variant, not present, f"{where}: a shared pool's node plugin runs no API sidecar, found {present}")
         check(variant, not token_volumes, f"{where}: a shared pool's node plugin mounts no service account token")
         return
     check(variant, present == list(NODE_SIDECARS),
           f"{where}: node-local pools need {list(NODE_SIDECARS)} beside each node plugin, found {present}")
-    sa = pod.get("serviceAccountName", "default")
-    cluster_rules, local_rules = rules_for(objs, sa, namespace(w))
     wanted_cluster, wanted_local = {}, {}
+    if lists_pods:
+        for key, verbs in PEER_DISCOVERY_RULES.items():
+            wanted_local.setdefault(key, set()).update(verbs)
     for c in all_containers(pod):
         repo = image_repo(c.get("image", ""))
-        if repo not in NODE_SIDECARS:
+        if repo not in NODE_SIDECARS and c is not drv:
             check(variant, not has_token(c), f"{where} container {c['name']}: talks to no API, needs no token")
     for s in present:
         c = by_repo[s][0]
@@ -758,6 +801,173 @@ def check_node_layout(variant, objs, w, pod, by_repo, drv, node_local):
     check_rbac_nothing_more(variant, f"{where} (ServiceAccount {sa})", cluster_rules, wanted_cluster, "cluster")
     check_rbac_nothing_more(variant, f"{where} (ServiceAccount {sa})", local_rules, wanted_local,
                             f"namespace {namespace(w)}")
+
+
+def check_peer_channel(variant, objs, w, pod, drv, node_local, local_rules):
+    """The peer channel of the node DaemonSet: on node-local pools its port, its CA's Secret at --peer-ca-dir
+    made by the peer-ca Job, the pods --peer-selector lists and the NetworkPolicy that lets only them in; on a
+    shared pool none of it. Whether the driver lists pods (and so needs a token)."""
+    where = f"{w['kind']}/{name(w)}"
+    ns = namespace(w)
+    dflags = parse_flags(drv)
+    listen = dflags.get("peer-listen", "")
+    ports = {p.get("name"): p.get("containerPort") for p in drv.get("ports", []) or []}
+    jobs = peer_ca_jobs(objs)
+    if not node_local:
+        check(variant, listen == "", f"{where}: a shared pool has no peer channel (the driver refuses --peer-listen "
+              f"with --pool-scope=shared), got --peer-listen={listen!r}")
+        check(variant, PEER_PORT_NAME not in ports, f"{where}: a shared pool's node plugin serves no port "
+              f"'{PEER_PORT_NAME}'")
+        check(variant, not any("secret" in v for v in pod.get("volumes", [])),
+              f"{where}: a shared pool's node plugin mounts no peer CA Secret")
+        check(variant, not jobs, f"a shared pool has no peer channel, but the peer-ca Job "
+              f"{[name(j) for j, _, _, _ in jobs]} makes its CA")
+        check(variant, not peer_policies(objs, ns), f"a shared pool has no peer channel, but NetworkPolicy "
+              f"{[name(np) for np in peer_policies(objs, ns)]} names the port '{PEER_PORT_NAME}'")
+        return False
+    if not check(variant, listen != "", f"{where}: node-local pools need the peer channel (--peer-listen): a "
+                 "restore, clone or move on another node pulls the image from the node that holds it"):
+        return False
+    port = listen.rsplit(":", 1)[-1]
+    check(variant, port.isdigit() and ports.get(PEER_PORT_NAME) == int(port),
+          f"{where}: the driver's --peer-listen ({listen!r}) must serve on its container port named "
+          f"'{PEER_PORT_NAME}' ({ports.get(PEER_PORT_NAME)})")
+
+    ca_dir = dflags.get("peer-ca-dir", PEER_CA_DIR_DEFAULT).rstrip("/")
+    m = next((m for m in drv.get("volumeMounts", []) if m["mountPath"].rstrip("/") == ca_dir), None)
+    secret = ((volume(pod, m["name"]) if m else None) or {}).get("secret") or {}
+    check(variant, bool(secret.get("secretName")) and m.get("readOnly") is True and not m.get("subPath")
+          and secret.get("optional", False) is False,
+          f"{where}: --peer-ca-dir {ca_dir} must be where a Secret volume is mounted, readOnly, whole and not "
+          "optional (the pod waits for the CA)")
+    wanted = f"{ns}/{secret.get('secretName')}"
+    made = [(job, jpod, c) for job, jpod, c, target in jobs if target == wanted]
+    if check(variant, len(made) == 1, f"{where}: the peer CA's Secret {wanted} is made by no peer-ca Job "
+             f"(peer-ca --secret {wanted}); the Jobs make {[target for _, _, _, target in jobs]}"):
+        check_peer_ca_job(variant, objs, *made[0], secret.get("secretName"))
+
+    check_peer_network_policy(variant, objs, w, ports.get(PEER_PORT_NAME))
+    if "peer" in dflags:
+        return False  # --peer names the other nodes: nothing to list
+    selector = dflags.get("peer-selector", PEER_SELECTOR_DEFAULT)
+    labels = w["spec"]["template"]["metadata"].get("labels") or {}
+    check(variant, equality_selects(selector, labels),
+          f"{where}: --peer-selector {selector!r} does not select the node plugin's own pods (labels {labels})")
+    check_rbac_covers(variant, f"{where} driver finding its peers", local_rules, PEER_DISCOVERY_RULES,
+                      f"namespace {ns}")
+    return True
+
+
+def equality_selects(selector, labels):
+    """Whether a label selector of k=v, k==v, k!=v, k and !k terms selects labels (any other term: no)."""
+    for term in selector.split(","):
+        term = term.strip()
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            ok = labels.get(k.strip()) != v.strip()
+        elif "=" in term:
+            k, v = term.replace("==", "=").split("=", 1)
+            ok = labels.get(k.strip()) == v.strip()
+        elif term.startswith("!"):
+            ok = term[1:].strip() not in labels
+        else:
+            ok = bool(term) and " " not in term and term in labels
+        if not ok:
+            return False
+    return True
+
+
+def peer_ca_jobs(objs):
+    """(Job, pod spec, container, the NAMESPACE/NAME of its --secret) of each Job that runs the driver's
+    peer-ca command, $(VAR)s expanded from the container's env (metadata.namespace: the Job's)."""
+    out = []
+    for w, pod in workloads(objs):
+        if w["kind"] != "Job":
+            continue
+        for c in pod.get("containers", []):
+            args = [str(a) for a in c.get("args") or []]
+            if image_repo(c.get("image", "")) != DRIVER_IMAGE or c.get("command") or args[:1] != [PEER_CA_COMMAND]:
+                continue
+            env = {e["name"]: e["value"] if "value" in e else
+                   {"metadata.namespace": namespace(w)}.get(env_field_ref(c, e["name"]), "")
+                   for e in c.get("env", [])}
+            target = ""
+            for i, a in enumerate(args):
+                if a == "--secret" and i + 1 < len(args):
+                    target = args[i + 1]
+                elif a.startswith("--secret="):
+                    target = a.partition("=")[2]
+            target = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                            lambda m, env=env: env.get(m.group(1), m.group(0)), target)
+            out.append((w, pod, c, target))
+    return out
+
+
+def check_peer_ca_job(variant, objs, job, pod, c, secret_name):
+    """The Job that makes the peer CA's Secret: retried on failure, removed once done, bounded, unprivileged,
+    with a token whose Roles may create secrets and get that one Secret, and nothing else."""
+    where = f"Job/{name(job)}"
+    spec = job.get("spec") or {}
+    check(variant, pod.get("restartPolicy") == "OnFailure" and "backoffLimit" in spec
+          and "ttlSecondsAfterFinished" in spec,
+          f"{where}: needs restartPolicy OnFailure, a backoffLimit and a ttlSecondsAfterFinished (its pod template "
+          "cannot change: a Job that stays would refuse the next apply's)")
+    res = c.get("resources", {}) or {}
+    missing = [f"{k}.{r}" for k in ("requests", "limits") for r in ("cpu", "memory") if r not in (res.get(k) or {})]
+    check(variant, not missing, f"{where} container {c['name']}: resources missing {missing}")
+    psc, csc = pod.get("securityContext") or {}, c.get("securityContext") or {}
+    check(variant, (csc.get("runAsNonRoot", psc.get("runAsNonRoot")) is True and not csc.get("privileged")
+                    and csc.get("allowPrivilegeEscalation") is False),
+          f"{where}: writes only a Secret: runAsNonRoot, not privileged, allowPrivilegeEscalation false")
+    mounted = any(m["mountPath"].rstrip("/") == SERVICE_ACCOUNT_TOKEN_DIR for m in c.get("volumeMounts", []))
+    check(variant, pod.get("automountServiceAccountToken") is True or mounted,
+          f"{where}: calls the API server: needs its service account token")
+    sa = pod.get("serviceAccountName", "default")
+    cluster_rules, local_rules = rules_for(objs, sa, namespace(job))
+    check(variant, not cluster_rules, f"{where} (ServiceAccount {sa}): needs no cluster-wide role")
+    granted = {(verb, tuple(r.get("resourceNames") or ())) for r in local_rules
+               for group in r.get("apiGroups", []) for resource in r.get("resources", [])
+               for verb in r.get("verbs", []) if (group, resource) == ("", "secrets")}
+    other = sorted({f"{resource} ({group or 'core'})" for r in local_rules for group in r.get("apiGroups", [])
+                    for resource in r.get("resources", []) if (group, resource) != ("", "secrets")})
+    wanted = {("create", ()), ("get", (secret_name,))}
+    check(variant, granted == wanted and not other,
+          f"{where} (ServiceAccount {sa}): RBAC (namespace {namespace(job)}) must be exactly create secrets and get "
+          f"the secret {secret_name} by name, has {sorted(granted)} on secrets and {other}")
+
+
+def peer_policies(objs, ns):
+    """The NetworkPolicies of the namespace that name the peer port."""
+    return [np for np in kind_of(objs, "NetworkPolicy") if namespace(np) == ns
+            and any(p.get("port") == PEER_PORT_NAME for rule in (np.get("spec") or {}).get("ingress") or []
+                    for p in rule.get("ports") or [])]
+
+
+def check_peer_network_policy(variant, objs, w, peer_port):
+    """A NetworkPolicy lets the node plugin's pods reach the peer port, and none lets any other pod."""
+    where = f"{w['kind']}/{name(w)}"
+    labels = w["spec"]["template"]["metadata"].get("labels") or {}
+    letting_in = []
+    for np in kind_of(objs, "NetworkPolicy"):
+        spec = np.get("spec") or {}
+        target = spec.get("podSelector") or {}
+        if namespace(np) != namespace(w) or (target and not selects(target, labels)) \
+                or "Ingress" not in spec.get("policyTypes", ["Ingress"]):
+            continue
+        for rule in spec.get("ingress") or []:
+            ports = rule.get("ports")
+            if not ports or any(p.get("port") in (PEER_PORT_NAME, peer_port) for p in ports):
+                letting_in.append((np, rule))
+    check(variant, any(any(p.get("port") == PEER_PORT_NAME for p in rule.get("ports") or [])
+                       for _, rule in letting_in),
+          f"{where}: no NetworkPolicy selects the node plugin's pods and names their port '{PEER_PORT_NAME}' "
+          "(with any policy on the pods, the other nodes' drivers could not reach it)")
+    for np, rule in letting_in:
+        sources = rule.get("from") or []
+        check(variant, bool(sources) and all(set(src) == {"podSelector"} and selects(src["podSelector"], labels)
+                                             for src in sources),
+              f"NetworkPolicy/{name(np)}: lets {sources or 'anyone'} reach the peer port; only the node plugin's "
+              "pods may (a podSelector of their labels, in their namespace)")
 
 
 def check_rbac_nothing_more(variant, who, rules, wanted, scope):

@@ -72,7 +72,8 @@ record Arguments(
             "CSI driver serving block volumes carved from a pool of image files, attached as loop devices.";
     private static final String FOOTER = COMMAND + " " + Main.FLEXVOLUME + " <operation> [arguments]: kubelet's "
             + "FlexVolume call convention, a client of the node plugin at $CSI_ENDPOINT (docs/flexvolume.md). "
-            + COMMAND + " " + PeerCaCommand.NAME + " --out DIR: makes the peer channel's cluster CA (docs/peers.md). "
+            + COMMAND + " " + PeerCaCommand.NAME + " --out DIR | --secret NAMESPACE/NAME: makes the peer channel's "
+            + "cluster CA in a directory, or in a Secret unless it exists (docs/peers.md). "
             + COMMAND + " " + MoveCommand.NAME + " --help: moves a volume from another node's pool (docs/moving.md).";
 
     private static final Option ENDPOINT = valued(
@@ -129,6 +130,12 @@ record Arguments(
             "NODE=HOST:PORT",
             "Where another node's driver serves the peer channel; repeat for each node. Without it, the other "
                     + "nodes' drivers are found through the Kubernetes API.");
+    private static final Option PEER_SELECTOR = valued(
+            "peer-selector",
+            "SELECTOR",
+            "Without --peer: the label selector of the node plugin's pods in the driver's own namespace, each "
+                    + "Running one reached at its pod IP and the --peer-listen port (default: "
+                    + PeerConfig.DEFAULT_POD_SELECTOR + ").");
     private static final Option PEER_BANDWIDTH = valued(
             "peer-bandwidth",
             "BYTES",
@@ -165,6 +172,7 @@ record Arguments(
             PEER_LISTEN,
             PEER_CA_DIR,
             PEER,
+            PEER_SELECTOR,
             PEER_BANDWIDTH,
             HELP,
             VERSION);
@@ -235,7 +243,7 @@ record Arguments(
     private static Optional<PeerConfig> peers(CommandLine line) throws Usage {
         String listen = line.getOptionValue(PEER_LISTEN, "");
         if (listen.isEmpty()) {
-            for (Option option : List.of(PEER_CA_DIR, PEER, PEER_BANDWIDTH)) {
+            for (Option option : List.of(PEER_CA_DIR, PEER, PEER_SELECTOR, PEER_BANDWIDTH)) {
                 if (line.hasOption(option)) {
                     throw new Usage("option '--" + option.getLongOpt() + "' needs --" + PEER_LISTEN.getLongOpt());
                 }
@@ -250,6 +258,10 @@ record Arguments(
         for (String peer : Optional.ofNullable(line.getOptionValues(PEER)).orElse(new String[0])) {
             peers.add(convert(PEER, peer, PeerAddress::parse));
         }
+        if (!peers.isEmpty() && line.hasOption(PEER_SELECTOR)) {
+            throw new Usage("option '--" + PEER_SELECTOR.getLongOpt() + "' finds the other nodes in Kubernetes, '--"
+                    + PEER.getLongOpt() + "' names them: give one of the two");
+        }
         String bandwidth = line.getOptionValue(PEER_BANDWIDTH, "0");
         Path caDir = convert(PEER_CA_DIR, line.getOptionValue(PEER_CA_DIR, PeerConfig.DEFAULT_CA_DIR), Path::of);
         try {
@@ -258,7 +270,7 @@ record Arguments(
                     caDir,
                     convert(PEER_BANDWIDTH, bandwidth, PeerConfig::parseBandwidth),
                     peers,
-                    address.port()));
+                    line.getOptionValue(PEER_SELECTOR, PeerConfig.DEFAULT_POD_SELECTOR)));
         } catch (IllegalArgumentException e) {
             throw new Usage("Invalid peer channel: " + e.getMessage());
         }

@@ -101,6 +101,8 @@ class ArgumentsTest {
     @Test
     void thePeerChannelIsServedOnlyWhereAsked() throws Exception {
         assertThat(parse(Map.of()).peers()).isEmpty();
+        // as the shared-pool manifests leave it: --peer-listen=$(PEER_LISTEN) with PEER_LISTEN empty
+        assertThat(parse(Map.of(), "--peer-listen=").peers()).isEmpty();
         PeerConfig peers = parse(
                         Map.of(),
                         "--peer-listen=:9810",
@@ -116,9 +118,22 @@ class ArgumentsTest {
                 .containsExactly(
                         new PeerAddress("node-b", "10.0.0.2", 9810), new PeerAddress("node-c", "10.0.0.3", 9811));
         assertThat(peers.bandwidthBytesPerSecond()).isEqualTo(100L << 20);
+        assertThat(peers.podSelector()).isEqualTo(PeerConfig.DEFAULT_POD_SELECTOR);
+        assertThat(parse(Map.of(), "--peer-listen=:9810", "--peer-selector=app=blockpool,tier!=test")
+                        .peers()
+                        .orElseThrow()
+                        .podSelector())
+                .isEqualTo("app=blockpool,tier!=test");
 
         assertThatThrownBy(() -> parse(Map.of(), "--peer=node-b=10.0.0.2:9810"))
                 .hasMessage("option '--peer' needs --peer-listen");
+        assertThatThrownBy(() -> parse(Map.of(), "--peer-selector=app=x"))
+                .hasMessage("option '--peer-selector' needs --peer-listen");
+        assertThatThrownBy(() ->
+                        parse(Map.of(), "--peer-listen=:9810", "--peer=node-b=10.0.0.2:9810", "--peer-selector=app=x"))
+                .hasMessageContaining("give one of the two");
+        assertThatThrownBy(() -> parse(Map.of(), "--peer-listen=:9810", "--peer-selector= "))
+                .hasMessageContaining("the pod selector is empty");
         assertThatThrownBy(() -> parse(Map.of(), "--peer-listen=:0"))
                 .hasMessage("Invalid value for option '--peer-listen': ':0': the other nodes need a fixed port, "
                         + "e.g. :9810");

@@ -16,6 +16,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The cluster's peer CA, as files in one directory (in Kubernetes a mounted Secret): {@value
@@ -90,6 +91,15 @@ public final class ClusterCa {
         X509Certificate certificate = newCa(key, now);
         writeKey(dir, KEY, key);
         writeBundle(dir, List.of(certificate));
+    }
+
+    /**
+     * A new CA as the text of its two files, {@value #BUNDLE} and {@value #KEY}, for a Secret
+     * rather than a directory. The map holds the key: it goes to the API server, never to a log.
+     */
+    static Map<String, String> newFiles(Instant now) {
+        KeyPair key = Certificates.newKeyPair();
+        return Map.of(BUNDLE, Pem.text(List.of(newCa(key, now))), KEY, Pem.text(key));
     }
 
     /**

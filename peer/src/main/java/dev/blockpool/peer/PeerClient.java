@@ -50,6 +50,13 @@ public final class PeerClient implements OtherNodes, AutoCloseable {
     /** How long any other call may take: a read paced by a busy server's bandwidth limit included. */
     static final Duration CALL_DEADLINE = Duration.ofSeconds(60);
 
+    /**
+     * How many bytes a peer may send before this client has taken them: several chunks. gRPC's
+     * default of 1 MiB is less than one chunk with its message's framing, so the sender would wait
+     * for a window update in the middle of every chunk.
+     */
+    static final int FLOW_CONTROL_WINDOW = 4 * ImageReader.MAX_CHUNK_BYTES;
+
     private final NodeCertificates certificates;
     private final PeerDirectory directory;
     private final Map<PeerAddress, ManagedChannel> channels = new ConcurrentHashMap<>();
@@ -262,6 +269,7 @@ public final class PeerClient implements OtherNodes, AutoCloseable {
                     .sslContext(PeerTls.client(certificates, peer.node()))
                     // a chunk and its message's framing
                     .maxInboundMessageSize(ImageReader.MAX_CHUNK_BYTES + (64 << 10))
+                    .flowControlWindow(FLOW_CONTROL_WINDOW)
                     .build();
         } catch (SSLException e) {
             throw StorageException.internal(e, "cannot set up TLS to node %s: %s", peer, e.getMessage());

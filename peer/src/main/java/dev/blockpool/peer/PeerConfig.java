@@ -4,24 +4,27 @@ import dev.blockpool.csi.CsiException;
 import dev.blockpool.csi.Quantity;
 import dev.blockpool.metrics.HttpAddress;
 import java.nio.file.Path;
+import java.time.InstantSource;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
 /**
  * The peer channel's settings, as the driver's command line gives them (docs/peers.md): where to
- * listen ({@code --peer-listen}), the cluster CA's directory ({@code --peer-ca-dir}), the bytes per
- * second served ({@code --peer-bandwidth}), and how the other nodes are found: a fixed list
- * ({@code --peer NODE=HOST:PORT}, repeatable) or else the cluster's Node objects, each at its
- * InternalIP and {@code --peer-port}. Each parse method throws IllegalArgumentException with the
- * words the driver prints after the option's name.
+ * listen ({@code --peer-listen}, whose port every node's driver listens on), the cluster CA's
+ * directory ({@code --peer-ca-dir}), the bytes per second served ({@code --peer-bandwidth}), and
+ * how the other nodes are found: a fixed list ({@code --peer NODE=HOST:PORT}, repeatable) or else
+ * the node plugin's pods that {@code --peer-selector} picks in the driver's own namespace. Each
+ * parse method throws IllegalArgumentException with the words the driver prints after the
+ * option's name.
  */
 public record PeerConfig(
-        HttpAddress listen, Path caDir, long bandwidthBytesPerSecond, List<PeerAddress> peers, int peerPort) {
+        HttpAddress listen, Path caDir, long bandwidthBytesPerSecond, List<PeerAddress> peers, String podSelector) {
 
     public static final String DEFAULT_LISTEN = "0.0.0.0:9810";
-    public static final int DEFAULT_PORT = 9810;
     public static final String DEFAULT_CA_DIR = "/etc/blockpool/peer-ca";
+    /** The node DaemonSet's pod label, as sidecars-deploy/base/node.yaml sets it. */
+    public static final String DEFAULT_POD_SELECTOR = "app.kubernetes.io/name=blockpool-node";
 
     public PeerConfig {
         peers = List.copyOf(peers);
@@ -31,8 +34,8 @@ public record PeerConfig(
                 throw new IllegalArgumentException("node " + peer.node() + " is given twice in --peer");
             }
         }
-        if (peerPort < 1 || peerPort > 65535) {
-            throw new IllegalArgumentException("the peer port is not between 1 and 65535");
+        if (podSelector.isBlank()) {
+            throw new IllegalArgumentException("the pod selector is empty: it would take every pod of the namespace");
         }
     }
 
@@ -45,18 +48,9 @@ public record PeerConfig(
         }
     }
 
-    /** {@code --peer-port}. */
-    public static int parsePort(String value) {
-        try {
-            return Integer.parseInt(value);
-        } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("the port is not a number");
-        }
-    }
-
     /**
-     * Where this node finds the others: the {@code --peer} list when one is given, else the
-     * cluster's nodes through the API server, as a pod's ServiceAccount reads them.
+     * Where this node finds the others: the {@code --peer} list when one is given, else the node
+     * plugin's pods through the API server, as the pod's ServiceAccount lists them.
      */
     public PeerDirectory directory(String selfNodeId) {
         if (!peers.isEmpty()) {
@@ -64,6 +58,7 @@ public record PeerConfig(
                     .filter(peer -> !peer.node().equals(selfNodeId))
                     .toList());
         }
-        return KubernetesNodes.inCluster(selfNodeId, peerPort);
+        KubernetesApi api = KubernetesApi.inCluster("give the other nodes with --peer");
+        return new KubernetesPods(api, podSelector, selfNodeId, listen.port(), InstantSource.system());
     }
 }

@@ -33,7 +33,7 @@ class PeerConfigTest {
                 Path.of("/unused"),
                 0,
                 List.of(PeerAddress.parse("node-a=127.0.0.1:9810"), PeerAddress.parse("node-b=127.0.0.1:9811")),
-                PeerConfig.DEFAULT_PORT);
+                PeerConfig.DEFAULT_POD_SELECTOR);
 
         assertThat(config.directory("node-a").peers()).containsExactly(PeerAddress.parse("node-b=127.0.0.1:9811"));
     }
@@ -45,7 +45,14 @@ class PeerConfigTest {
                         Path.of("/unused"),
                         0,
                         List.of(PeerAddress.parse("node-b=127.0.0.1:1"), PeerAddress.parse("node-b=127.0.0.1:2")),
-                        PeerConfig.DEFAULT_PORT))
+                        PeerConfig.DEFAULT_POD_SELECTOR))
                 .hasMessageContaining("node-b is given twice");
+    }
+
+    @Test
+    void anEmptySelectorIsAMistake() {
+        assertThatThrownBy(() -> new PeerConfig(
+                        HttpAddress.parse(PeerConfig.DEFAULT_LISTEN), Path.of("/unused"), 0, List.of(), ""))
+                .hasMessageContaining("the pod selector is empty");
     }
 }

@@ -5,6 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import csi.v1.Csi.CapacityRange;
+import csi.v1.Csi.ControllerGetCapabilitiesRequest;
+import csi.v1.Csi.ControllerModifyVolumeRequest;
+import csi.v1.Csi.ControllerServiceCapability;
 import csi.v1.Csi.CreateSnapshotRequest;
 import csi.v1.Csi.CreateVolumeRequest;
 import csi.v1.Csi.Topology;
@@ -140,30 +143,54 @@ class PeerTransferRealHostTest {
 
     @Test
     void aTransferCutByAKilledSourceFinishesOnceItIsBack() throws Exception {
-        String volume = volumeWithData(a, "pvc-cut-source", 32 * MIB, dataEvery(MIB, 24));
-        String snapshot = snapshot(a, volume, "snap-cut-source");
-
-        startRestore(b, "pvc-cut-at-source", fromSnapshot(snapshot));
-        awaitIncoming(b);
-        a.driver().kill();
-        a.driver().start();
-
-        Volume restored = restore(b, "pvc-cut-at-source", fromSnapshot(snapshot));
-        assertSameBytes(snapshotImage(a, snapshot), volumeImage(b, restored.getVolumeId()));
+        restoreCutByKilling(a, "cut-at-source");
     }
 
     @Test
     void aTransferCutByAKilledDestinationFinishesOnceItIsBack() throws Exception {
-        String volume = volumeWithData(a, "pvc-cut-destination", 32 * MIB, dataEvery(MIB, 24));
-        String snapshot = snapshot(a, volume, "snap-cut-destination");
+        restoreCutByKilling(b, "cut-at-destination");
+    }
 
-        startRestore(b, "pvc-cut-at-destination", fromSnapshot(snapshot));
+    /**
+     * A restore on node b of a snapshot of node a, whose driver on {@code killed} is killed while
+     * the image is on its way and started again: the retried CreateVolume finishes it, byte for byte.
+     */
+    private void restoreCutByKilling(Node killed, String name) throws Exception {
+        String volume = volumeWithData(a, "pvc-" + name, 32 * MIB, dataEvery(MIB, 24));
+        String snapshot = snapshot(a, volume, "snap-" + name);
+
+        startRestore(b, "pvc-restored-" + name, fromSnapshot(snapshot));
         awaitIncoming(b);
-        b.driver().kill();
-        b.driver().start();
+        killed.driver().kill();
+        killed.driver().start();
 
-        Volume restored = restore(b, "pvc-cut-at-destination", fromSnapshot(snapshot));
+        Volume restored = restore(b, "pvc-restored-" + name, fromSnapshot(snapshot));
         assertSameBytes(snapshotImage(a, snapshot), volumeImage(b, restored.getVolumeId()));
+    }
+
+    /**
+     * The cluster's one csi-resizer calls the driver it runs beside: node b's, for a volume of node
+     * a's pool, which node a preallocates.
+     */
+    @Test
+    void modifyVolumeOfNodeAsVolumeAskedOfNodeBIsAppliedOnNodeA() throws Exception {
+        String volume = volumeWithData(a, "pvc-to-modify", 16 * MIB, List.of(0L));
+        assertThat(b.driver()
+                        .controller()
+                        .controllerGetCapabilities(ControllerGetCapabilitiesRequest.getDefaultInstance())
+                        .getCapabilitiesList())
+                .extracting(c -> c.getRpc().getType())
+                .contains(ControllerServiceCapability.RPC.Type.MODIFY_VOLUME);
+
+        b.driver()
+                .controller()
+                .controllerModifyVolume(ControllerModifyVolumeRequest.newBuilder()
+                        .setVolumeId(volume)
+                        .putMutableParams("allocation", "preallocated")
+                        .build());
+
+        assertThat(allocatedBytes(volumeImage(a, volume))).isGreaterThanOrEqualTo(16 * MIB);
+        assertThat(Files.exists(volumeImage(b, volume))).isFalse();
     }
 
     @Test
