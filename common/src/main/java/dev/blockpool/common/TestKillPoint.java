@@ -13,8 +13,10 @@ package dev.blockpool.common;
  * the kernel has the new mount API, or bound but not yet remounted where it has not),
  * {@code publish.after-bind} (the target bound, no answer sent), {@code unpublish.after-unmount}
  * (the target unmounted, not yet removed), {@code expand.image-grown} (the image grown, its
- * record not yet) and {@code record.temp-written} (a record's next content flushed to its
- * temporary file, not yet renamed into place).
+ * record not yet), {@code record.temp-written} (a record's next content flushed to its
+ * temporary file, not yet renamed into place), {@code pull.chunk-written} (a chunk of a pull
+ * written into its image, not yet recorded) and {@code move.committed} (a moved volume
+ * committed on its new node, not yet retired on the old).
  */
 public final class TestKillPoint {
 

@@ -70,6 +70,8 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.stream.Collectors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * CSI Controller: the Provision and Attach phases, on the pool. Each RPC validates its request,
@@ -77,6 +79,8 @@ import java.util.stream.Collectors;
  * carry their CSI codes.
  */
 public final class ControllerService extends ControllerGrpc.ControllerImplBase {
+
+    private static final Logger log = LoggerFactory.getLogger(ControllerService.class);
 
     /** What a controller on a shared pool offers. */
     static final Set<Type> CAPABILITIES = Set.of(
@@ -280,6 +284,22 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
         changes.make(() -> pool.volumes().delete(volumeId, this::requireNotHeld), volumeId);
         UnaryReply.send(response, DeleteVolumeResponse.getDefaultInstance());
+    }
+
+    /** What holds the volume on this node, in words; empty when nothing does, or the pool holds no such volume. */
+    public Optional<String> holderHere(String volumeId) {
+        return pool.volumes().find(volumeId).flatMap(holds::of);
+    }
+
+    /**
+     * Deletes this pool's copy of a volume that moved to {@code movedToNode}, whose pool committed
+     * it, as DeleteVolume does: refused while the volume is staged or published here (the pod
+     * still runs on this node); nothing when it is gone already.
+     */
+    public void retireHere(String volumeId, String movedToNode) {
+        String id = RequestFields.id("volume_id", volumeId);
+        changes.make(() -> pool.volumes().delete(id, this::requireNotHeld), id);
+        log.info("retired volume {}: it moved to node {}", id, movedToNode);
     }
 
     /**

@@ -15,7 +15,17 @@ public interface OtherNodes {
      * The source's image, opened for the transfer {@code transferId} on the other node whose pool
      * holds it; empty when no other node's does.
      */
-    Optional<RemoteImage> open(ContentSource source, String transferId);
+    default Optional<RemoteImage> open(ContentSource source, String transferId) {
+        return open(source, transferId, Optional.empty());
+    }
+
+    /**
+     * {@link #open(ContentSource, String)} on {@code basis}, the identity of the transfer's earlier
+     * image that this node holds whole ({@code ImageImports.basisFor}): a volume's next round, of
+     * only what changed since, when the other node still keeps that image ({@link
+     * RemoteImage#basis} then names it); else every range that holds data.
+     */
+    Optional<RemoteImage> open(ContentSource source, String transferId, Optional<String> basis);
 
     /**
      * Ends the transfer {@code transferId} on the node {@code nodeId}, once its destination holds
@@ -44,7 +54,7 @@ public interface OtherNodes {
         }
 
         @Override
-        public Optional<RemoteImage> open(ContentSource source, String transferId) {
+        public Optional<RemoteImage> open(ContentSource source, String transferId, Optional<String> basis) {
             return Optional.empty();
         }
 

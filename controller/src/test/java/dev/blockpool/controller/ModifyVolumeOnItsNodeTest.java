@@ -43,7 +43,7 @@ class ModifyVolumeOnItsNodeTest {
 
     private final OtherNodes otherNodes = new OtherNodes() {
         @Override
-        public Optional<RemoteImage> open(ContentSource source, String transferId) {
+        public Optional<RemoteImage> open(ContentSource source, String transferId, Optional<String> basis) {
             return Optional.empty();
         }
 

@@ -7,6 +7,7 @@ import static dev.blockpool.controller.ControllerHarness.fromVolume;
 import static dev.blockpool.controller.ControllerHarness.singleWriter;
 import static dev.blockpool.csi.StatusAssertions.failure;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import csi.v1.Csi.ControllerExpandVolumeRequest;
 import csi.v1.Csi.ControllerGetCapabilitiesRequest;
@@ -25,6 +26,7 @@ import csi.v1.Csi.Snapshot;
 import csi.v1.Csi.Topology;
 import csi.v1.Csi.TopologyRequirement;
 import csi.v1.Csi.Volume;
+import dev.blockpool.csi.CsiException;
 import dev.blockpool.csi.PoolScope;
 import dev.blockpool.pool.Ids;
 import io.grpc.Status;
@@ -270,6 +272,30 @@ class NodeLocalControllerTest {
         asked.clear();
         delete(id);
         assertThat(asked).as("a volume already gone is not looked for").isEmpty();
+    }
+
+    /**
+     * A volume that moved to another node is retired here as it is deleted: refused while it is
+     * staged or published on this node (its pod still runs here), then gone; again, nothing.
+     */
+    @Test
+    void aMovedVolumeIsRetiredOnlyOnceNothingHoldsItHere() {
+        String id = createVolume("pvc-moved");
+        held.put(id, "/dev/loop7, mounted at [/var/lib/kubelet/staging]");
+
+        assertThat(controller.service().holderHere(id)).contains(held.get(id));
+        assertThatThrownBy(() -> controller.service().retireHere(id, "node-b"))
+                .isInstanceOfSatisfying(
+                        CsiException.class, e -> assertThat(e.code()).isEqualTo(Status.Code.FAILED_PRECONDITION))
+                .hasMessageContaining("in use on node " + NODE)
+                .hasMessageContaining("/dev/loop7");
+        assertThat(controller.pool().volumes().find(id)).isPresent();
+
+        held.remove(id);
+        controller.service().retireHere(id, "node-b");
+        controller.service().retireHere(id, "node-b");
+        assertThat(controller.pool().volumes().find(id)).isEmpty();
+        assertThat(controller.service().holderHere(id)).isEmpty();
     }
 
     private String createVolume(String name) {

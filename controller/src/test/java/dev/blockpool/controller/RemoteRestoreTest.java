@@ -83,12 +83,12 @@ class RemoteRestoreTest {
         final AtomicInteger failingReads = new AtomicInteger();
 
         @Override
-        public Optional<RemoteImage> open(ContentSource source, String transferId) {
+        public Optional<RemoteImage> open(ContentSource source, String transferId, Optional<String> basis) {
             if (exports.find(source).isEmpty()) {
                 return Optional.empty();
             }
             opens.incrementAndGet();
-            return Optional.of(new LoopbackImage(PEER, exports.open(source, transferId, Optional.empty())) {
+            return Optional.of(new LoopbackImage(PEER, exports.open(source, transferId, basis)) {
                 @Override
                 public Chunk read(long offset, int length) {
                     try {

@@ -5,6 +5,7 @@ import dev.blockpool.csi.PoolScope;
 import dev.blockpool.driver.logging.LogConfigurator.LogFormat;
 import dev.blockpool.driver.logging.LogConfigurator.LogLevel;
 import dev.blockpool.metrics.HttpAddress;
+import dev.blockpool.peer.MoveCommand;
 import dev.blockpool.peer.PeerAddress;
 import dev.blockpool.peer.PeerCaCommand;
 import dev.blockpool.peer.PeerConfig;
@@ -72,7 +73,8 @@ record Arguments(
     private static final String FOOTER = COMMAND + " " + Main.FLEXVOLUME + " <operation> [arguments]: kubelet's "
             + "FlexVolume call convention, a client of the node plugin at $CSI_ENDPOINT (docs/flexvolume.md). "
             + COMMAND + " " + PeerCaCommand.NAME + " --out DIR | --secret NAMESPACE/NAME: makes the peer channel's "
-            + "cluster CA in a directory, or in a Secret unless it exists (docs/peers.md).";
+            + "cluster CA in a directory, or in a Secret unless it exists (docs/peers.md). "
+            + COMMAND + " " + MoveCommand.NAME + " --help: moves a volume from another node's pool (docs/moving.md).";
 
     private static final Option ENDPOINT = valued(
             "endpoint", "ENDPOINT", "CSI endpoint: unix:///path/to/csi.sock or a plain path (default: $CSI_ENDPOINT).");

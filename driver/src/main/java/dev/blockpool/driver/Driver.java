@@ -40,6 +40,7 @@ import dev.blockpool.node.NodeIdentity;
 import dev.blockpool.node.NodeService;
 import dev.blockpool.node.PoolVolumeCatalog;
 import dev.blockpool.peer.PeerChannel;
+import dev.blockpool.peer.VolumeRetirer;
 import dev.blockpool.pool.ImageFiles;
 import dev.blockpool.pool.MemberFreeze;
 import dev.blockpool.pool.NodeClaim;
@@ -434,10 +435,16 @@ public final class Driver {
         return services;
     }
 
-    /** The other nodes read this node's pool, and hand it ModifyVolume of its volumes, once it is open. */
+    /**
+     * The other nodes read this node's pool, hand it ModifyVolume of its volumes and retire those
+     * that moved to them, once it is open.
+     */
     private static void serveToPeers(PeerChannel channel, Pool pool, ControllerService controller) {
         try {
-            channel.serve(new PoolImageExports(pool, Clock.systemUTC()), controller::modifyHere);
+            channel.serve(
+                    new PoolImageExports(pool, Clock.systemUTC()),
+                    controller::modifyHere,
+                    VolumeRetirer.of(controller::holderHere, controller::retireHere));
         } catch (IOException e) {
             throw new IllegalArgumentException(e.getMessage(), e);
         }

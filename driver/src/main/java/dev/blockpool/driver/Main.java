@@ -4,6 +4,7 @@ import dev.blockpool.common.StorageException;
 import dev.blockpool.csi.PoolScope;
 import dev.blockpool.driver.logging.LogConfigurator;
 import dev.blockpool.flexvolume.FlexVolume;
+import dev.blockpool.peer.MoveCommand;
 import dev.blockpool.peer.PeerCaCommand;
 import dev.blockpool.pool.Ids;
 import java.io.IOException;
@@ -40,6 +41,9 @@ public final class Main {
         }
         if (args.length > 0 && args[0].equals(PeerCaCommand.NAME)) {
             return PeerCaCommand.run(List.of(args).subList(1, args.length).toArray(String[]::new));
+        }
+        if (args.length > 0 && args[0].equals(MoveCommand.NAME)) {
+            return MoveCommand.run(List.of(args).subList(1, args.length).toArray(String[]::new));
         }
         Arguments arguments;
         try {

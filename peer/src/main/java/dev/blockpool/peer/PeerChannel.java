@@ -48,11 +48,12 @@ public final class PeerChannel implements AutoCloseable {
         return client;
     }
 
-    /** Serves this node's pool and its ControllerModifyVolume to the other nodes; once. */
-    public synchronized void serve(ImageExports exports, VolumeModifier modifier) throws IOException {
+    /** Serves this node's pool, its ControllerModifyVolume and its moved volumes' retirement to the other nodes; once. */
+    public synchronized void serve(ImageExports exports, VolumeModifier modifier, VolumeRetirer retirer)
+            throws IOException {
         if (server.isEmpty()) {
             server = Optional.of(PeerServer.start(
-                    config.listen(), certificates, exports, modifier, config.bandwidthBytesPerSecond()));
+                    config.listen(), certificates, exports, modifier, retirer, config.bandwidthBytesPerSecond()));
         }
     }
 

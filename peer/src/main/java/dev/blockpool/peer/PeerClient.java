@@ -3,15 +3,20 @@ package dev.blockpool.peer;
 import csi.v1.Csi.ControllerModifyVolumeRequest;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.controller.OtherNodes;
+import dev.blockpool.peer.v1.DescribeVolumeRequest;
+import dev.blockpool.peer.v1.DescribeVolumeResponse;
 import dev.blockpool.peer.v1.LocateRequest;
 import dev.blockpool.peer.v1.LocateResponse;
 import dev.blockpool.peer.v1.OpenRequest;
 import dev.blockpool.peer.v1.OpenResponse;
 import dev.blockpool.peer.v1.PeerGrpc;
 import dev.blockpool.peer.v1.ReleaseRequest;
+import dev.blockpool.peer.v1.RetireVolumeRequest;
 import dev.blockpool.peer.v1.Transfer;
 import dev.blockpool.pool.ContentSource;
+import dev.blockpool.pool.Volume;
 import dev.blockpool.pool.transfer.ImageReader;
+import dev.blockpool.pool.transfer.MovedVolumeRecords;
 import dev.blockpool.pool.transfer.RemoteImage;
 import io.grpc.ManagedChannel;
 import io.grpc.StatusRuntimeException;
@@ -61,16 +66,13 @@ public final class PeerClient implements OtherNodes, AutoCloseable {
         this.directory = directory;
     }
 
-    @Override
-    public Optional<RemoteImage> open(ContentSource source, String transferId) {
-        return open(source, transferId, Optional.empty()).map(RemoteImage.class::cast);
-    }
-
     /**
      * The source's image opened for {@code transferId} on the peer that holds it, with {@code
-     * basis} (the identity of an earlier transfer's image) when the destination holds one.
+     * basis} (the identity of an earlier transfer's image) when the destination holds one: a
+     * {@link PeerImage}.
      */
-    public Optional<PeerImage> open(ContentSource source, String transferId, Optional<String> basis) {
+    @Override
+    public Optional<RemoteImage> open(ContentSource source, String transferId, Optional<String> basis) {
         Optional<PeerAddress> holder = locate(source);
         if (holder.isEmpty()) {
             return Optional.empty();
@@ -81,8 +83,17 @@ public final class PeerClient implements OtherNodes, AutoCloseable {
             OpenResponse opened = stub(peer)
                     .withDeadlineAfter(CALL_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)
                     .open(OpenRequest.newBuilder().setTransfer(transfer).build());
+            Optional<String> sentBasis =
+                    opened.hasBasis() ? Optional.of(Wire.id("basis", opened.getBasis())) : Optional.empty();
             return Optional.of(new PeerImage(
-                    peer, stub(peer), CALL_DEADLINE, transfer, opened.getSizeBytes(), opened.getIdentity(), this));
+                    peer,
+                    stub(peer),
+                    CALL_DEADLINE,
+                    transfer,
+                    opened.getSizeBytes(),
+                    opened.getIdentity(),
+                    sentBasis,
+                    this));
         } catch (StatusRuntimeException e) {
             throw PeerFailures.of(e, peer, "opening " + Wire.describe(source) + " for transfer " + transferId);
         }
@@ -118,13 +129,59 @@ public final class PeerClient implements OtherNodes, AutoCloseable {
      */
     @Override
     public void release(String node, String transferId) {
-        PeerAddress peer = directory.peers().stream()
+        release(peerNamed(node, "release transfer " + transferId), transferId);
+    }
+
+    /** A volume of another node's pool as a move reads it: its record, and what holds it there. */
+    public record SourceVolume(Volume volume, Optional<String> inUse) {}
+
+    /** The volume {@code volumeId} in {@code node}'s pool; empty when that pool holds none of that ID. */
+    public Optional<SourceVolume> describeVolume(String node, String volumeId) {
+        PeerAddress peer = peerNamed(node, "describe volume " + volumeId);
+        DescribeVolumeResponse described;
+        try {
+            described = stub(peer)
+                    .withDeadlineAfter(CALL_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)
+                    .describeVolume(DescribeVolumeRequest.newBuilder()
+                            .setVolumeId(volumeId)
+                            .build());
+        } catch (StatusRuntimeException e) {
+            throw PeerFailures.of(e, peer, "describing volume " + volumeId);
+        }
+        if (!described.getFound()) {
+            return Optional.empty();
+        }
+        Volume volume =
+                MovedVolumeRecords.decode(node, volumeId, described.getRecord().toByteArray());
+        String inUse = described.getInUse();
+        return Optional.of(new SourceVolume(volume, inUse.isEmpty() ? Optional.empty() : Optional.of(inUse)));
+    }
+
+    /**
+     * Has {@code node} delete its copy of {@code volumeId}, which this node, {@code movedToNode},
+     * has committed: FAILED_PRECONDITION while the volume is in use there; nothing when it is gone.
+     */
+    public void retireVolume(String node, String volumeId, String movedToNode) {
+        PeerAddress peer = peerNamed(node, "retire volume " + volumeId);
+        try {
+            stub(peer)
+                    .withDeadlineAfter(CALL_DEADLINE.toMillis(), TimeUnit.MILLISECONDS)
+                    .retireVolume(RetireVolumeRequest.newBuilder()
+                            .setVolumeId(volumeId)
+                            .setMovedToNode(movedToNode)
+                            .build());
+        } catch (StatusRuntimeException e) {
+            throw PeerFailures.of(e, peer, "retiring volume " + volumeId);
+        }
+    }
+
+    /** The peer of node {@code node}; UNAVAILABLE, saying to {@code doing} later, when it is not among them now. */
+    private PeerAddress peerNamed(String node, String doing) {
+        return directory.peers().stream()
                 .filter(candidate -> candidate.node().equals(node))
                 .findFirst()
                 .orElseThrow(() -> StorageException.unavailable(
-                        "node %s is not among this node's peers now: release transfer %s there later",
-                        node, transferId));
-        release(peer, transferId);
+                        "node %s is not among this node's peers now: %s there later", node, doing));
     }
 
     /** Ends the transfer {@code transferId} on {@code peer}. */

@@ -11,6 +11,7 @@ import dev.blockpool.pool.transfer.RemoteImage;
 import io.grpc.StatusRuntimeException;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -26,6 +27,7 @@ public final class PeerImage implements RemoteImage {
     private final Transfer transfer;
     private final long sizeBytes;
     private final String identity;
+    private final Optional<String> basis;
     private final PeerClient client;
 
     PeerImage(
@@ -35,6 +37,7 @@ public final class PeerImage implements RemoteImage {
             Transfer transfer,
             long sizeBytes,
             String identity,
+            Optional<String> basis,
             PeerClient client) {
         this.peer = peer;
         this.stub = stub;
@@ -42,6 +45,7 @@ public final class PeerImage implements RemoteImage {
         this.transfer = transfer;
         this.sizeBytes = sizeBytes;
         this.identity = identity;
+        this.basis = basis;
         this.client = client;
     }
 
@@ -58,6 +62,11 @@ public final class PeerImage implements RemoteImage {
     @Override
     public String identity() {
         return identity;
+    }
+
+    @Override
+    public Optional<String> basis() {
+        return basis;
     }
 
     @Override

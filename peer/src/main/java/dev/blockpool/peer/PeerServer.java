@@ -68,14 +68,15 @@ public final class PeerServer implements AutoCloseable {
     }
 
     /**
-     * Serves this node's pool ({@code exports}) and ControllerModifyVolume ({@code modifier}) to
-     * its peers on {@code listen}, at most {@code bandwidthBytesPerSecond} (0: no limit).
+     * Serves this node's pool ({@code exports}), ControllerModifyVolume ({@code modifier}) and the
+     * retirement of volumes that moved away ({@code retirer}) to its peers on {@code listen}, at most {@code bandwidthBytesPerSecond} (0: no limit).
      */
     public static PeerServer start(
             HttpAddress listen,
             NodeCertificates certificates,
             ImageExports exports,
             VolumeModifier modifier,
+            VolumeRetirer retirer,
             long bandwidthBytesPerSecond)
             throws IOException {
         return start(
@@ -83,6 +84,7 @@ public final class PeerServer implements AutoCloseable {
                 certificates,
                 exports,
                 modifier,
+                retirer,
                 Bounds.DEFAULT,
                 new BandwidthLimit(bandwidthBytesPerSecond, BandwidthLimit.SYSTEM));
     }
@@ -92,6 +94,7 @@ public final class PeerServer implements AutoCloseable {
             NodeCertificates certificates,
             ImageExports exports,
             VolumeModifier modifier,
+            VolumeRetirer retirer,
             Bounds bounds,
             BandwidthLimit bandwidth)
             throws IOException {
@@ -102,7 +105,7 @@ public final class PeerServer implements AutoCloseable {
         EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
         EventLoopGroup workers = new MultiThreadIoEventLoopGroup(2, NioIoHandler.newFactory());
         PeerCalls calls = new PeerCalls(bounds.threads(), bounds.callDeadline());
-        PeerService service = new PeerService(exports, modifier, calls, bandwidth);
+        PeerService service = new PeerService(exports, modifier, retirer, calls, bandwidth);
         Server server = NettyServerBuilder.forAddress(bind)
                 .channelFactory(() -> new BoundedServerSocketChannel(connections, bounds.connections()))
                 .bossEventLoopGroup(boss)

@@ -4,6 +4,8 @@ import com.google.protobuf.ByteString;
 import csi.v1.Csi.ControllerModifyVolumeRequest;
 import csi.v1.Csi.ControllerModifyVolumeResponse;
 import dev.blockpool.csi.CsiException;
+import dev.blockpool.peer.v1.DescribeVolumeRequest;
+import dev.blockpool.peer.v1.DescribeVolumeResponse;
 import dev.blockpool.peer.v1.LocateRequest;
 import dev.blockpool.peer.v1.LocateResponse;
 import dev.blockpool.peer.v1.OpenRequest;
@@ -15,11 +17,15 @@ import dev.blockpool.peer.v1.ReadRequest;
 import dev.blockpool.peer.v1.ReadResponse;
 import dev.blockpool.peer.v1.ReleaseRequest;
 import dev.blockpool.peer.v1.ReleaseResponse;
+import dev.blockpool.peer.v1.RetireVolumeRequest;
+import dev.blockpool.peer.v1.RetireVolumeResponse;
 import dev.blockpool.peer.v1.Transfer;
 import dev.blockpool.pool.ContentSource;
+import dev.blockpool.pool.Volume;
 import dev.blockpool.pool.transfer.Chunk;
 import dev.blockpool.pool.transfer.ImageExports;
 import dev.blockpool.pool.transfer.ImageReader;
+import dev.blockpool.pool.transfer.MovedVolumeRecords;
 import io.grpc.stub.StreamObserver;
 import java.util.Optional;
 
@@ -32,12 +38,19 @@ final class PeerService extends PeerGrpc.PeerImplBase {
 
     private final ImageExports exports;
     private final VolumeModifier modifier;
+    private final VolumeRetirer retirer;
     private final PeerCalls calls;
     private final BandwidthLimit bandwidth;
 
-    PeerService(ImageExports exports, VolumeModifier modifier, PeerCalls calls, BandwidthLimit bandwidth) {
+    PeerService(
+            ImageExports exports,
+            VolumeModifier modifier,
+            VolumeRetirer retirer,
+            PeerCalls calls,
+            BandwidthLimit bandwidth) {
         this.exports = exports;
         this.modifier = modifier;
+        this.retirer = retirer;
         this.calls = calls;
         this.bandwidth = bandwidth;
     }
@@ -57,10 +70,11 @@ final class PeerService extends PeerGrpc.PeerImplBase {
     public void open(OpenRequest request, StreamObserver<OpenResponse> observer) {
         calls.run(PeerGrpc.getOpenMethod().getFullMethodName(), observer, () -> {
             try (ImageReader reader = open(request.getTransfer())) {
-                return OpenResponse.newBuilder()
+                OpenResponse.Builder response = OpenResponse.newBuilder()
                         .setSizeBytes(reader.sizeBytes())
-                        .setIdentity(reader.identity())
-                        .build();
+                        .setIdentity(reader.identity());
+                reader.basis().ifPresent(response::setBasis);
+                return response.build();
             }
         });
     }
@@ -113,6 +127,28 @@ final class PeerService extends PeerGrpc.PeerImplBase {
         calls.run(PeerGrpc.getModifyVolumeMethod().getFullMethodName(), observer, () -> {
             Wire.id("volume id", request.getVolumeId());
             return modifier.modify(request);
+        });
+    }
+
+    @Override
+    public void describeVolume(DescribeVolumeRequest request, StreamObserver<DescribeVolumeResponse> observer) {
+        calls.run(PeerGrpc.getDescribeVolumeMethod().getFullMethodName(), observer, () -> {
+            String volumeId = Wire.id("volume id", request.getVolumeId());
+            Optional<Volume> volume = exports.volume(volumeId);
+            DescribeVolumeResponse.Builder response = DescribeVolumeResponse.newBuilder();
+            volume.ifPresent(found -> response.setFound(true)
+                    .setRecord(ByteString.copyFrom(MovedVolumeRecords.encode(found)))
+                    .setInUse(retirer.holder(volumeId).orElse("")));
+            return response.build();
+        });
+    }
+
+    @Override
+    public void retireVolume(RetireVolumeRequest request, StreamObserver<RetireVolumeResponse> observer) {
+        calls.run(PeerGrpc.getRetireVolumeMethod().getFullMethodName(), observer, () -> {
+            retirer.retire(
+                    Wire.id("volume id", request.getVolumeId()), Wire.id("moved-to node", request.getMovedToNode()));
+            return RetireVolumeResponse.getDefaultInstance();
         });
     }
 

@@ -2,6 +2,7 @@ package dev.blockpool.peer;
 
 import dev.blockpool.common.StorageException;
 import dev.blockpool.pool.ContentSource;
+import dev.blockpool.pool.Volume;
 import dev.blockpool.pool.extents.ByteRange;
 import dev.blockpool.pool.transfer.Chunk;
 import dev.blockpool.pool.transfer.ImageExports;
@@ -25,12 +26,24 @@ final class FakeExports implements ImageExports {
     static final int BLOCK = 64 << 10;
 
     private final Map<ContentSource, byte[]> images = new ConcurrentHashMap<>();
+    private final Map<String, Volume> volumes = new ConcurrentHashMap<>();
     final AtomicInteger calls = new AtomicInteger();
     final List<String> released = Collections.synchronizedList(new ArrayList<>());
 
     FakeExports holding(ContentSource source, byte[] image) {
         images.put(source, image);
         return this;
+    }
+
+    FakeExports holding(Volume volume) {
+        volumes.put(volume.id(), volume);
+        return this;
+    }
+
+    @Override
+    public Optional<Volume> volume(String volumeId) {
+        calls.incrementAndGet();
+        return Optional.ofNullable(volumes.get(volumeId));
     }
 
     @Override
@@ -55,6 +68,11 @@ final class FakeExports implements ImageExports {
             @Override
             public String identity() {
                 return "image-" + Arrays.hashCode(image);
+            }
+
+            @Override
+            public Optional<String> basis() {
+                return Optional.empty();
             }
 
             @Override

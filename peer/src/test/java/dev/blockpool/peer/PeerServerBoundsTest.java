@@ -54,7 +54,7 @@ class PeerServerBoundsTest {
                 VolumeModifier.NONE,
                 BOUNDS,
                 new BandwidthLimit(chunk, clock)); // one chunk a second
-        PeerImage image = peers.client(nodeA, TestPeers.at("node-b", server))
+        PeerImage image = (PeerImage) peers.client(nodeA, TestPeers.at("node-b", server))
                 .open(SNAPSHOT, "transfer-1", Optional.empty())
                 .orElseThrow();
 

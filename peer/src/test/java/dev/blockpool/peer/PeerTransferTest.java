@@ -92,7 +92,8 @@ class PeerTransferTest {
         FakeExports exports = new FakeExports().holding(SNAPSHOT, new byte[] {1});
         PeerServer server = peers.server("node-b", exports);
         PeerClient client = peers.client(peers.certificates("node-a"), TestPeers.at("node-b", server));
-        PeerImage remote = client.open(SNAPSHOT, "transfer-1", Optional.empty()).orElseThrow();
+        PeerImage remote = (PeerImage)
+                client.open(SNAPSHOT, "transfer-1", Optional.empty()).orElseThrow();
 
         exports.holding(SNAPSHOT, new byte[] {2}); // another image under the same name
 

@@ -63,8 +63,19 @@ final class TestPeers implements BeforeEachCallback, AfterEachCallback {
             PeerServer.Bounds bounds,
             BandwidthLimit bandwidth)
             throws Exception {
-        return keep(
-                PeerServer.start(new HttpAddress("127.0.0.1", 0), certificates, exports, modifier, bounds, bandwidth));
+        return server(certificates, exports, modifier, VolumeRetirer.NONE, bounds, bandwidth);
+    }
+
+    PeerServer server(
+            NodeCertificates certificates,
+            ImageExports exports,
+            VolumeModifier modifier,
+            VolumeRetirer retirer,
+            PeerServer.Bounds bounds,
+            BandwidthLimit bandwidth)
+            throws Exception {
+        return keep(PeerServer.start(
+                new HttpAddress("127.0.0.1", 0), certificates, exports, modifier, retirer, bounds, bandwidth));
     }
 
     PeerClient client(NodeCertificates certificates, PeerAddress... peers) {

@@ -28,7 +28,9 @@ public final class RecordCodecs {
     /** What a volume was made from, as its record and a transfer's records write it. */
     public static final RecordCodec<ContentSource> CONTENT_SOURCE = ContentSourceFields.CODEC;
 
-    static final RecordCodec<Volume> VOLUME = VolumeFields.CODEC;
+    /** A volume's record, as volumes/<id>.json and a move over the peer channel carry it. */
+    public static final RecordCodec<Volume> VOLUME = VolumeFields.CODEC;
+
     static final RecordCodec<Snapshot> SNAPSHOT = SnapshotFields.CODEC;
     static final RecordCodec<GroupSnapshot> GROUP_SNAPSHOT = GroupSnapshotFields.CODEC;
     static final RecordCodec<NodeRecord> NODE = NodeFields.CODEC;

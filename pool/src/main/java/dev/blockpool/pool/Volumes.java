@@ -108,6 +108,41 @@ public final class Volumes {
                 Optional.of(imported));
     }
 
+    /**
+     * Makes {@code moved}, a volume of another node's pool that moves to this one, from the image
+     * pulled of it into {@code imported}: the same ID and record (its attachments, which were the
+     * other node's, aside), committed as {@link #createFromImport} commits. The volume as it is
+     * when this move committed it before (the same name and creation time); CONFLICT when a volume
+     * of that ID was made otherwise.
+     */
+    public Volume createMoved(Volume moved, Path imported) {
+        Volume volume = moved.withAttachments(List.of());
+        Optional<Volume> existing = records.find(volume.id());
+        if (existing.isPresent()) {
+            if (!existing.get().name().equals(volume.name())
+                    || !existing.get().createdAt().equals(volume.createdAt())) {
+                throw StorageException.conflict(
+                        "volume %s exists in this pool already, created %s, not as the volume moved here (created %s)",
+                        volume.id(), existing.get().createdAt(), volume.createdAt());
+            }
+            return existing.get();
+        }
+        SourceImage source = new SourceImage(imported, PoolCapacity.sizeOf(imported), true);
+        records.create(
+                volume.id(),
+                volume.capacityBytes(),
+                volume.allocation(),
+                volume,
+                Optional.of(imported),
+                image -> copyFrom(source, image, volume.capacityBytes(), volume.allocation()));
+        log.info(
+                "created volume {} ({}, {} bytes), moved from another node",
+                volume.id(),
+                volume.name(),
+                volume.capacityBytes());
+        return volume;
+    }
+
     private Volume create(VolumeSpec spec, Supplier<Optional<SourceImage>> sourceOf, Optional<Path> movedFrom) {
         String id = Ids.volumeIdFor(spec.name());
         Optional<Volume> existing = records.find(id);
@@ -131,7 +166,7 @@ public final class Volumes {
                 List.of());
         records.create(id, spec.capacityBytes(), spec.allocation(), volume, movedFrom, image -> {
             if (source.isPresent()) {
-                copyFrom(source.get(), image, spec);
+                copyFrom(source.get(), image, spec.capacityBytes(), spec.allocation());
             } else {
                 images.create(image, spec.capacityBytes(), spec.allocation());
             }
@@ -258,7 +293,7 @@ public final class Volumes {
         return new SourceImage(imagePath(sourceVolume.id()), sourceVolume.capacityBytes(), false);
     }
 
-    private void copyFrom(SourceImage source, Path image, VolumeSpec spec) {
+    private void copyFrom(SourceImage source, Path image, long capacityBytes, Allocation allocation) {
         if (source.moved()) {
             move(source.image(), image);
         } else {
@@ -266,9 +301,9 @@ public final class Volumes {
             log.debug("copied {} to {} by {}", source.image(), image, method);
         }
         // grow also preallocates: a copy of a sparse source keeps its holes otherwise
-        if (source.size() < spec.capacityBytes() || spec.allocation() == Allocation.PREALLOCATED) {
+        if (source.size() < capacityBytes || allocation == Allocation.PREALLOCATED) {
             try {
-                images.grow(image, spec.capacityBytes(), spec.allocation());
+                images.grow(image, capacityBytes, allocation);
             } catch (RuntimeException failure) {
                 if (source.moved()) {
                     move(image, source.image()); // the pulled data stays for the retry, rather than go with the undo

@@ -47,8 +47,10 @@ import org.junit.jupiter.api.TestInstance;
  * Two nodes, each with a pool of its own, as the packaged binary serves them (`--pool-scope node`),
  * joined by the peer channel on loopback ports with a CA that `blockpool-csi peer-ca` made: a
  * snapshot or volume of node a restored or cloned on node b arrives byte for byte, and a transfer
- * cut by a killed driver, on either side, finishes once the call is retried. A client without the
- * cluster's certificate learns nothing.
+ * cut by a killed driver, on either side, finishes once the call is retried. A volume moved from
+ * node a to node b by `blockpool-csi move` holds every byte written before its last round, and a
+ * move killed in its last steps finishes when run again. A client without the cluster's
+ * certificate learns nothing.
  */
 @NeedsRoot
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -192,6 +194,41 @@ class PeerTransferRealHostTest {
     }
 
     @Test
+    void aVolumeMovesToNodeBInRoundsWhileWrittenAndAKilledLastStepFinishesWhenRunAgain() throws Exception {
+        long size = 32 * MIB;
+        String volume = volumeWithData(a, "pvc-moving", size, dataEvery(2 * MIB, 8));
+
+        Move copied = move(volume, null);
+        assertThat(copied.exitCode()).as(copied.output()).isZero();
+        assertThat(copied.output()).contains("round 1: " + 8 * MIB + " bytes copied (every range that holds data");
+        writeRandom(volumeImage(a, volume), size, List.of(MIB, 17 * MIB)); // the workload writes on
+        Move again = move(volume, null, "--rounds", "1");
+        assertThat(again.exitCode()).as(again.output()).isZero();
+        assertThat(again.output()).contains("round 1: " + 2 * MIB + " bytes copied (what changed since");
+        writeRandom(volumeImage(a, volume), size, List.of(3 * MIB, 30 * MIB)); // its last writes
+        byte[] last = Files.readAllBytes(volumeImage(a, volume));
+
+        // killed with the first chunk of its first round written over the image, the second not yet
+        // (a mix of two rounds); then once the volume is committed
+        Move cutInARound = move(volume, "pull.chunk-written", "--final");
+        assertThat(cutInARound.exitCode()).as(cutInARound.output()).isEqualTo(137);
+        assertThat(volumeImage(b, volume)).doesNotExist();
+        Move cutAfterCommit = move(volume, "move.committed", "--final");
+        assertThat(cutAfterCommit.exitCode()).as(cutAfterCommit.output()).isEqualTo(137);
+        assertThat(volumeImage(a, volume)).as("retired only after the commit").exists();
+        Move finished = move(volume, null, "--final");
+
+        assertThat(finished.exitCode()).as(finished.output()).isZero();
+        assertThat(finished.output()).contains("moved from node node-a to node node-b");
+        assertThat(Arrays.mismatch(last, Files.readAllBytes(volumeImage(b, volume))))
+                .as("first byte that differs from what node a held")
+                .isEqualTo(-1);
+        assertThat(volumeImage(a, volume)).doesNotExist();
+        assertThat(a.driver().pool().resolve("volumes").resolve(volume + ".json"))
+                .doesNotExist();
+    }
+
+    @Test
     void aClientWithoutTheClustersCertificateLearnsNothing() throws Exception {
         SSLContext anyServer = SSLContext.getInstance("TLS");
         anyServer.init(null, new TrustManager[] {new TrustingAnyone()}, new SecureRandom());
@@ -235,7 +272,13 @@ class PeerTransferRealHostTest {
                         .build())
                 .getVolume()
                 .getVolumeId();
-        try (RandomAccessFile image = new RandomAccessFile(volumeImage(node, id).toFile(), "rw")) {
+        writeRandom(volumeImage(node, id), size, offsets);
+        return id;
+    }
+
+    /** 1 MiB of random data at each offset of the image of a volume of {@code size} bytes. */
+    private void writeRandom(Path file, long size, List<Long> offsets) throws IOException {
+        try (RandomAccessFile image = new RandomAccessFile(file.toFile(), "rw")) {
             for (long offset : offsets) {
                 byte[] data = new byte[(int) Math.min(MIB, size - offset)];
                 random.nextBytes(data);
@@ -244,7 +287,43 @@ class PeerTransferRealHostTest {
             }
             image.getFD().sync();
         }
-        return id;
+    }
+
+    /** What `blockpool-csi move` printed and its exit code. */
+    private record Move(int exitCode, String output) {}
+
+    /**
+     * `blockpool-csi move` of {@code volumeId} from node a, run on node b's pool as its operator
+     * would, stopped dead at {@code killPoint} when one is named.
+     */
+    private Move move(String volumeId, String killPoint, String... extra) throws IOException, InterruptedException {
+        List<String> command = Stream.concat(
+                        Stream.of(
+                                REPO.resolve("bin/blockpool-csi").toString(),
+                                "move",
+                                "--pool-dir",
+                                b.driver().pool().toString(),
+                                "--node-id",
+                                b.id(),
+                                "--peer-ca-dir",
+                                ca.toString(),
+                                "--from",
+                                a.id() + "=127.0.0.1:" + a.peerPort(),
+                                "--volume",
+                                volumeId),
+                        Arrays.stream(extra))
+                .toList();
+        ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true);
+        if (killPoint != null) {
+            builder.environment().put("BLOCKPOOL_TEST_KILL_POINT", killPoint);
+        }
+        Process process = builder.start();
+        String output = new String(process.getInputStream().readAllBytes());
+        if (!process.waitFor(RESTORE_LIMIT.toSeconds(), TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new AssertionError("move did not end: " + output);
+        }
+        return new Move(process.exitValue(), output);
     }
 
     private static List<Long> dataEvery(long step, int count) {

@@ -32,11 +32,14 @@ final class ExportedImage implements ImageReader {
     private final Path image;
     private final long sizeBytes;
     private final String identity;
-    private final Optional<Path> basis;
+    private final Optional<Basis> basis;
     private final String what;
     private final BlockingCalls blocking;
     private final Runnable used;
     private FileChannel channel;
+
+    /** The earlier image of the same source that the destination holds, as the source keeps it. */
+    record Basis(Path image, String identity) {}
 
     /**
      * @param basis the image the destination holds, when the source keeps it: ranges are then those changed since
@@ -47,7 +50,7 @@ final class ExportedImage implements ImageReader {
             Path image,
             long sizeBytes,
             String identity,
-            Optional<Path> basis,
+            Optional<Basis> basis,
             String what,
             BlockingCalls blocking,
             Runnable used) {
@@ -71,6 +74,11 @@ final class ExportedImage implements ImageReader {
     }
 
     @Override
+    public Optional<String> basis() {
+        return basis.map(Basis::identity);
+    }
+
+    @Override
     public List<ByteRange> ranges(long from, int max) {
         if (from < 0 || from > sizeBytes || max < 1) {
             throw StorageException.outOfRange(
@@ -81,7 +89,7 @@ final class ExportedImage implements ImageReader {
         blocking.run(CALL_DEADLINE, "marking " + what + " used", used);
         try (SnapshotRanges ranges = basis.isPresent()
                 ? SnapshotRanges.delta(
-                        basis.get(),
+                        basis.get().image(),
                         what + " (its basis)",
                         image,
                         what,

@@ -1,6 +1,7 @@
 package dev.blockpool.pool.transfer;
 
 import dev.blockpool.pool.ContentSource;
+import dev.blockpool.pool.Volume;
 import java.util.Optional;
 
 /**
@@ -11,6 +12,12 @@ public interface ImageExports {
 
     /** The size of the snapshot or volume when this pool holds it; empty when it does not. */
     Optional<Long> find(ContentSource source);
+
+    /**
+     * The record of a volume this pool holds, as a node it moves to recreates it; empty when it
+     * holds none of that ID.
+     */
+    Optional<Volume> volume(String volumeId);
 
     /**
      * Opens {@code source} for the transfer {@code transferId}: a snapshot's own image (it never

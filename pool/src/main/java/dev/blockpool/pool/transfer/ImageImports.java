@@ -2,6 +2,7 @@ package dev.blockpool.pool.transfer;
 
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.StorageException;
+import dev.blockpool.common.TestKillPoint;
 import dev.blockpool.pool.Allocation;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Ids;
@@ -37,6 +38,15 @@ import org.slf4j.LoggerFactory;
  * before the record says so: a pull of the same source image (its identity) continues from there,
  * after a dropped connection or in a new process; a pull of a source that changed starts over.
  * While it exists, the incoming image holds its full size among the pool's promises.
+ *
+ * <p>A pull that holds a finished image may take the source's next round (a volume's copy frozen
+ * again, opened on the identity it holds: {@link #basisFor}) as a delta: only the ranges changed
+ * since are written over it, those that became holes punched as holes (written as zeros where the
+ * filesystem cannot punch them). Its record says which round it
+ * applies from which, so that a delta cut short, which leaves the image a mix of the two, is
+ * applied again from where it stood (the source keeps the basis until its next round); a source
+ * that no longer offers that delta has the pull start over with the whole image. A mix is never
+ * finished, so never made a volume.
  */
 public final class ImageImports {
 
@@ -79,20 +89,22 @@ public final class ImageImports {
 
     /**
      * Pulls {@code image}, the snapshot or volume {@code source} of another node, for the volume
-     * {@code targetId}, continuing what an earlier pull of the same image left; returns once the
-     * whole image is here. A source that cannot be reached fails with its error (UNAVAILABLE), and
-     * what arrived before stays for the next pull. {@code image} is opened without a basis: a pull
-     * fills an image of nothing, so it needs every range that holds data.
+     * {@code targetId}, continuing what an earlier pull of the same image left; returns, once the
+     * whole image is here, the bytes it wrote. A source that cannot be reached fails with its error
+     * (UNAVAILABLE), and what arrived before stays for the next pull. {@code image} is opened on
+     * the basis {@link #basisFor} names (none for a restore or clone, which holds nothing yet): on a
+     * basis, it is a delta round. PRECONDITION, the pull discarded so that the next starts over,
+     * when it is a delta from an image this pull does not hold whole.
      */
-    public void pull(String targetId, ContentSource source, RemoteImage image, Progress progress) {
+    public long pull(String targetId, ContentSource source, RemoteImage image, Progress progress) {
         TransferIds.requireVolumeId(targetId);
         TransferIds.requireSource(source);
         Pull pull = startingPoint(targetId, source, image);
         Path file = imagePath(targetId);
         String what = TransferIds.describe(source) + " from node " + pull.node();
         progress.reached(pull.doneBytes(), pull.sizeBytes());
-        try (FileChannel channel = open(file)) {
-            Writer writer = new Writer(targetId, pull, channel, what, progress);
+        try (FileChannel channel = open(file);
+                Writer writer = new Writer(targetId, pull, file, channel, what, progress)) {
             try {
                 copy(image, writer);
             } catch (StorageException failure) {
@@ -100,10 +112,19 @@ public final class ImageImports {
                 throw failure;
             }
             writer.record(pull.sizeBytes());
+            log.info(
+                    "pulled {} ({} bytes, {} written{}) for volume {}",
+                    what,
+                    pull.sizeBytes(),
+                    writer.writtenBytes,
+                    pull.basis()
+                            .map(basis -> " as changed since image " + basis)
+                            .orElse(""),
+                    targetId);
+            return writer.writtenBytes;
         } catch (IOException e) {
             throw StorageException.io(e, "cannot write %s", file);
         }
-        log.info("pulled {} ({} bytes) for volume {}", what, pull.sizeBytes(), targetId);
     }
 
     /** Asks the source for its ranges from where the pull stands, and copies them until there are none. */
@@ -169,6 +190,15 @@ public final class ImageImports {
                 writer.what, writer.targetId, length, offset, READ_ATTEMPTS, problem, writer.recordedBytes);
     }
 
+    private static boolean allZeros(byte[] data) {
+        for (byte b : data) {
+            if (b != 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     private static int crc32c(byte[] data) {
         CRC32C crc = new CRC32C();
         crc.update(data);
@@ -180,35 +210,48 @@ public final class ImageImports {
         String node = Ids.requireNodeId(image.node());
         long size = image.sizeBytes();
         String identity = image.identity();
-        if (size < 0 || identity.isEmpty() || identity.length() > MAX_IDENTITY_CHARS) {
+        Optional<String> basis = image.basis();
+        if (size < 0
+                || identity.isEmpty()
+                || identity.length() > MAX_IDENTITY_CHARS
+                || basis.map(String::length).orElse(1) > MAX_IDENTITY_CHARS) {
             throw StorageException.internal(
                     "node %s answered for %s a size of %d bytes and an identity of %d characters: "
                             + "not an image; look at the driver's log on node %s",
                     node, TransferIds.describe(source), size, identity.length(), node);
         }
-        Pull wanted = new Pull(node, source, identity, size, 0);
+        Pull wanted = new Pull(node, source, identity, size, 0, basis);
         Path file = imagePath(targetId);
         return blocking.call(CALL_DEADLINE, "preparing " + file, () -> resumeOrStart(targetId, wanted));
     }
 
     /**
-     * The progress to continue from: the recorded one when it is of the same source image and its
-     * image is there at the size; else a new, empty image of the source's size (its promise held
-     * before it is made) and a record of nothing done.
+     * The progress to continue from: the recorded one when it is of the same source image (and,
+     * unless finished, on the same basis) and its image is there at the size; a delta round's
+     * start when the source sends only what changed since the image held; else a new, empty image
+     * of the source's size (its promise held before it is made) and a record of nothing done.
      */
     private Pull resumeOrStart(String targetId, Pull wanted) {
         ContentSource source = wanted.source();
         long size = wanted.sizeBytes();
-        Optional<Pull> recorded = recorded(targetId);
         Path file = imagePath(targetId);
-        if (recorded.isPresent() && recorded.get().ofSameImage(wanted) && sizeIs(file, size)) {
-            log.info(
-                    "continuing the pull of {} for volume {} at offset {} of {}",
-                    TransferIds.describe(source),
-                    targetId,
-                    recorded.get().doneBytes(),
-                    size);
-            return recorded.get();
+        Optional<Pull> recorded = recorded(targetId);
+        Optional<Pull> held = recorded.filter(pull -> sizeIs(file, pull.sizeBytes()));
+        if (held.isPresent()
+                && held.get().ofSameImage(wanted)
+                && (held.get().finished() || held.get().basis().equals(wanted.basis()))) {
+            if (!held.get().finished()) {
+                log.info(
+                        "continuing the pull of {} for volume {} at offset {} of {}",
+                        TransferIds.describe(source),
+                        targetId,
+                        held.get().doneBytes(),
+                        size);
+            }
+            return held.get();
+        }
+        if (wanted.basis().isPresent()) {
+            return deltaRound(targetId, held, wanted);
         }
         recorded.ifPresent(before -> log.info(
                 "starting the pull of {} for volume {} over: the image pulled before was {} (identity {}), the "
@@ -225,6 +268,59 @@ public final class ImageImports {
                     records.write(targetId, wanted);
                     return wanted;
                 });
+    }
+
+    /**
+     * A round that writes only what changed since the image held whole, recorded before its first
+     * write; refused, the held pull discarded, when the pull holds no such image (another round,
+     * a mix, another size: the volume was expanded): the next pull, without a basis, starts over.
+     */
+    private Pull deltaRound(String targetId, Optional<Pull> held, Pull wanted) {
+        String basis = wanted.basis().orElseThrow();
+        boolean applies = held.isPresent()
+                && held.get().finished()
+                && held.get().source().equals(wanted.source())
+                && held.get().identity().equals(basis)
+                && held.get().sizeBytes() == wanted.sizeBytes();
+        if (!applies) {
+            discard(targetId);
+            throw StorageException.precondition(
+                    "node %s sent for volume %s only what changed in %s since its image %s (%d bytes), which this "
+                            + "node does not hold whole (it held %s); what it held is discarded, and the next round "
+                            + "pulls the whole image",
+                    wanted.node(),
+                    targetId,
+                    TransferIds.describe(wanted.source()),
+                    basis,
+                    wanted.sizeBytes(),
+                    held.map(pull -> "image " + pull.identity() + ", " + pull.doneBytes() + " of " + pull.sizeBytes()
+                                    + " bytes")
+                            .orElse("nothing"));
+        }
+        log.info(
+                "pulling what changed in {} since image {} for volume {}: image {}",
+                TransferIds.describe(wanted.source()),
+                basis,
+                targetId,
+                wanted.identity());
+        records.write(targetId, wanted);
+        return wanted;
+    }
+
+    /**
+     * The identity to open the source on for the next round: the image the pull holds whole, or
+     * the basis of a delta round under way (which the source sends again); empty when the pull
+     * holds no whole image and must be sent every range that holds data.
+     */
+    public Optional<String> basisFor(String targetId) {
+        TransferIds.requireVolumeId(targetId);
+        Path file = imagePath(targetId);
+        return blocking.call(
+                CALL_DEADLINE,
+                "reading the progress of " + file,
+                () -> recorded(targetId)
+                        .filter(pull -> sizeIs(file, pull.sizeBytes()))
+                        .flatMap(pull -> pull.finished() ? Optional.of(pull.identity()) : pull.basis()));
     }
 
     /** The recorded progress; one that cannot be read is of no use, and the pull starts over. */
@@ -248,19 +344,47 @@ public final class ImageImports {
      */
     public Volume createVolume(VolumeSpec spec) {
         String targetId = Ids.volumeIdFor(spec.name());
-        Path file = imagePath(targetId);
         if (pool.volumes().find(targetId).isEmpty()) {
-            Pull pull = recorded(targetId)
-                    .filter(Pull::finished)
-                    .filter(done -> spec.source().equals(Optional.of(done.source())))
-                    .orElseThrow(() -> StorageException.precondition(
-                            "volume %s has no finished pull of %s to be made from; CreateVolume pulls it again",
-                            targetId, spec.source().map(TransferIds::describe).orElse("a source")));
-            log.debug("making volume {} from {} pulled from node {}", targetId, file, pull.node());
+            finishedPull(targetId, spec.source(), "CreateVolume pulls it again");
         }
-        Volume volume = pool.volumes().createFromImport(spec, file);
+        Volume volume = pool.volumes().createFromImport(spec, imagePath(targetId));
         records.delete(targetId);
         return volume;
+    }
+
+    /**
+     * Makes {@code moved}, another node's volume, this pool's from its finished pull: the same ID
+     * and record (not one derived from a new name), committed as any volume ({@link
+     * dev.blockpool.pool.Volumes#createMoved}), then the pull's record removed. The volume as it is
+     * when this move committed it before; PRECONDITION when no finished pull of the volume, at its
+     * size, is here.
+     */
+    public Volume commitMoved(Volume moved) {
+        String volumeId = TransferIds.requireVolumeId(moved.id());
+        if (pool.volumes().find(volumeId).isEmpty()) {
+            String retry = "run the move's last round again";
+            Pull pull = finishedPull(volumeId, Optional.of(ContentSource.volume(volumeId)), retry);
+            if (pull.sizeBytes() != moved.capacityBytes()) {
+                throw StorageException.precondition(
+                        "the image pulled for volume %s is %d bytes, but the volume is %d bytes (expanded since); %s",
+                        volumeId, pull.sizeBytes(), moved.capacityBytes(), retry);
+            }
+        }
+        Volume volume = pool.volumes().createMoved(moved, imagePath(volumeId));
+        records.delete(volumeId);
+        return volume;
+    }
+
+    /** The finished pull of {@code source} for {@code targetId}; PRECONDITION, saying {@code retry}, when there is none. */
+    private Pull finishedPull(String targetId, Optional<ContentSource> source, String retry) {
+        Pull pull = recorded(targetId)
+                .filter(Pull::finished)
+                .filter(done -> source.equals(Optional.of(done.source())))
+                .orElseThrow(() -> StorageException.precondition(
+                        "volume %s has no finished pull of %s to be made from; %s",
+                        targetId, source.map(TransferIds::describe).orElse("a source"), retry));
+        log.debug("making volume {} from {} pulled from node {}", targetId, imagePath(targetId), pull.node());
+        return pull;
     }
 
     /** How far the pull for {@code targetId} has come, when one was started and not yet made a volume. */
@@ -301,9 +425,10 @@ public final class ImageImports {
     }
 
     /** One pull's writes into its image and records of its progress. */
-    private final class Writer {
+    private final class Writer implements AutoCloseable {
         final String targetId;
         final Pull pull;
+        final Path file;
         final FileChannel channel;
         final String what;
         final Progress progress;
@@ -313,10 +438,17 @@ public final class ImageImports {
         long recordedBytes;
         /** Bytes written since the last record: what a crash would have the next pull copy again. */
         long unrecordedWrites;
+        /** Bytes written by this pull, whatever was recorded. */
+        long writtenBytes;
+        /** Opened at a delta round's first range that became a hole. */
+        HolePunch holes;
+        /** False once the filesystem could not punch a hole: zeros are written instead. */
+        boolean punching = true;
 
-        Writer(String targetId, Pull pull, FileChannel channel, String what, Progress progress) {
+        Writer(String targetId, Pull pull, Path file, FileChannel channel, String what, Progress progress) {
             this.targetId = targetId;
             this.pull = pull;
+            this.file = file;
             this.channel = channel;
             this.what = what;
             this.progress = progress;
@@ -326,6 +458,10 @@ public final class ImageImports {
 
         void write(long offset, byte[] data) {
             blocking.run(CALL_DEADLINE, "writing " + data.length + " bytes at " + offset + " of " + what, () -> {
+                // a whole pull writes only data; a delta's zeros are a range that became a hole
+                if (pull.basis().isPresent() && allZeros(data) && punched(offset, data.length)) {
+                    return;
+                }
                 ByteBuffer buffer = ByteBuffer.wrap(data);
                 try {
                     while (buffer.hasRemaining()) {
@@ -336,6 +472,26 @@ public final class ImageImports {
                 }
             });
             unrecordedWrites += data.length;
+            writtenBytes += data.length;
+            TestKillPoint.reached("pull.chunk-written");
+        }
+
+        private boolean punched(long offset, int length) {
+            if (!punching) {
+                return false;
+            }
+            if (holes == null) {
+                holes = new HolePunch(file);
+            }
+            punching = holes.punch(offset, length);
+            return punching;
+        }
+
+        @Override
+        public void close() {
+            if (holes != null) {
+                holes.close();
+            }
         }
 
         /** Everything below {@code offset} is written; recorded once enough was written since the last record. */

@@ -2,6 +2,7 @@ package dev.blockpool.pool.transfer;
 
 import dev.blockpool.pool.extents.ByteRange;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * An image opened for one transfer, as its destination reads it: the source's side serves one of
@@ -22,6 +23,13 @@ public interface ImageReader extends AutoCloseable {
      * names it as its basis to receive only what changed since.
      */
     String identity();
+
+    /**
+     * The identity of the earlier image the ranges are relative to, when the transfer was opened on
+     * a basis the source still keeps: its ranges are then only those changed since, a range that
+     * became a hole among them (read, it is zeros). Empty when the ranges are all that hold data.
+     */
+    Optional<String> basis();
 
     /**
      * At most {@code max} ranges that hold data (or, when the transfer was opened on a basis, that

@@ -74,6 +74,11 @@ public final class PoolImageExports implements ImageExports {
     }
 
     @Override
+    public Optional<Volume> volume(String volumeId) {
+        return pool.volumes().find(volumeId);
+    }
+
+    @Override
     public ImageReader open(ContentSource source, String transferId, Optional<String> basis) {
         TransferIds.requireSource(source);
         TransferIds.require(transferId);
@@ -129,9 +134,9 @@ public final class PoolImageExports implements ImageExports {
         Runnable used = () -> touch(transferId);
         used.run();
         String what = TransferIds.describe(source) + " as frozen for transfer " + transferId;
-        Optional<Path> basisImage = export.basis()
+        Optional<ExportedImage.Basis> basisImage = export.basis()
                 .filter(kept -> basis.equals(Optional.of(kept.identity())))
-                .map(kept -> frozenImage(transferId, kept));
+                .map(kept -> new ExportedImage.Basis(frozenImage(transferId, kept), kept.identity()));
         return new ExportedImage(
                 frozenImage(transferId, export.current()),
                 export.current().sizeBytes(),

@@ -26,9 +26,18 @@ final class TransferRecords {
 
     /**
      * How far a pull has come ({@code incoming/<volume-id>.json}): every byte of the image below
-     * {@code doneBytes} is as the source's, and flushed.
+     * {@code doneBytes} is as the source's image {@code identity}, and flushed. With {@code basis},
+     * a delta round under way: the image held the source's image {@code basis} whole, and only the
+     * ranges changed since are being written over it, so the bytes from {@code doneBytes} on are
+     * a mix of the two until the round finishes (the basis is then dropped from the record).
      */
-    record Pull(String node, ContentSource source, String identity, long sizeBytes, long doneBytes) {
+    record Pull(
+            String node,
+            ContentSource source,
+            String identity,
+            long sizeBytes,
+            long doneBytes,
+            Optional<String> basis) {
 
         boolean finished() {
             return doneBytes == sizeBytes;
@@ -39,8 +48,9 @@ final class TransferRecords {
             return source.equals(other.source) && identity.equals(other.identity) && sizeBytes == other.sizeBytes;
         }
 
+        /** Done up to {@code offset}: once the whole image is, it is the source's image alone, of no basis. */
         Pull at(long offset) {
-            return new Pull(node, source, identity, sizeBytes, offset);
+            return new Pull(node, source, identity, sizeBytes, offset, offset == sizeBytes ? Optional.empty() : basis);
         }
     }
 
@@ -73,14 +83,22 @@ final class TransferRecords {
         static final Field<Pull, String> IDENTITY = Field.required("identity", Pull::identity, STRING);
         static final Field<Pull, Long> SIZE = Field.required("sizeBytes", Pull::sizeBytes, LONG);
         static final Field<Pull, Long> DONE = Field.required("doneBytes", Pull::doneBytes, LONG);
+        static final Field<Pull, Optional<String>> BASIS = Field.optional("basis", Pull::basis, STRING);
     }
 
     static final RecordCodec<Pull> PULL = new RecordCodec<>(
-            List.of(PullFields.NODE, PullFields.SOURCE, PullFields.IDENTITY, PullFields.SIZE, PullFields.DONE),
+            List.of(
+                    PullFields.NODE,
+                    PullFields.SOURCE,
+                    PullFields.IDENTITY,
+                    PullFields.SIZE,
+                    PullFields.DONE,
+                    PullFields.BASIS),
             values -> new Pull(
                     values.get(PullFields.NODE),
                     values.get(PullFields.SOURCE),
                     values.get(PullFields.IDENTITY),
                     values.get(PullFields.SIZE),
-                    values.get(PullFields.DONE)));
+                    values.get(PullFields.DONE),
+                    values.get(PullFields.BASIS)));
 }

@@ -2,6 +2,7 @@ package dev.blockpool.pool.transfer;
 
 import dev.blockpool.pool.extents.ByteRange;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -34,6 +35,11 @@ public class LoopbackImage implements RemoteImage {
     @Override
     public String identity() {
         return reader.identity();
+    }
+
+    @Override
+    public Optional<String> basis() {
+        return reader.basis();
     }
 
     @Override
