@@ -23,6 +23,7 @@ import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.Executor;
 import java.util.zip.CRC32C;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -75,6 +76,7 @@ public final class ImageImports {
     private final Path directory;
     private final RecordStore<Pull> records;
     private final BlockingCalls blocking;
+    private final Executor readThreads = ChunkReads.threads();
 
     public ImageImports(Pool pool) {
         this(pool, new BlockingCalls("transfer-import", THREADS));
@@ -128,7 +130,20 @@ public final class ImageImports {
     }
 
     /** Asks the source for its ranges from where the pull stands, and copies them until there are none. */
-    private static void copy(RemoteImage image, Writer writer) {
+    private void copy(RemoteImage image, Writer writer) {
+        ChunkReads reads = new ChunkReads(readThreads);
+        try {
+            copy(image, writer, reads);
+        } finally {
+            reads.abandon(); // after a failure: what is still on its way is not written
+        }
+    }
+
+    private static void copy(RemoteImage image, Writer writer, ChunkReads reads) {
+        ChunkReads.ChunkWriter written = (offset, length, data) -> {
+            writer.write(offset, data);
+            writer.completed(offset + length);
+        };
         long size = writer.pull.sizeBytes();
         while (writer.done < size) {
             long told = image.sizeBytes();
@@ -139,11 +154,11 @@ public final class ImageImports {
             if (ranges.isEmpty()) {
                 return;
             }
+            long asked = writer.done; // where the chunks asked so far end: the written may lag behind
             for (ByteRange range : ranges) {
-                if (range.offset() < writer.done) {
+                if (range.offset() < asked) {
                     throw writer.refused(
-                            "it sent the range at %d after offset %d: its ranges must increase",
-                            range.offset(), writer.done);
+                            "it sent the range at %d after offset %d: its ranges must increase", range.offset(), asked);
                 }
                 if (range.end() > size) {
                     throw writer.refused(
@@ -151,12 +166,14 @@ public final class ImageImports {
                             range.offset(), range.end(), size);
                 }
                 for (long at = range.offset(); at < range.end(); ) {
+                    long offset = at;
                     int length = (int) Math.min(ImageReader.MAX_CHUNK_BYTES, range.end() - at);
-                    writer.write(at, fetch(image, at, length, writer));
+                    reads.ask(offset, length, () -> fetch(image, offset, length, writer), written);
                     at += length;
-                    writer.completed(at);
                 }
+                asked = range.end();
             }
+            reads.drain(written); // the next ranges are asked from what is written
         }
     }
 

@@ -242,7 +242,8 @@ class ImageTransferTest {
                 .hasMessageContaining("the chunk of 1048576 bytes at offset 0 arrived damaged 3 times")
                 .hasMessageContaining("its CRC-32C did not match its bytes")
                 .hasMessageNotContaining("Exception");
-        assertThat(damaging.bytesRead.get()).isEqualTo(3 * MIB);
+        // no chunk is read more than 3 times, those read ahead of the first included
+        assertThat(damaging.bytesRead.get()).isBetween(3 * MIB, 3L * ChunkReads.IN_FLIGHT * MIB);
     }
 
     @Test
