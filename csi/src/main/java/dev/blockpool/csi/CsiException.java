@@ -54,6 +54,10 @@ public final class CsiException extends RuntimeException {
         return new CsiException(Status.Code.RESOURCE_EXHAUSTED, format.formatted(args));
     }
 
+    public static CsiException permissionDenied(String format, Object... args) {
+        return new CsiException(Status.Code.PERMISSION_DENIED, format.formatted(args));
+    }
+
     public static CsiException unimplemented(String format, Object... args) {
         return new CsiException(Status.Code.UNIMPLEMENTED, format.formatted(args));
     }

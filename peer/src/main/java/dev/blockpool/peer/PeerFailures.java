@@ -26,7 +26,7 @@ final class PeerFailures {
             case INVALID_ARGUMENT -> StorageException.Kind.INVALID;
             case ALREADY_EXISTS -> StorageException.Kind.CONFLICT;
             case ABORTED -> StorageException.Kind.BUSY;
-            case FAILED_PRECONDITION, UNIMPLEMENTED -> StorageException.Kind.PRECONDITION;
+            case FAILED_PRECONDITION, UNIMPLEMENTED, PERMISSION_DENIED -> StorageException.Kind.PRECONDITION;
             case OUT_OF_RANGE -> StorageException.Kind.OUT_OF_RANGE;
             default -> StorageException.Kind.UNAVAILABLE;
         };

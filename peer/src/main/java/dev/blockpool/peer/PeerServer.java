@@ -120,7 +120,7 @@ public final class PeerServer implements AutoCloseable {
                 .maxConnectionIdle(bounds.connectionIdle().toMillis(), TimeUnit.MILLISECONDS)
                 .maxConnectionAge(bounds.connectionAge().toMillis(), TimeUnit.MILLISECONDS)
                 .maxConnectionAgeGrace(1, TimeUnit.MINUTES)
-                .addService(ServerInterceptors.intercept(service, new StatusInterceptor()))
+                .addService(ServerInterceptors.intercept(service, new StatusInterceptor(), new CallerNode()))
                 .build();
         try {
             server.start();

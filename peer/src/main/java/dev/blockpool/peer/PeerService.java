@@ -145,9 +145,18 @@ final class PeerService extends PeerGrpc.PeerImplBase {
 
     @Override
     public void retireVolume(RetireVolumeRequest request, StreamObserver<RetireVolumeResponse> observer) {
+        // Read on the transport's thread, where the call's context is; the work runs on another.
+        Optional<String> caller = CallerNode.current();
         calls.run(PeerGrpc.getRetireVolumeMethod().getFullMethodName(), observer, () -> {
-            retirer.retire(
-                    Wire.id("volume id", request.getVolumeId()), Wire.id("moved-to node", request.getMovedToNode()));
+            String volumeId = Wire.id("volume id", request.getVolumeId());
+            String movedTo = Wire.id("moved-to node", request.getMovedToNode());
+            // Only the node a volume moved to retires it here: no other node can have this one delete its volumes.
+            if (!caller.equals(Optional.of(movedTo))) {
+                throw CsiException.permissionDenied(
+                        "node %s may not retire volume %s, which it says moved to node %s: only that node may",
+                        caller.orElse("(unnamed)"), volumeId, movedTo);
+            }
+            retirer.retire(volumeId, movedTo);
             return RetireVolumeResponse.getDefaultInstance();
         });
     }

@@ -43,6 +43,7 @@ class PeerMoveVolumeTest {
     private final Map<String, String> held = new ConcurrentHashMap<>();
 
     private final List<String> retired = new CopyOnWriteArrayList<>();
+    private PeerServer servingNodeA;
 
     @Test
     void theVolumesRecordCrossesWholeWithWhatHoldsIt() throws Exception {
@@ -78,6 +79,21 @@ class PeerMoveVolumeTest {
         assertThat(retired).containsExactly(VOLUME.id() + " to node-b");
     }
 
+    @Test
+    void onlyTheNodeAVolumeMovedToMayRetireIt() throws Exception {
+        PeerClient nodeB = clientOfServingNodeA();
+        PeerClient nodeC = peers.client(peers.certificates("node-c"), TestPeers.at("node-a", servingNodeA));
+
+        assertThatThrownBy(() -> nodeC.retireVolume("node-a", VOLUME.id(), "node-b"))
+                .isInstanceOfSatisfying(
+                        StorageException.class, e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.PRECONDITION))
+                .hasMessageContaining("node node-c may not retire volume " + VOLUME.id());
+        assertThat(retired).isEmpty();
+
+        nodeB.retireVolume("node-a", VOLUME.id(), "node-b");
+        assertThat(retired).containsExactly(VOLUME.id() + " to node-b");
+    }
+
     /** Node a serves VOLUME (attached there: what crosses leaves that out), retiring it as the controller would. */
     private PeerClient clientOfServingNodeA() throws Exception {
         Volume attachedThere = VOLUME.withAttachments(
@@ -88,13 +104,13 @@ class PeerMoveVolumeTest {
             }
             retired.add(id + " to " + to);
         });
-        PeerServer server = peers.server(
+        servingNodeA = peers.server(
                 peers.certificates("node-a"),
                 new FakeExports().holding(attachedThere),
                 VolumeModifier.NONE,
                 retirer,
                 PeerServer.Bounds.DEFAULT,
                 BandwidthLimit.unlimited());
-        return peers.client(peers.certificates("node-b"), TestPeers.at("node-a", server));
+        return peers.client(peers.certificates("node-b"), TestPeers.at("node-a", servingNodeA));
     }
 }
