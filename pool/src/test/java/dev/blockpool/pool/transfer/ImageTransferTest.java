@@ -128,11 +128,11 @@ class ImageTransferTest {
 
     @Test
     void aPullCutShortContinuesWhereItWasInANewProcess() throws IOException {
-        LoopbackImage failing = failingAfter(2);
+        // the first range, and the first chunk of the second
+        LoopbackImage failing = failingFrom(3 * MIB + 512 * 1024 + MIB);
         assertThatThrownBy(() -> pools.imports().pull(target, fromSnapshot(), failing, (done, size) -> {}))
                 .isInstanceOf(StorageException.class)
                 .hasMessage("node node-a does not answer");
-        // the first range, and the first chunk of the second
         assertThat(pools.imports().doneBytes(target)).contains(3 * MIB + 512 * 1024 + MIB);
 
         LoopbackImage again = pools.remote(fromSnapshot(), target);
@@ -193,7 +193,7 @@ class ImageTransferTest {
 
     @Test
     void aSourceOfAnotherIdentityStartsThePullOver() {
-        LoopbackImage failing = failingAfter(2);
+        LoopbackImage failing = failingFrom(3 * MIB + 512 * 1024 + MIB);
         assertThatThrownBy(() -> pools.imports().pull(target, fromSnapshot(), failing, (done, size) -> {}))
                 .isInstanceOf(StorageException.class);
 
@@ -334,16 +334,18 @@ class ImageTransferTest {
                         StorageException.class, e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.INVALID));
     }
 
-    /** The snapshot, as a source whose connection drops after {@code reads} reads. */
-    private LoopbackImage failingAfter(int reads) {
-        AtomicInteger done = new AtomicInteger();
+    /**
+     * The snapshot, as a source whose connection drops for every read from {@code offset} on: by
+     * offset rather than by count, since a pull keeps several reads in flight in no fixed order.
+     */
+    private LoopbackImage failingFrom(long offset) {
         return new LoopbackImage(TransferFixture.SOURCE_NODE, open()) {
             @Override
-            public Chunk read(long offset, int length) {
-                if (done.incrementAndGet() > reads) {
+            public Chunk read(long at, int length) {
+                if (at >= offset) {
                     throw StorageException.unavailable("node node-a does not answer");
                 }
-                return super.read(offset, length);
+                return super.read(at, length);
             }
         };
     }
