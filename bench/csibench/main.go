@@ -37,6 +37,7 @@ type config struct {
 	hostpath                             string
 	peerRounds, peerCalls                int
 	transferMiB, transferRounds          int
+	moveGiB                              int
 }
 
 var cfg config
@@ -54,9 +55,10 @@ var sections = map[string]func(){
 	"metrics":    sectionMetrics,
 	"peer":       sectionPeer,
 	"transfer":   sectionTransfer,
+	"move":       sectionMove,
 }
 
-var sectionOrder = []string{"start", "memory", "node", "snapshot", "metadata", "list", "fio", "flexvolume", "pods", "metrics", "peer", "transfer"}
+var sectionOrder = []string{"start", "memory", "node", "snapshot", "metadata", "list", "fio", "flexvolume", "pods", "metrics", "peer", "transfer", "move"}
 
 func main() {
 	flag.StringVar(&cfg.work, "work", "", "the bench's own temporary directory on the disk under test (required)")
@@ -90,6 +92,7 @@ func main() {
 	flag.IntVar(&cfg.peerCalls, "peer-calls", 200, "sequential calls of each kind per round (peer)")
 	flag.IntVar(&cfg.transferMiB, "transfer-mib", 1024, "MiB of data in the volume restored on the other node (transfer)")
 	flag.IntVar(&cfg.transferRounds, "transfer-rounds", 3, "restores, each beside the disk's and the link's copy (transfer)")
+	flag.IntVar(&cfg.moveGiB, "move-gib", 10, "GiB of data in the volume moved to the other node (move)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: csibench -work DIR -driver PATH [flags] [%s]...\n", strings.Join(sectionOrder, "|"))
 		flag.PrintDefaults()

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -26,9 +25,7 @@ const topologyKey = "topology.blockpool.csi.dev/node"
 func sectionTransfer() {
 	ca := dir("transfer", "ca")
 	must(os.RemoveAll(ca))
-	if out, err := exec.Command(cfg.driver, "peer-ca", "--out", ca).CombinedOutput(); err != nil {
-		fatalf("peer-ca: %v: %s", err, out)
-	}
+	run(cfg.driver, "peer-ca", "--out", ca)
 	portA, portB := freePort(), freePort()
 	a := launchPeer("node-a", portA, "node-b", portB, ca)
 	defer a.stop()
@@ -79,11 +76,7 @@ func sectionTransfer() {
 // launchPeer starts blockpool as node `node` of a node-local pool, serving the peer channel on
 // `port` and reaching `other` at `otherPort`.
 func launchPeer(node string, port int, other string, otherPort int, ca string) *proc {
-	launchScope, launchNode = "node", node
-	launchArgs = []string{"--peer-listen", "127.0.0.1:" + strconv.Itoa(port), "--peer-ca-dir", ca,
-		"--peer", other + "=127.0.0.1:" + strconv.Itoa(otherPort)}
-	defer func() { launchScope, launchNode, launchArgs = "shared", "bench-node", nil }()
-	return launch(blockpool, "transfer-"+node, poolDir("transfer", node))
+	return launchPeerOn(node, port, other, otherPort, ca, poolDir("transfer", node))
 }
 
 // createOn makes the volume on `node`, as a claim scheduled there, retrying while a pull is under way.
@@ -118,10 +111,7 @@ func fillRandom(image string, size int64) {
 }
 
 func sparseCopy(from, to string) {
-	if out, err := exec.Command("dd", "if="+from, "of="+to, "bs=1M", "conv=sparse,fsync", "status=none").
-		CombinedOutput(); err != nil {
-		fatalf("dd: %v: %s", err, out)
-	}
+	run("dd", "if="+from, "of="+to, "bs=1M", "conv=sparse,fsync", "status=none")
 }
 
 // loopbackCopy sends `size` bytes through a loopback TCP connection and waits until all arrived.
