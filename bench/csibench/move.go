@@ -25,8 +25,9 @@ func sectionMove() {
 	xfs := filepath.Join(root, "xfs")
 	image := filepath.Join(root, "xfs.img")
 	must(os.MkdirAll(xfs, 0o755))
-	// room for the volume, its copy on node b and what the rounds freeze beside them
-	run("truncate", "-s", strconv.FormatInt(3*size+4*gib, 10), image)
+	// Room for what is promised: the volume, its copy on node b, and the two rounds node a keeps
+	// frozen, each promised its blocks though a reflink shares them (as a snapshot is).
+	run("truncate", "-s", strconv.FormatInt(5*size+4*gib, 10), image)
 	loop := strings.TrimSpace(output("losetup", "-f", "--show", image))
 	run("mkfs.xfs", "-q", "-m", "reflink=1", loop)
 	run("mount", loop, xfs)
