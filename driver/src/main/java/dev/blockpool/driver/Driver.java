@@ -97,8 +97,6 @@ public final class Driver {
     private final DriverConfig config;
     private final String version;
     private final Background background;
-    /** The peer channel, where --peer-listen asks for one; set by {@link #start}. */
-    private Optional<PeerChannel> peers = Optional.empty();
 
     public Driver(DriverConfig config, String version) {
         this(config, version, new Background(RECONCILE_START_DELAY, ReconcileSteps.ALL));
@@ -226,11 +224,11 @@ public final class Driver {
         OperationLocks locks = new OperationLocks();
         CallThreads threads = new CallThreads();
         // This node's certificate and its client of the other nodes; it serves them once the pool is open.
-        peers = config.peers().map(peerConfig -> PeerChannel.open(peerConfig, config.nodeId()));
+        Optional<PeerChannel> peers = config.peers().map(peerConfig -> PeerChannel.open(peerConfig, config.nodeId()));
 
         List<ServerServiceDefinition> services = new ArrayList<>();
         openAtStart.ifPresent(open -> {
-            services.addAll(poolServices(open, nodeHost, locks, threads));
+            services.addAll(poolServices(open, nodeHost, locks, threads, peers));
             opening.serving();
         });
         List<PluginCapability> capabilities = new ArrayList<>();
@@ -288,7 +286,7 @@ public final class Driver {
                     config.poolDir(),
                     BlockingCalls.describe(POOL_ANSWERS_WITHIN));
             opening.whenOpen(open -> {
-                server.serve(poolServices(open, nodeHost, locks, threads));
+                server.serve(poolServices(open, nodeHost, locks, threads, peers));
                 opening.serving();
                 serveInBackground(open, nodeHost, locks, running);
             });
@@ -403,7 +401,11 @@ public final class Driver {
     }
 
     private List<ServerServiceDefinition> poolServices(
-            PoolOpening.Opened open, NodeHost nodeHost, OperationLocks locks, CallThreads threads) {
+            PoolOpening.Opened open,
+            NodeHost nodeHost,
+            OperationLocks locks,
+            CallThreads threads,
+            Optional<PeerChannel> peers) {
         List<ServerServiceDefinition> services = new ArrayList<>();
         if (config.mode().servesController()) {
             NodeHolds holds = NodeHolds.NONE;

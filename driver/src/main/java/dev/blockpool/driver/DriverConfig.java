@@ -21,30 +21,6 @@ public record DriverConfig(
         CapacityPolicy capacity,
         Optional<PeerConfig> peers) {
 
-    /** A driver that serves no peer channel. */
-    public DriverConfig(
-            Endpoint endpoint,
-            String nodeId,
-            String driverName,
-            Path poolDir,
-            Mode mode,
-            int maxVolumesPerNode,
-            PoolScope.Kind poolScope,
-            Optional<HttpAddress> httpEndpoint,
-            CapacityPolicy capacity) {
-        this(
-                endpoint,
-                nodeId,
-                driverName,
-                poolDir,
-                mode,
-                maxVolumesPerNode,
-                poolScope,
-                httpEndpoint,
-                capacity,
-                Optional.empty());
-    }
-
     /** A driver whose pool promises what the default policy allows. */
     public DriverConfig(
             Endpoint endpoint,
@@ -64,7 +40,8 @@ public record DriverConfig(
                 maxVolumesPerNode,
                 poolScope,
                 httpEndpoint,
-                CapacityPolicy.DEFAULT);
+                CapacityPolicy.DEFAULT,
+                Optional.empty());
     }
 
     /** A driver on a shared pool that serves no metrics. */

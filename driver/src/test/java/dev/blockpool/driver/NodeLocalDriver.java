@@ -96,7 +96,8 @@ final class NodeLocalDriver implements AutoCloseable {
                                 8,
                                 PoolScope.Kind.NODE,
                                 Optional.empty(),
-                                policy),
+                                policy,
+                                Optional.empty()),
                         "test",
                         new Driver.Background(Duration.ofDays(1), ReconcileSteps.ALL))
                 .start();
