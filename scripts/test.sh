@@ -33,6 +33,18 @@ stage "style (Java and pom format, shellcheck, ruff, gofmt, go vet, doc links)"
 style_status=0
 if scripts/style.sh; then add_counts 1 0 0; else add_counts 0 1 0; style_status=1; recap+=("style: scripts/style.sh failed"); fi
 
+# Runs a test that ends with "<label>: N passed, N failed, N skipped" and adds its counts.
+counted() { # label command...
+  local label=$1 out
+  shift
+  out=$(mktemp)
+  "$@" | tee "$out" || status=1
+  remember_failures "$label" <(failure_lines "$out")
+  read -r p f s < <(sed -nE "s/^$label: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped\$/\\1 \\2 \\3/p" "$out" | tail -1)
+  add_counts "${p:-0}" "${f:-1}" "${s:-0}"
+  rm -f "$out"
+}
+
 stage "build, unit and integration tests"
 # As root, the tests on real loop devices, mkfs and mounts too (-Proot-tests); they skip with the reason otherwise.
 # The fuzz, crash and multi-node tests of the system-tests module append their figures to this file.
@@ -45,6 +57,8 @@ remember_failures maven <(python3 scripts/surefire_counts.py --failures "$repo")
 [[ $status -eq 0 || $f -gt 0 ]] || recap+=("maven: the build failed before its tests (see its [ERROR] lines)")
 add_counts "$p" "$f" "$s"
 [[ -f $summary ]] && cat "$summary"
+# The kubectl plugin's unit tests (Go): the move's steps against a fake API server.
+counted kubectl-blockpool kubectl-plugin/test.sh
 
 stage "csi-sanity"
 if [[ $status -eq 0 ]]; then
@@ -72,18 +86,6 @@ if [[ -x sidecars-deploy/test/check-manifests.sh ]]; then
   add_counts "${p:-0}" "${f:-1}" 0
   rm -f "$manifests_out"
 fi
-
-# Runs a test that ends with "<label>: N passed, N failed, N skipped" and adds its counts.
-counted() { # label command...
-  local label=$1 out
-  shift
-  out=$(mktemp)
-  "$@" | tee "$out" || status=1
-  remember_failures "$label" <(failure_lines "$out")
-  read -r p f s < <(sed -nE "s/^$label: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped\$/\\1 \\2 \\3/p" "$out" | tail -1)
-  add_counts "${p:-0}" "${f:-1}" "${s:-0}"
-  rm -f "$out"
-}
 
 stage "end to end (Kubernetes control plane, sidecars, hollow kubelet)"
 if [[ $status -eq 0 ]]; then
