@@ -72,6 +72,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+def tcp_open(host, port):
+    """Whether something accepts connections at host:port."""
+    try:
+        with socket.create_connection((host, port), timeout=5):
+            return True
+    except OSError:
+        return False
+
+
 def http_ok(url):
     try:
         with urllib.request.urlopen(url, timeout=5) as r:
@@ -132,6 +141,7 @@ class Proc:
 
     def __init__(self, name, argv, logs, env=None, cwd=None):
         self.name = name
+        self.argv, self.env, self.cwd = argv, env, cwd  # to start it again as kubelet restarts a container
         self.log_path = logs / f"{name}.log"
         self.log = open(self.log_path, "w")  # noqa: SIM115 - open while the process runs; stop() closes it
         self.log.write("$ " + " ".join(map(str, argv)) + "\n")
@@ -258,7 +268,9 @@ class Cluster:
         self.openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub")
         self.cert_kubeconfig("admin", "e2e-admin", "system:masters")  # -> self.admin
 
-    def start_control_plane(self):
+    def start_control_plane(self, feature_gates=()):
+        """etcd, kube-apiserver (with `feature_gates`, "Name=true" each), kube-controller-manager
+        and kube-scheduler."""
         self.make_pki()
         etcd_port, peer_port = free_port(), free_port()
         etcd_url = f"http://127.0.0.1:{etcd_port}"
@@ -287,6 +299,7 @@ class Cluster:
             "--service-account-signing-key-file", pki / "sa.key",
             "--api-audiences", "https://kubernetes.default.svc",
             "--service-cluster-ip-range", self.service_range,
+            *([f"--feature-gates={','.join(feature_gates)}"] if feature_gates else []),
             "--cert-dir", self.work / "apiserver-certs"])
         self.wait_for("kube-apiserver ready", lambda: self.kubectl("get", "--raw", "/readyz").strip() == "ok", STARTED)
 

@@ -619,7 +619,7 @@ def node_local_phase(t):
     interrupted = False
     try:
         setup = [("two nodes: control plane, apply -k base, hollow kubelets, each node's plugin and sidecars",
-                  lambda: (c.start_control_plane(), nl.deploy()))]
+                  lambda: (c.start_control_plane(feature_gates=["MutablePVNodeAffinity=true"]), nl.deploy()))]
         flows = [("node-local: CSIStorageCapacity of each node, owned by the DaemonSet", nl.capacity),
                  ("node-local: a WaitForFirstConsumer claim lands in its pod's node's pool only",
                   nl.lands_on_its_pods_node),
@@ -639,6 +639,10 @@ def node_local_phase(t):
                  ("node-local: a claim deleted while its volume is staged: DeleteVolume refused until unstaged",
                   nl.deleted_while_staged),
                  ("node-local: everything deleted: empty pools, no mount, no loop device", nl.cleanup),
+                 ("node-local: kubectl blockpool move takes a writing StatefulSet's volume to node b, a driver "
+                  + "killed mid-copy", nl.moves_a_statefulset),
+                 ("node-local: kubectl blockpool move --all-from node b takes every volume back to node a",
+                  nl.moves_every_volume_off_a_node),
                  ("node-local: no RBAC denial in the per-node sidecars' logs; every process alive",
                   nl.no_rbac_denials)]
         t.run(setup + flows)

@@ -5,9 +5,11 @@ pool (a tmpfs of its own size) and its own node-plugin processes run with the ar
 csi-resizer under the node plugin's ServiceAccount token."""
 import json
 import os
+import signal
 import socket
 import ssl
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from cluster import (
     BIN,
     DRIVER,
     DRIVER_NAME,
+    KUBECTL,
     MANIFEST_KUBELET,
     MANIFEST_POOL,
     NAMESPACE,
@@ -83,7 +86,8 @@ class Node:
         args += [f"--peer-ca-dir={peer_ca}"]
         args += [f"--peer={other.name}=127.0.0.1:{other.peer_port}" for other in others]
         (self.root / "driver").mkdir(exist_ok=True)
-        self.c.start(f"driver-{self.name}", [DRIVER, *args], cwd=self.root / "driver")
+        self.pod_name, self.peer_ca, self.driver_argv = pod_name, peer_ca, [DRIVER, *args]
+        self.driver = self.c.start(f"driver-{self.name}", self.driver_argv, cwd=self.root / "driver")
         reg_args, _, reg_to_host = command("node-driver-registrar")
         reg_args.append("--plugin-registration-path=" + reg_to_host("/registration"))
         self.c.start(f"registrar-{self.name}", [BIN / "registrar", *reg_args])
@@ -99,6 +103,23 @@ class Node:
         wait_for(f"kubelet on {self.name} registered the driver with its topology key", registered, STARTED)
         labels = self.c.get("node", self.name)["metadata"]["labels"]
         assert labels.get(TOPOLOGY) == self.name, f"{self.name}'s topology label: {labels.get(TOPOLOGY)}"
+
+    def kill_driver(self):
+        """SIGKILL of the driver's process, as a crash or the OOM killer would end it."""
+        os.killpg(self.driver.popen.pid, signal.SIGKILL)
+        self.driver.popen.wait()
+        self.c.stop(self.driver)
+
+    def restart_driver(self):
+        """The driver started again on the same pool, then the CSI sidecars of its pod, which exit
+        when they lose the driver (csi-provisioner at once, others at their next call), as kubelet
+        restarts a pod's containers; the registrar keeps running."""
+        self.driver = self.c.start(f"driver-{self.name}-restarted", self.driver_argv, cwd=self.root / "driver")
+        wait_for(f"{self.name}'s driver serving its peer channel again",
+                 lambda: cl.tcp_open("127.0.0.1", self.peer_port), STARTED)
+        for p in [p for p in self.c.procs if p.name in {f"{s}-{self.name}" for s in NODE_SIDECARS}]:
+            self.c.stop(p)
+            self.c.start(f"{p.name}-restarted", p.argv, env=p.env, cwd=p.cwd)
 
     def images(self):
         return sorted(p.name for p in (self.pool / "volumes").glob("*.img")) if (self.pool / "volumes").is_dir() \
@@ -116,6 +137,61 @@ def pod(name, claim, node=None, block=False):
     if node:
         spec["nodeSelector"] = {"kubernetes.io/hostname": node}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS}, "spec": spec}
+
+
+def stateful_set(name, claim):
+    """One replica of a pause container with a 1 GiB claim of its own from the template."""
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name, "namespace": NS},
+            "spec": {"serviceName": name, "replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": {
+                         "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
+                                         "volumeMounts": [{"name": claim, "mountPath": "/data"}]}],
+                         "terminationGracePeriodSeconds": 0, "automountServiceAccountToken": False}},
+                     "volumeClaimTemplates": [{"metadata": {"name": claim}, "spec": {
+                         "accessModes": ["ReadWriteOnce"], "storageClassName": EXT4,
+                         "resources": {"requests": {"storage": "1Gi"}}}}]}}
+
+
+class AcknowledgedWriter(threading.Thread):
+    """What the pod's application would do: appends numbered records to a file in its volume,
+    each fsync'd before it counts as acknowledged, until its pod is being deleted (SIGTERM), then
+    closes the file so that kubelet can unmount the volume."""
+    RECORD = 4096
+
+    def __init__(self, path, stopping):
+        super().__init__(daemon=True)
+        self.path, self.stopping = path, stopping
+        self.acknowledged, self.error = 0, None
+        self.halt = threading.Event()
+
+    def record(self, i):
+        return f"{i:012d}".encode().ljust(self.RECORD, b".")
+
+    def run(self):
+        try:
+            with open(self.path, "wb") as f:
+                while not self.halt.is_set():
+                    if self.acknowledged % 16 == 0 and self.stopping():
+                        return
+                    f.write(self.record(self.acknowledged))
+                    f.flush()
+                    os.fsync(f.fileno())
+                    self.acknowledged += 1
+                    time.sleep(0.005)
+        except OSError as e:
+            self.error = e
+
+    def stop(self):
+        self.halt.set()
+        self.join(timeout=KUBECTL)
+
+    def check(self, path):
+        data = path.read_bytes()
+        assert len(data) >= self.acknowledged * self.RECORD, \
+            f"{path}: {len(data) // self.RECORD} records, {self.acknowledged} were acknowledged"
+        for i in range(self.acknowledged):
+            got = data[i * self.RECORD:(i + 1) * self.RECORD]
+            assert got == self.record(i), f"{path}: record {i} of {self.acknowledged} acknowledged is {got[:16]!r}"
 
 
 class NodeLocal:
@@ -148,6 +224,15 @@ class NodeLocal:
                        f"--from-file={peer_ca / 'ca.crt'}", f"--from-file={peer_ca / 'ca.key'}")
         for node in self.nodes.values():
             node.start_plugin(ds, kc, peer_ca, [n for n in self.nodes.values() if n is not node])
+        # The kubectl plugin that moves claims, as an operator builds it; it reaches a node plugin's
+        # pod through node_exec.py, which runs the command as that node's driver runs here.
+        self.kubectl_blockpool = self.c.work / "kubectl-blockpool"
+        subprocess.run(["go", "build", "-o", self.kubectl_blockpool, "."], cwd=cl.REPO / "kubectl-plugin", check=True)
+        self.node_exec = self.c.work / "node-exec.json"
+        self.node_exec.write_text(json.dumps({n.pod_name: {
+            "driver": str(DRIVER), "pool": str(n.pool), "peer_ca": str(n.peer_ca),
+            "peers": {o.name: f"127.0.0.1:{o.peer_port}" for o in self.nodes.values() if o is not n}}
+            for n in self.nodes.values()}))
 
     # ---- helpers ---------------------------------------------------------------------------
 
@@ -352,9 +437,10 @@ class NodeLocal:
             self.c.kubectl("delete", "pvc", "in-use", "-n", NS, "--wait=true", "--timeout=120s")
 
             def refused():
+                # (an ABORTED before it, while another call on the volume runs, is a retry's business)
                 return [e["message"] for e in self.c.items("events", "-A", "--field-selector",
                                                             f"involvedObject.name={pv_name}")
-                        if e.get("reason") == "VolumeFailedDelete"]
+                        if e.get("reason") == "VolumeFailedDelete" and "FailedPrecondition" in e["message"]]
             messages = wait_for(f"DeleteVolume of {handle} refused while staged", refused, RECONCILED)
             assert any("FailedPrecondition" in m and f"in use on node {node.name}" in m and staging in m
                        for m in messages), f"{pv_name}'s delete failures: {messages}"
@@ -367,6 +453,102 @@ class NodeLocal:
                  and not [m for m in host.mounts(node.kubelet) if m["dev"] == dev], ON_HOST)
         wait_for(f"{pv_name} deleted", lambda: not self.c.get("pv", pv_name), RECONCILED)
         assert not image.exists(), f"{handle}'s image left in the pool"
+
+    # ---- moving a StatefulSet's volume between nodes ----------------------------------------
+
+    def move(self, *args, background=False):
+        """kubectl blockpool move with the given arguments, as the cluster's admin."""
+        argv = [self.kubectl_blockpool, "move", *args, "--kubeconfig", self.c.admin, "--timeout", f"{RECONCILED}s"]
+        env = {**os.environ, "KUBECTL_BLOCKPOOL_EXEC": str(cl.REPO / "e2e" / "node_exec.py"),
+               "BLOCKPOOL_E2E_NODE_EXEC": str(self.node_exec)}
+        log = open(self.c.logs / "kubectl-blockpool.log", "a")  # noqa: SIM115 - closed by the caller's wait
+        log.write("$ " + " ".join(map(str, argv)) + "\n")
+        log.flush()
+        p = subprocess.Popen([str(a) for a in argv], stdout=log, stderr=subprocess.STDOUT, env=env)
+        if background:
+            return p
+        code = p.wait(timeout=5 * RECONCILED)
+        assert code == 0, f"kubectl blockpool move {' '.join(args)}: exit {code} (logs/kubectl-blockpool.log)"
+
+    def pv_of(self, claim):
+        return self.c.get("pv", self.c.get("pvc", claim, "-n", NS)["spec"]["volumeName"])
+
+    def moves_a_statefulset(self):
+        """kubectl blockpool move of a StatefulSet's claim from node a to node b while its pod
+        writes, each write fsync'd before it counts: the first run is cut by node a's driver
+        killed in the middle of the copy, which leaves the volume and its pod on node a as they
+        were; the same command run again (the driver back) finishes the move, re-creating the
+        PersistentVolume on node b (--repoint recreate: a cluster without MutablePVNodeAffinity),
+        and the pod, started again on node b, finds every acknowledged write."""
+        a, b = self.nodes["e2e-node-a"], self.nodes["e2e-node-b"]
+        self.c.kubectl("cordon", b.name)  # the StatefulSet's pod starts on node a
+        try:
+            self.c.apply(stateful_set("web", "data"))
+            self.placed("data-web-0", a.name)
+            publish = self.publish_dir("web-0", a.name)
+        finally:
+            self.c.kubectl("uncordon", b.name)
+        handle, _, _ = self.bound("data-web-0")
+        pv_uid = self.pv_of("data-web-0")["metadata"]["uid"]
+        bulk = os.urandom(256 << 20)  # enough that the copy is under way when node a's driver dies
+        with open(publish / "bulk", "wb") as f:
+            f.write(bulk)
+            os.fsync(f.fileno())
+        pod_uid = self.c.get("pod", "web-0", "-n", NS)["metadata"]["uid"]
+
+        def stopping():  # the pod being deleted, or gone (a grace period of 0 s)
+            p = self.c.get("pod", "web-0", "-n", NS)
+            return not p or p["metadata"]["uid"] != pod_uid or p["metadata"].get("deletionTimestamp")
+        writer = AcknowledgedWriter(publish / "journal", stopping)
+        writer.start()
+        try:
+            first = self.move("data-web-0", "-n", NS, "--to", b.name, "--repoint", "recreate",
+                              "--until-below", "1", "--rounds", "100", background=True)
+            incoming = b.pool / "incoming" / f"{handle}.img"
+            wait_for("node b copying the volume", lambda: incoming.exists() or first.poll() is not None, ON_HOST,
+                     interval=0.05)
+            a.kill_driver()
+            assert first.wait(timeout=RECONCILED) != 0, "the move went on without node a's driver"
+            assert self.pv_of("data-web-0")["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0][
+                "matchExpressions"][0]["values"] == [a.name], "the cut move re-pointed the volume"
+            assert f"{handle}.img" in a.images(), "the cut move took the volume from node a's pool"
+            acked = writer.acknowledged
+            wait_for("the pod on node a still writing to its volume", lambda: writer.acknowledged > acked, ON_HOST)
+            a.restart_driver()
+            self.move("data-web-0", "-n", NS, "--to", b.name, "--repoint", "recreate")
+        finally:
+            writer.stop()
+        assert writer.error is None, f"a write failed before the pod was stopped: {writer.error}"
+        self.placed("data-web-0", b.name)
+        assert self.pv_of("data-web-0")["metadata"]["uid"] != pv_uid, "the PersistentVolume was not re-created"
+        moved = self.publish_dir("web-0", b.name)
+        assert (moved / "bulk").read_bytes() == bulk, "the bulk data differs on node b"
+        writer.check(moved / "journal")
+        print(f"        {writer.acknowledged} writes acknowledged on node a, every one read back on node b")
+        self.no_transfer_left()
+
+    def moves_every_volume_off_a_node(self):
+        """kubectl blockpool move --all-from node b --to node a: the StatefulSet's volume goes back,
+        its PersistentVolume re-pointed in place (this cluster's API server enables
+        MutablePVNodeAffinity), and the pod on node a reads what it wrote."""
+        a, b = self.nodes["e2e-node-a"], self.nodes["e2e-node-b"]
+        journal = (self.publish_dir("web-0", b.name) / "journal").read_bytes()
+        pv_uid = self.pv_of("data-web-0")["metadata"]["uid"]
+        self.move("--all-from", b.name, "--to", a.name)
+        self.placed("data-web-0", a.name)
+        assert self.pv_of("data-web-0")["metadata"]["uid"] == pv_uid, "the PersistentVolume was re-created"
+        assert (self.publish_dir("web-0", a.name) / "journal").read_bytes() == journal
+        self.no_transfer_left()
+        self.c.kubectl("delete", "statefulset", "web", "-n", NS, "--wait=true", "--timeout=120s")
+        self.c.kubectl("delete", "pvc", "data-web-0", "-n", NS, "--wait=true", "--timeout=120s")
+        wait_for("every PV deleted", lambda: not self.c.items("pv"), RECONCILED)
+        for node in self.nodes.values():
+            wait_for(f"{node.name}'s pool empty", lambda n=node: not n.images(), ON_HOST)
+
+    def no_transfer_left(self):
+        for n in self.nodes.values():
+            left = sorted(p.name for d in ("incoming", "outgoing") for p in (n.pool / d).glob("*.img"))
+            assert not left, f"{n.name}: transfer images left: {left}"
 
     def cleanup(self):
         """The pods, snapshots and claims deleted at once, without waiting for kubelet to let go of
