@@ -116,3 +116,4 @@ annotations:
     - name: {{ .socketVolume }}
       mountPath: /csi
 {{- end }}
+
