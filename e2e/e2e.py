@@ -20,6 +20,7 @@ from pathlib import Path
 
 import cbt
 import cluster as cl
+import helm
 import host
 from cluster import DRIVER_NAME, NAMESPACE, NODE, ON_HOST, POD, RECONCILED, SCHEDULER, pvc, quantity
 from node_local import NodeLocal
@@ -669,17 +670,21 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="blockpool-e2e."))
     c = cl.Cluster(work)
     t = E2E(c)
+    chart = helm.Helm(c)
     print(f"e2e: working in {work}", flush=True)
     interrupted = False
     try:
         setup = [("control plane: etcd, kube-apiserver, controller-manager, scheduler, snapshot-controller",
                   c.start_control_plane),
+                 ("helm: install of the chart with overlays/shared-pool's values, its objects read back, uninstalled",
+                  chart.install_and_uninstall),
                  ("manifests: apply -k overlays/shared-pool; server-side dry run of the other variants and examples",
                   c.apply_manifests),
                  ("node: hollow kubelet, driver (node mode), registrar; CSINode registered", c.start_node),
                  ("controller: driver and sidecars under the ServiceAccount's token, each leading",
                   c.start_controller)]
-        flows = [("CSIStorageCapacity published", t.capacity),
+        flows = [("helm: the chart made the objects apply -k of overlays/shared-pool made", chart.same_as_applied),
+                 ("CSIStorageCapacity published", t.capacity),
                  ("ext4: claim provisioned (WaitForFirstConsumer), attached, staged, published, fsGroup",
                   t.fs_volume, "ext4"),
                  ("xfs: claim provisioned (WaitForFirstConsumer), attached, staged, published, fsGroup",

@@ -84,6 +84,12 @@ if [[ -x sidecars-deploy/test/check-manifests.sh ]]; then
   remember_failures manifests-selftest <(failure_lines "$manifests_out")
   read -r p f < <(sed -nE 's/^selftest: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' "$manifests_out" | tail -1)
   add_counts "${p:-0}" "${f:-1}" 0
+  # The Helm chart: helm lint, each overlay's values rendering what the overlay does, every render
+  # passing the same rules.
+  sidecars-deploy/test/check-chart.sh | tee "$manifests_out" || status=1
+  remember_failures chart <(failure_lines "$manifests_out")
+  read -r p f < <(sed -nE 's/^chart: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' "$manifests_out" | tail -1)
+  add_counts "${p:-0}" "${f:-1}" 0
   rm -f "$manifests_out"
 fi
 

@@ -148,9 +148,18 @@ OWNER_WALK_RULES = {
     "DaemonSet": {("", "pods"): {"get"}},
 }
 
+# The variants check_chart.py renders from the Helm chart: "helm overlays/x" with the values of
+# overlays/x, opted in to what overlays/x is.
+CHART_VARIANT_PREFIX = "helm "
+
 passed = 0
 failed = 0
 failures = []
+
+
+def layout(variant):
+    """The layout of sidecars-deploy/ a variant deploys (a chart's render, that of its overlay)."""
+    return variant.removeprefix(CHART_VARIANT_PREFIX)
 
 
 def check(variant, ok, message):
@@ -354,7 +363,7 @@ def check_group_snapshots(variant, where, flags, cluster_rules):
     """The CSIVolumeGroupSnapshot gate on exactly in the variants that opt in, with the rules it needs;
     without it, none of them."""
     gate = GROUP_SNAPSHOT_GATE in flags.get("feature-gates", "").split(",")
-    if variant in GROUP_SNAPSHOT_VARIANTS:
+    if layout(variant) in GROUP_SNAPSHOT_VARIANTS:
         check(variant, gate, f"{where}: csi-snapshotter needs --feature-gates={GROUP_SNAPSHOT_GATE} "
               "(this variant turns group snapshots on)")
     else:
@@ -379,7 +388,7 @@ def check_snapshot_metadata(variant, objs, w, pod, by_repo, cluster_rules):
     to its gRPC port. Without it, none of the rules only it needs."""
     where = f"{w['kind']}/{name(w)}"
     sidecars = by_repo.get("csi-snapshot-metadata", [])
-    if variant not in SNAPSHOT_METADATA_VARIANTS:
+    if layout(variant) not in SNAPSHOT_METADATA_VARIANTS:
         check(variant, not sidecars, f"{where}: runs csi-snapshot-metadata, which needs a TLS Secret and a "
               "SnapshotMetadataService object (the opt-in of components/snapshot-metadata)")
         # (the snapshots' rules are other sidecars' too)
@@ -411,20 +420,26 @@ def check_snapshot_metadata(variant, objs, w, pod, by_repo, cluster_rules):
 
 # ---------------------------------------------------------------- driver deployment
 def check_metrics(variant, where, workload, drv, dflags):
-    """The driver serves its metrics on a named port, announced to Prometheus; its log format is one it takes."""
+    """The driver serves its metrics on a named port, announced to Prometheus, or (without --http-endpoint,
+    the chart's metrics.enabled=false) announces none; its log format is one it takes."""
     http = dflags.get("http-endpoint", "")
     port = http.rsplit(":", 1)[-1] if ":" in http else ""
     ports = {p.get("name"): p.get("containerPort") for p in drv.get("ports", []) or []}
-    check(variant, port.isdigit() and ports.get(METRICS_PORT_NAME) == int(port),
-          f"{where}: the driver's --http-endpoint ({http!r}) must serve on its container port "
-          f"named '{METRICS_PORT_NAME}' ({ports.get(METRICS_PORT_NAME)})")
     template = (workload.get("spec", {}).get("template") or workload).get("metadata") or {}
     annotations = template.get("annotations") or {}
-    check(variant, annotations.get("prometheus.io/scrape") == "true"
-          and annotations.get("prometheus.io/port") == port
-          and annotations.get("prometheus.io/path", "/metrics") == "/metrics",
-          f"{where}: the pod's prometheus.io/scrape, port and path annotations must point at the driver's "
-          f"metrics (port {port!r}), have {annotations}")
+    if "http-endpoint" not in dflags:
+        check(variant, METRICS_PORT_NAME not in ports and not any(a.startswith("prometheus.io/") for a in annotations),
+              f"{where}: the driver serves no metrics (no --http-endpoint), but its pod announces them: "
+              f"port '{METRICS_PORT_NAME}' {ports.get(METRICS_PORT_NAME)}, annotations {annotations}")
+    else:
+        check(variant, port.isdigit() and ports.get(METRICS_PORT_NAME) == int(port),
+              f"{where}: the driver's --http-endpoint ({http!r}) must serve on its container port "
+              f"named '{METRICS_PORT_NAME}' ({ports.get(METRICS_PORT_NAME)})")
+        check(variant, annotations.get("prometheus.io/scrape") == "true"
+              and annotations.get("prometheus.io/port") == port
+              and annotations.get("prometheus.io/path", "/metrics") == "/metrics",
+              f"{where}: the pod's prometheus.io/scrape, port and path annotations must point at the driver's "
+              f"metrics (port {port!r}), have {annotations}")
     log_format = dflags.get("log-format", "text")
     check(variant, log_format in LOG_FORMATS,
           f"{where}: --log-format {log_format!r} is not one of {sorted(LOG_FORMATS)}")

@@ -42,6 +42,7 @@ CASES = [
     # metrics and logs
     ("components/shared-pool/controller.yaml", "- --http-endpoint=:8090", "- --http-endpoint=:9090", "must serve on its container port named 'metrics'"),
     ("base/node.yaml", "prometheus.io/port: \"8090\"", "prometheus.io/port: \"9808\"", "prometheus.io/scrape, port and path annotations"),
+    ("base/node.yaml", "            - --http-endpoint=:8090\n", "", "the driver serves no metrics (no --http-endpoint), but its pod announces them"),
     ("base/node.yaml", "value: text", "value: yaml", "--log-format 'yaml'"),
     ("overlays/prometheus-operator/podmonitor.yaml", "values: [blockpool-controller, blockpool-node]", "values: [blockpool-controller]",
      "[overlays/prometheus-operator] PodMonitor/blockpool: selects [] of the driver's pods"),
