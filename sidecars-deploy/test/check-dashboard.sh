@@ -27,6 +27,8 @@ fi
 [[ -f $repo/driver/target/blockpool-csi.jar ]] || {
   echo "check-dashboard: no driver/target/blockpool-csi.jar; build it with ./mvnw -DskipTests package" >&2; exit 1; }
 tools=$("$repo/sanity-tests/install-tools.sh")
+# shellcheck source=sanity-tests/scratch.sh
+source "$repo/sanity-tests/scratch.sh"
 
 # The checker, built when its sources changed since the last build (a stamp records them).
 cache=${BLOCKPOOL_DASHBOARD_CACHE:-$repo/.cache/dashboard}
@@ -49,11 +51,7 @@ cleanup() {
     kill -TERM "$driver_pid"
     wait "$driver_pid" || true
   fi
-  # the staged volume's mounts, then the pool's own; then the loop devices of images under $work
-  grep -F " $work/" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
-  for dev in $(losetup -n -O NAME,BACK-FILE 2>/dev/null | awk -v w="$work/" 'index($2, w) == 1 {print $1}'); do
-    losetup -d "$dev" 2>/dev/null || true
-  done
+  release_scratch "$work" # the stage's mounts if the unstage failed, the pool's own, their loop devices
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -63,12 +61,7 @@ truncate -s 512M "$work/pool.img"
 mkfs.xfs -q -m reflink=1 "$work/pool.img"
 mount -o loop "$work/pool.img" "$work/pool"
 
-port=
-for _ in $(seq 50); do
-  candidate=$((20000 + RANDOM % 20000))
-  if ! (exec 3<>"/dev/tcp/127.0.0.1/$candidate") 2>/dev/null; then port=$candidate; break; fi
-done
-[[ -n $port ]] || { echo "check-dashboard: no free loopback port for the metrics" >&2; exit 1; }
+port=$(free_loopback_port)
 # Over-committed (two 300 MiB volumes on a 448 MiB filesystem) and below a warning level it can
 # never reach, so the pool reports PoolNearlyFull.
 "$repo/bin/blockpool-csi" --endpoint "unix://$socket" --pool-dir "$work/pool" --node-id dashboard-node \
