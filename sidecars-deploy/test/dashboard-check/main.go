@@ -44,9 +44,8 @@ var builtins = map[string]string{
 }
 
 type dashboard struct {
-	SchemaVersion int        `json:"schemaVersion"`
-	Panels        []panel    `json:"panels"`
-	Templating    templating `json:"templating"`
+	Panels     []panel    `json:"panels"`
+	Templating templating `json:"templating"`
 }
 
 type templating struct {
