@@ -13,6 +13,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tools=$("$repo/sanity-tests/install-tools.sh")
+# shellcheck source=sanity-tests/scratch.sh
+source "$repo/sanity-tests/scratch.sh"
 access_types=("$@")
 [[ ${#access_types[@]} -gt 0 ]] || access_types=(mount block)
 read -r -a scopes <<< "${SANITY_SCOPES:-node shared}"
@@ -36,24 +38,10 @@ stop_driver() {
 # shellcheck disable=SC2317 # run by the EXIT trap below, which shellcheck 0.9 does not follow
 cleanup() {
   stop_driver
-  # Whatever a failed spec left behind: mounts under the work dir, loop devices on its pool.
-  grep -F " $work/" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
-  for dev in $(losetup -n -O NAME,BACK-FILE 2>/dev/null | awk -v w="$work/" 'index($2, w) == 1 {print $1}'); do
-    losetup -d "$dev" 2>/dev/null || true
-  done
+  release_scratch "$work" # whatever a failed spec left behind
   rm -rf "$work"
 }
 trap cleanup EXIT
-
-# A loopback port nobody listens on, for the driver's metrics.
-free_port() {
-  local port
-  for _ in $(seq 100); do
-    port=$((20000 + RANDOM % 20000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
-  done
-  echo "run-sanity: no free port found for the metrics" >&2; exit 1
-}
 
 status=0
 summary=()
@@ -63,7 +51,7 @@ for access in "${access_types[@]}"; do
   run=$work/$scope-$access
   mkdir -p "$run/pool"
   socket=$run/csi.sock
-  metrics_port=$(free_port)
+  metrics_port=$(free_loopback_port)
   "$repo/bin/blockpool-csi" --endpoint "unix://$socket" --pool-dir "$run/pool" --node-id sanity-node \
       --pool-scope "$scope" \
       --http-endpoint "127.0.0.1:$metrics_port" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The one command that builds blockpool and runs all of its tests, in seven stages: the style
+# The one command that builds blockpool and runs all of its tests, in eight stages: the style
 # gate, the Maven build with its unit, integration and system tests, csi-sanity (node and shared
-# pools, mount and block), the checks of the Kubernetes manifests, the end-to-end test, the
+# pools, mount and block), the checks of the Kubernetes manifests, the Grafana dashboard's queries
+# on a real driver's scrapes, the end-to-end test, the
 # container image (BLOCKPOOL_SKIP_IMAGE=1 leaves it out) and the real node, which runs that
 # image's node. Run it as root; what needs root is skipped with the
 # reason otherwise. It ends with one line: "tests: N passed, N failed, N skipped".
@@ -91,6 +92,13 @@ if [[ -x sidecars-deploy/test/check-manifests.sh ]]; then
   read -r p f < <(sed -nE 's/^chart: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' "$manifests_out" | tail -1)
   add_counts "${p:-0}" "${f:-1}" 0
   rm -f "$manifests_out"
+fi
+
+stage "Grafana dashboard (every panel's queries on a real driver's scrapes)"
+if [[ $status -eq 0 ]]; then
+  counted dashboard sidecars-deploy/test/check-dashboard.sh
+else
+  echo "skipped: the build or its tests failed"
 fi
 
 stage "end to end (Kubernetes control plane, sidecars, hollow kubelet)"
