@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -150,6 +151,7 @@ func main() {
 		fmt.Printf("note: %s\n", cfg.about.Note)
 	}
 	recorded.About = cfg.about
+	recorded.About.LoadBefore = loadAverage()
 	for _, s := range chosen {
 		start := time.Now()
 		fmt.Printf("\n## %s\n\n", s)
@@ -157,9 +159,21 @@ func main() {
 		fmt.Printf("\n(%s: %.0f s)\n", s, time.Since(start).Seconds())
 	}
 	stopAll()
+	recorded.About.LoadAfter = loadAverage()
+	fmt.Printf("\nload average (1 min): %.2f when the sections began, %.2f when they ended\n",
+		recorded.About.LoadBefore, recorded.About.LoadAfter)
 	if cfg.json != "" {
 		must(results.Write(cfg.json, recorded))
 	}
+}
+
+// loadAverage is the host's 1-minute load average, from /proc/loadavg.
+func loadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	must(err)
+	load, err := strconv.ParseFloat(strings.Fields(string(data))[0], 64)
+	must(err)
+	return load
 }
 
 // recorded is what the sections with a figure measured, for -json.

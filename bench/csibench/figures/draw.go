@@ -136,9 +136,11 @@ func captionStyle() draw.TextStyle {
 // caption is the run's description, wrapped to the width: where, when and how it was made.
 func caption(about results.About, style draw.TextStyle, width vg.Length) []string {
 	paragraphs := []string{fmt.Sprintf("Run of %s, driver %s, on %s.", about.Date, about.Commit, about.Machine)}
+	during := fmt.Sprintf("During the run: load average (1 min) %.2f when it began, %.2f when it ended", about.LoadBefore, about.LoadAfter)
 	if about.Note != "" {
-		paragraphs = append(paragraphs, "During the run: "+about.Note)
+		during += "; " + about.Note
 	}
+	paragraphs = append(paragraphs, during+".")
 	paragraphs = append(paragraphs, "Command: "+about.Command)
 	var lines []string
 	for _, p := range paragraphs {

@@ -93,6 +93,7 @@ func TestEveryFigureIsAnSVGWithItsSeriesAndTheRunsCaption(t *testing.T) {
 		t.Fatal(err)
 	}
 	caption := []string{"2026-01-02 03:04 UTC", "abc1234", "Test CPU, 2 cores, 8 GiB", "other builds on the same cores",
+		"load average (1 min) 1.25 when it began, 3.50 when it ended",
 		"sudo bench/figures.sh -hostpath /tmp/hostpathplugin"}
 	want := map[string][]string{
 		"bench-node-calls.svg": {"blockpool", "csi-driver-host-path", "NodeStageVolume", "NodeGetVolumeStats",

@@ -29,6 +29,10 @@ type About struct {
 	Machine string `json:"machine"` // CPU, cores, memory, kernel, the pools' filesystem
 	Command string `json:"command"` // the command that reproduces the run
 	Note    string `json:"note,omitempty"`
+	// The host's 1-minute load average when the sections began and when they ended: how busy the
+	// machine was around the run, the bench's own processes included.
+	LoadBefore float64 `json:"loadBefore"`
+	LoadAfter  float64 `json:"loadAfter"`
 }
 
 // Latency is one operation of one process: its sample count and quantiles in milliseconds.
