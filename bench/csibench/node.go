@@ -173,8 +173,7 @@ func sectionSnapshot() {
 const snapshotStride = 16 * mb
 
 // snapshotsBySize: CreateSnapshot of raw block volumes of each size in -snapshot-sizes, -snapshots
-// times each, beside ioctl(FICLONE) of the volume's image; every volume and snapshot is deleted
-// before the next size, so that the pool holds one at a time.
+// times each, beside ioctl(FICLONE) of the volume's image; the pool holds one volume at a time.
 func snapshotsBySize(p *proc, pool, clones string) {
 	var rows [][]string
 	for _, field := range strings.Split(cfg.snapshotSizes, ",") {
@@ -190,17 +189,16 @@ func snapshotsBySize(p *proc, pool, clones string) {
 		for offset := int64(0); offset < size; offset += snapshotStride {
 			writeAt(image, offset, mb, rng)
 		}
+		// Each snapshot is deleted before the next: the pool promises every snapshot the blocks it
+		// holds, and -snapshots of the largest volume would not fit beside it.
 		var create, clone timings
-		snapshots := make([]string, cfg.snapshots)
-		for i := range snapshots {
-			create.timed(func() { snapshots[i] = p.snapshot(fmt.Sprintf("size-%d-%d", sizeGiB, i), id) })
-		}
 		for i := range cfg.snapshots {
-			clone.timed(func() { must(ficlone(image, filepath.Join(clones, fmt.Sprintf("size-%d-%d", sizeGiB, i)))) })
-		}
-		for i, snapshot := range snapshots {
+			var snapshot string
+			create.timed(func() { snapshot = p.snapshot(fmt.Sprintf("size-%d-%d", sizeGiB, i), id) })
 			p.deleteSnapshot(snapshot)
-			must(unix.Unlink(filepath.Join(clones, fmt.Sprintf("size-%d-%d", sizeGiB, i))))
+			copied := filepath.Join(clones, fmt.Sprintf("size-%d-%d", sizeGiB, i))
+			clone.timed(func() { must(ficlone(image, copied)) })
+			must(unix.Unlink(copied))
 		}
 		p.deleteVolume(id)
 		dataMiB := int(size / snapshotStride)
@@ -211,8 +209,8 @@ func snapshotsBySize(p *proc, pool, clones string) {
 			N: len(create), P50: millis(create.q(.5)), P90: millis(create.q(.9)), FicloneP50: millis(clone.q(.5))})
 	}
 	fmt.Printf("\nBy the volume's size: raw block volumes on the same pool holding 1 MiB of random data in every %d MiB\n"+
-		"(so a reflink copies as many extents more as the volume is larger), each snapshotted %d times; floor:\n"+
-		"ioctl(FICLONE) of its image as many times.\n\n", snapshotStride/mb, cfg.snapshots)
+		"(so a reflink copies as many extents more as the volume is larger), each snapshotted %d times, every\n"+
+		"snapshot deleted before the next; floor: ioctl(FICLONE) of its image as many times, each copy unlinked.\n\n", snapshotStride/mb, cfg.snapshots)
 	table([]string{"volume", "data", "n", "CreateSnapshot p50", "p90", "FICLONE p50", "ratio p50"}, rows)
 }
 
