@@ -14,7 +14,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-command="sudo bench/figures.sh$([[ $# -eq 0 ]] || printf ' %q' "$@")"
+words=$(bench/quote.sh "$@")
+command="sudo bench/figures.sh${words:+ $words}"
 [[ " $* " == *" -hostpath "* ]] ||
   { echo "figures: -hostpath BINARY is required: csi-driver-host-path, built as docs/performance-benchmark.md says" >&2; exit 2; }
 command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin

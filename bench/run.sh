@@ -16,7 +16,8 @@ cd "$repo"
 
 # What the run prints (and records with -json) as the command that reproduces it: a wrapper's own
 # (bench/figures.sh) when it names one.
-command=${BENCH_COMMAND:-"sudo bench/run.sh$([[ $# -eq 0 ]] || printf ' %q' "$@")"}
+words=$(bench/quote.sh "$@")
+command=${BENCH_COMMAND:-"sudo bench/run.sh${words:+ $words}"}
 flags=() sections=()
 while [[ $# -gt 0 ]]; do
   case $1 in

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -93,6 +94,7 @@ func render(panels []*plot.Plot, about results.About) []byte {
 	var legends []plot.Legend
 	var legendWidth vg.Length
 	for _, p := range panels {
+		p.Legend.TextStyle.Font.Size = vg.Points(10)
 		if r := p.Legend.Rectangle(dc); r.Size().X > 0 {
 			legends = append(legends, p.Legend)
 			legendWidth = max(legendWidth, r.Size().X)
@@ -288,7 +290,7 @@ func snapshotPanels(run results.Run) ([]*plot.Plot, error) {
 	}{
 		{"CreateSnapshot p50", create50, blockpoolColor, false},
 		{"CreateSnapshot p90", create90, blockpoolColor, true},
-		{"ioctl(FICLONE) of the image, p50", clone, floorColor, false},
+		{"FICLONE of the image, p50", clone, floorColor, false},
 	} {
 		line, points, err := plotter.NewLinePoints(series.points)
 		if err != nil {
@@ -338,34 +340,69 @@ func fioPanels(run results.Run) ([]*plot.Plot, error) {
 		}
 		var names []string
 		for _, j := range jobs {
-			names = append(names, j.Job)
+			// the panel's title names the rest of the job
+			names = append(names, map[bool]string{true: "write", false: "read"}[strings.Contains(j.Job, "write")])
 		}
 		p.NominalX(names...)
+		p.X.Min, p.X.Max = -0.5, float64(len(jobs))-0.5
+		p.Y.Tick.Marker = plainTicks{}
 		p.Add(horizontalGrid())
-		barWidth := vg.Inch / 3
 		highest := 0.0
 		for i, place := range places {
-			var values plotter.Values
-			for _, j := range jobs {
-				values = append(values, value(place.of(j)))
+			b := &groupedBars{color: place.color, width: 0.8 / float64(len(places))}
+			for x, j := range jobs {
+				// the places side by side around the job's tick
+				b.bars = append(b.bars, plotter.XY{X: float64(x) + b.width*(float64(i)-float64(len(places)-1)/2), Y: value(place.of(j))})
 				highest = max(highest, value(place.of(j)))
 			}
-			bars, err := plotter.NewBarChart(values, barWidth)
-			if err != nil {
-				return nil, err
-			}
-			bars.Color = place.color
-			bars.LineStyle.Width = 0
-			bars.Offset = barWidth * vg.Length(i-1)
-			p.Add(bars)
+			p.Add(b)
 			if !random {
-				p.Legend.Add(place.name, bars)
+				p.Legend.Add(place.name, b)
 			}
 		}
 		p.Y.Min, p.Y.Max = 0, highest*1.1 // room above the highest bar
 		panels = append(panels, p)
 	}
 	return panels, nil
+}
+
+// groupedBars are vertical bars of one colour, each centred on its X and as wide as width, both
+// in the data's units, so that groups of bars fit their category at any size of the image.
+type groupedBars struct {
+	bars  plotter.XYs
+	width float64
+	color color.Color
+}
+
+func (b *groupedBars) Plot(c draw.Canvas, p *plot.Plot) {
+	x, y := p.Transforms(&c)
+	for _, bar := range b.bars {
+		left, right := x(bar.X-b.width/2), x(bar.X+b.width/2)
+		c.FillPolygon(b.color, c.ClipPolygonXY([]vg.Point{
+			{X: left, Y: y(0)}, {X: right, Y: y(0)}, {X: right, Y: y(bar.Y)}, {X: left, Y: y(bar.Y)}}))
+	}
+}
+
+func (b *groupedBars) DataRange() (xmin, xmax, ymin, ymax float64) {
+	xmin, xmax, _, ymax = plotter.XYRange(b.bars)
+	return xmin - b.width/2, xmax + b.width/2, 0, ymax
+}
+
+func (b *groupedBars) Thumbnail(c *draw.Canvas) {
+	c.FillPolygon(b.color, []vg.Point{c.Min, {X: c.Max.X, Y: c.Min.Y}, c.Max, {X: c.Min.X, Y: c.Max.Y}})
+}
+
+// plainTicks are the default ticks labelled with no more digits than their value has.
+type plainTicks struct{}
+
+func (plainTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	for i, t := range ticks {
+		if t.Label != "" {
+			ticks[i].Label = strconv.FormatFloat(t.Value, 'f', -1, 64)
+		}
+	}
+	return ticks
 }
 
 // horizontalGrid is a grid of the values only, for bars over named categories.

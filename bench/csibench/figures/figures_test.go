@@ -98,9 +98,9 @@ func TestEveryFigureIsAnSVGWithItsSeriesAndTheRunsCaption(t *testing.T) {
 	want := map[string][]string{
 		"bench-node-calls.svg": {"blockpool", "csi-driver-host-path", "NodeStageVolume", "NodeGetVolumeStats",
 			"p50", "p90", "p99"},
-		"bench-snapshot-sizes.svg": {"CreateSnapshot p50", "CreateSnapshot p90", "ioctl(FICLONE) of the image, p50",
+		"bench-snapshot-sizes.svg": {"CreateSnapshot p50", "CreateSnapshot p90", "FICLONE of the image, p50",
 			"1 GiB", "16 GiB", "each holds 1 MiB of data in every 16 MiB"},
-		"bench-fio.svg": {"fio, sequential 1 MiB", "fio, random 4 KiB, queue depth 16", "seq write 1 MiB", "rand read 4k qd16",
+		"bench-fio.svg": {"fio, sequential 1 MiB", "fio, random 4 KiB, queue depth 16", "write", "read",
 			"in the volume", "on the pool's filesystem", "bare loop device, no driver"},
 		"bench-idle-memory.svg": {"node-local pool, per node", "--pool-scope node --mode all", "csi-driver-host-path",
 			"93.5 MiB", "17.2 MiB", "the median of 3 rounds"},
