@@ -23,6 +23,9 @@ type nodeCallDriver struct {
 // of kubernetes-csi, on the same flow of fresh 1 GiB ext4 volumes; each driver fresh in each
 // round and the two alternating, so that the machine's load falls on both alike.
 func sectionHostpath() {
+	if cfg.hostpath == "" {
+		fatalf("-hostpath BINARY is required for the hostpath section: csi-driver-host-path, built as docs/performance-benchmark.md says")
+	}
 	drivers := []*nodeCallDriver{{name: "blockpool", kind: blockpool}, {name: "csi-driver-host-path", kind: hostpath}}
 	for _, d := range drivers {
 		d.ops = map[string]timings{}
