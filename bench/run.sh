@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # blockpool's benchmark: starts the real bin/blockpool-csi, drives it over its socket with the Go
 # client in bench/csibench, and prints one Markdown table per section (start, memory, node,
-# snapshot, metadata, list, fio, flexvolume, pods), with ratios measured in the same run.
+# snapshot, metadata, list, fio, flexvolume, pods, ...), with ratios measured in the same run; with
+# -json FILE it also records the measurements its figures are drawn from (bench/figures.sh).
 #
 #   usage: sudo bench/run.sh [csibench flags] [section ...]    (all sections by default; -h lists the flags)
 #
@@ -13,7 +14,10 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 [[ $(id -u) -eq 0 ]] || { echo "bench: needs root (loop devices, mounts, drop_caches)" >&2; exit 1; }
 
-command="sudo bench/run.sh${1+ }$*"
+# What the run prints (and records with -json) as the command that reproduces it: a wrapper's own
+# (bench/figures.sh) when it names one.
+words=$(bench/quote.sh "$@")
+command=${BENCH_COMMAND:-"sudo bench/run.sh${words:+ $words}"}
 flags=() sections=()
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -67,9 +71,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# The snapshot and metadata sections' pool: XFS with reflink on a loop device over a sparse file in $work.
+# The snapshot and metadata sections' pool: XFS with reflink on a loop device over a sparse file in
+# $work, large enough for the snapshot section's largest volume (-snapshot-sizes), of which it
+# writes a sixteenth.
 if wants snapshot || wants metadata; then
-  truncate -s 8G "$work/xfs.img"
+  truncate -s 32G "$work/xfs.img"
   xfs_loop=$(losetup -f --show "$work/xfs.img")
   mkfs.xfs -q -m reflink=1 "$xfs_loop"
   mkdir "$xfs"
@@ -78,16 +84,20 @@ fi
 
 # --- the run -----------------------------------------------------------------------------------
 read -r fs source < <(findmnt -n -o FSTYPE,SOURCE -T "$work")
+machine="$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), $(nproc) cores,\
+ $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r); pools on $fs ($source)"
+date=$(date -u '+%Y-%m-%d %H:%M UTC')
+commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench' || echo '+changes')
 echo "# blockpool benchmark"
 echo
-echo "machine: $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), $(nproc) cores," \
-     "$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r);" \
-     "pools on $fs ($source); $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "driver: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench' || echo '+changes'), $("$(bin/java25-home --for bench)/bin/java" -version 2>&1 | head -1)," \
+echo "machine: $machine; $date"
+echo "driver: $commit, $("$(bin/java25-home --for bench)/bin/java" -version 2>&1 | head -1)," \
      "BLOCKPOOL_JAVA_OPTS=${BLOCKPOOL_JAVA_OPTS:-(none)}"
 echo "command: $command"
 "$tools/csibench" -work "$work" -driver "$repo/bin/blockpool-csi" -mock "$tools/gomock" \
-    -sanity "$tools/csi-sanity" -xfs "$xfs" "${flags[@]}" "${sections[@]}" &
+    -sanity "$tools/csi-sanity" -xfs "$xfs" \
+    -run-date "$date" -run-commit "$commit" -run-machine "$machine" -run-command "$command" \
+    "${flags[@]}" "${sections[@]}" &
 client=$!
 wait "$client"
 client=

@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"blockpool.dev/bench/csibench/results"
 )
 
 type fioJob struct {
@@ -29,6 +31,10 @@ var fioJobs = []fioJob{
 }
 
 type fioResult struct{ iops, mibps float64 }
+
+func (r fioResult) throughput() results.Throughput {
+	return results.Throughput{IOPS: r.iops, MiBps: r.mibps}
+}
 
 func runFio(job fioJob, file string, extra ...string) fioResult {
 	out := filepath.Join(cfg.work, "fio.json")
@@ -118,7 +124,7 @@ func sectionFio() {
 
 	var rows, cacheRows [][]string
 	for _, job := range fioJobs {
-		var results [3]fioResult
+		var measured [3]fioResult
 		for i, file := range []string{inVolume, besidePool, onBareLoop} {
 			write := strings.Contains(job.rw, "write")
 			var before int64
@@ -128,14 +134,16 @@ func sectionFio() {
 				runFio(fioJob{"warm-up", "write", "4k", 1}, warm, "--size=1M")
 				before = cachedKiB()
 			}
-			results[i] = runFio(job, file)
+			measured[i] = runFio(job, file)
 			if write && i < 2 {
 				where := []string{"in the volume", "on the pool's filesystem"}[i]
 				cacheRows = append(cacheRows, []string{job.name + ", " + where, mib(cachedKiB() - before),
 					mib(residentKiB(cachedFile[i]))})
 			}
 		}
-		v, f, b := results[0], results[1], results[2]
+		v, f, b := measured[0], measured[1], measured[2]
+		recorded.Fio = append(recorded.Fio, results.FioJob{Job: job.name, Random: strings.HasPrefix(job.rw, "rand"),
+			Volume: v.throughput(), PoolFS: f.throughput(), BareLoop: b.throughput()})
 		rows = append(rows, []string{job.name, fmt.Sprintf("%.0f", v.iops), fmt.Sprintf("%.0f", v.mibps),
 			fmt.Sprintf("%.0f", f.iops), fmt.Sprintf("%.0f", f.mibps), ratio(v.iops, f.iops),
 			fmt.Sprintf("%.0f", b.iops), ratio(b.iops, f.iops), ratio(v.iops, b.iops)})

@@ -14,10 +14,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"blockpool.dev/bench/csibench/results"
 )
 
 type config struct {
@@ -38,6 +41,13 @@ type config struct {
 	peerRounds, peerCalls                int
 	transferMiB, transferRounds          int
 	moveGiB                              int
+	snapshotSizes                        string
+	hostpathRounds, hostpathVolumes      int
+	hostpathPublishes                    int
+	scopeRounds                          int
+	scopeIdle                            time.Duration
+	json                                 string
+	about                                results.About
 }
 
 var cfg config
@@ -56,9 +66,11 @@ var sections = map[string]func(){
 	"peer":       sectionPeer,
 	"transfer":   sectionTransfer,
 	"move":       sectionMove,
+	"hostpath":   sectionHostpath,
+	"scopes":     sectionScopes,
 }
 
-var sectionOrder = []string{"start", "memory", "node", "snapshot", "metadata", "list", "fio", "flexvolume", "pods", "metrics", "peer", "transfer", "move"}
+var sectionOrder = []string{"start", "memory", "scopes", "node", "hostpath", "snapshot", "metadata", "list", "fio", "flexvolume", "pods", "metrics", "peer", "transfer", "move"}
 
 func main() {
 	flag.StringVar(&cfg.work, "work", "", "the bench's own temporary directory on the disk under test (required)")
@@ -87,12 +99,25 @@ func main() {
 	flag.StringVar(&cfg.oldJar, "old-jar", "", "another build's blockpool-csi.jar (its AOT cache beside it), measured in alternating rounds (pods)")
 	flag.IntVar(&cfg.pods, "pods", 8, "pods sharing the volume (pods)")
 	flag.IntVar(&cfg.podRounds, "pod-rounds", 10, "rounds per build (pods)")
-	flag.StringVar(&cfg.hostpath, "hostpath", "", "the csi-driver-host-path binary, built from its repository (peer; see docs/performance-benchmark.md)")
+	flag.StringVar(&cfg.hostpath, "hostpath", "", "the csi-driver-host-path binary, built from its repository (peer, hostpath, scopes; see docs/performance-benchmark.md)")
 	flag.IntVar(&cfg.peerRounds, "peer-rounds", 3, "rounds, each driver fresh in each (peer)")
 	flag.IntVar(&cfg.peerCalls, "peer-calls", 200, "sequential calls of each kind per round (peer)")
 	flag.IntVar(&cfg.transferMiB, "transfer-mib", 1024, "MiB of data in the volume restored on the other node (transfer)")
 	flag.IntVar(&cfg.transferRounds, "transfer-rounds", 3, "restores, each beside the disk's and the link's copy (transfer)")
 	flag.IntVar(&cfg.moveGiB, "move-gib", 10, "GiB of data in the volume moved to the other node (move)")
+	flag.StringVar(&cfg.snapshotSizes, "snapshot-sizes", "1,2,4,8,16", "sizes in GiB of the volumes snapshotted -snapshots times each (snapshot)")
+	flag.IntVar(&cfg.hostpathRounds, "hostpath-rounds", 3, "rounds, each driver fresh in each (hostpath)")
+	flag.IntVar(&cfg.hostpathVolumes, "hostpath-volumes", 20, "fresh volumes staged and unstaged per round and driver (hostpath)")
+	flag.IntVar(&cfg.hostpathPublishes, "hostpath-publishes", 10, "publishes, stats and unpublishes of each staged volume (hostpath)")
+	flag.IntVar(&cfg.scopeRounds, "scope-rounds", 3, "rounds, every process fresh in each (scopes)")
+	flag.DurationVar(&cfg.scopeIdle, "scope-idle", 10*time.Second, "how long a process runs after ready before its RSS is read (scopes)")
+	flag.StringVar(&cfg.json, "json", "", "also write the measurements the figures draw to this file, as JSON (bench/figures.sh)")
+	flag.StringVar(&cfg.about.Note, "note", "", "how the machine was shared during the run, for the record (e.g. other builds on its cores)")
+	// What bench/run.sh prints above the tables, recorded with the measurements.
+	flag.StringVar(&cfg.about.Date, "run-date", "", "the run's date (set by bench/run.sh)")
+	flag.StringVar(&cfg.about.Commit, "run-commit", "", "the driver's commit (set by bench/run.sh)")
+	flag.StringVar(&cfg.about.Machine, "run-machine", "", "the machine and the pools' filesystem (set by bench/run.sh)")
+	flag.StringVar(&cfg.about.Command, "run-command", "", "the command that reproduces the run (set by bench/run.sh)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: csibench -work DIR -driver PATH [flags] [%s]...\n", strings.Join(sectionOrder, "|"))
 		flag.PrintDefaults()
@@ -122,6 +147,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "csibench: %v, stopped\n", s)
 		os.Exit(130)
 	}()
+	if cfg.about.Note != "" {
+		fmt.Printf("note: %s\n", cfg.about.Note)
+	}
+	recorded.About = cfg.about
+	recorded.About.LoadBefore = loadAverage()
 	for _, s := range chosen {
 		start := time.Now()
 		fmt.Printf("\n## %s\n\n", s)
@@ -129,7 +159,25 @@ func main() {
 		fmt.Printf("\n(%s: %.0f s)\n", s, time.Since(start).Seconds())
 	}
 	stopAll()
+	recorded.About.LoadAfter = loadAverage()
+	fmt.Printf("\nload average (1 min): %.2f when the sections began, %.2f when they ended\n",
+		recorded.About.LoadBefore, recorded.About.LoadAfter)
+	if cfg.json != "" {
+		must(results.Write(cfg.json, recorded))
+	}
 }
+
+// loadAverage is the host's 1-minute load average, from /proc/loadavg.
+func loadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	must(err)
+	load, err := strconv.ParseFloat(strings.Fields(string(data))[0], 64)
+	must(err)
+	return load
+}
+
+// recorded is what the sections with a figure measured, for -json.
+var recorded results.Run
 
 // dir makes (and returns) a directory under the work directory.
 func dir(parts ...string) string {

@@ -109,6 +109,14 @@ func (p *proc) snapshot(name, volume string) string {
 	return resp.Snapshot.SnapshotId
 }
 
+func (p *proc) deleteSnapshot(id string) {
+	ctx, cancel := background()
+	defer cancel()
+	if _, err := p.ctl.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: id}); err != nil {
+		fatalf("DeleteSnapshot %s: %v", id, err)
+	}
+}
+
 // allocated streams the snapshot's data ranges: their bytes and tuples.
 func (p *proc) allocated(meta csi.SnapshotMetadataClient, snapshot string) (size, tuples int64) {
 	ctx, cancel := background()

@@ -2,9 +2,13 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+
+	"blockpool.dev/bench/csibench/results"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
@@ -53,12 +57,7 @@ func sectionNode() {
 	vol.publish(statsTarget)
 	var stats, statfs timings
 	for range cfg.nodeIters {
-		stats.timedOrRetried(&fails, func() error {
-			ctx, cancel := background()
-			defer cancel()
-			_, err := p.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: vol.id, VolumePath: statsTarget})
-			return err
-		})
+		stats.timedOrRetried(&fails, func() error { return vol.tryStats(statsTarget) })
 	}
 	for range cfg.nodeIters {
 		var st unix.Statfs_t
@@ -166,6 +165,53 @@ func sectionSnapshot() {
 		latencyRow("CreateSnapshot", create, clone),
 		latencyRow("DeleteSnapshot", del, unlink),
 	})
+	snapshotsBySize(p, pool, clones)
+}
+
+// snapshotStride spreads a volume's data for snapshotsBySize: 1 MiB of every 16 MiB, so that the
+// data, and the extents a reflink copies, grow with the volume's size.
+const snapshotStride = 16 * mb
+
+// snapshotsBySize: CreateSnapshot of raw block volumes of each size in -snapshot-sizes, -snapshots
+// times each, beside ioctl(FICLONE) of the volume's image; the pool holds one volume at a time.
+func snapshotsBySize(p *proc, pool, clones string) {
+	var rows [][]string
+	for _, field := range strings.Split(cfg.snapshotSizes, ",") {
+		sizeGiB, err := strconv.Atoi(strings.TrimSpace(field))
+		if err != nil || sizeGiB < 1 {
+			fatalf("-snapshot-sizes: %q is no whole number of GiB", field)
+		}
+		size := int64(sizeGiB) * gib
+		id := p.createVolume("snapshot-size-"+strconv.Itoa(sizeGiB), size, blockCap())
+		// The volume's image, written as its loop device would write it (the pool layout: docs/architecture.md).
+		image := filepath.Join(pool, "volumes", id+".img")
+		rng := rand.New(rand.NewChaCha8([32]byte{byte(sizeGiB)}))
+		for offset := int64(0); offset < size; offset += snapshotStride {
+			writeAt(image, offset, mb, rng)
+		}
+		// Each snapshot is deleted before the next: the pool promises every snapshot the blocks it
+		// holds, and -snapshots of the largest volume would not fit beside it.
+		var create, clone timings
+		for i := range cfg.snapshots {
+			var snapshot string
+			create.timed(func() { snapshot = p.snapshot(fmt.Sprintf("size-%d-%d", sizeGiB, i), id) })
+			p.deleteSnapshot(snapshot)
+			copied := filepath.Join(clones, fmt.Sprintf("size-%d-%d", sizeGiB, i))
+			clone.timed(func() { must(ficlone(image, copied)) })
+			must(unix.Unlink(copied))
+		}
+		p.deleteVolume(id)
+		dataMiB := int(size / snapshotStride)
+		rows = append(rows, []string{fmt.Sprintf("%d GiB", sizeGiB), fmt.Sprintf("%d MiB", dataMiB),
+			strconv.Itoa(len(create)), ms(create.q(.5)), ms(create.q(.9)), ms(clone.q(.5)),
+			ratio(float64(create.q(.5)), float64(clone.q(.5)))})
+		recorded.Snapshots = append(recorded.Snapshots, results.SnapshotAtSize{SizeGiB: sizeGiB, DataMiB: dataMiB,
+			N: len(create), P50: millis(create.q(.5)), P90: millis(create.q(.9)), FicloneP50: millis(clone.q(.5))})
+	}
+	fmt.Printf("\nBy the volume's size: raw block volumes on the same pool holding 1 MiB of random data in every %d MiB\n"+
+		"(so a reflink copies as many extents more as the volume is larger), each snapshotted %d times, every\n"+
+		"snapshot deleted before the next; floor: ioctl(FICLONE) of its image as many times, each copy unlinked.\n\n", snapshotStride/mb, cfg.snapshots)
+	table([]string{"volume", "data", "n", "CreateSnapshot p50", "p90", "FICLONE p50", "ratio p50"}, rows)
 }
 
 // ficlone makes dst a reflink copy of src.

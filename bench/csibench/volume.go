@@ -116,6 +116,15 @@ func (a *attached) tryUnpublish(target string) error {
 	return nil
 }
 
+func (a *attached) tryStats(target string) error {
+	ctx, cancel := background()
+	defer cancel()
+	if _, err := a.p.node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: a.id, VolumePath: target}); err != nil {
+		return fmt.Errorf("NodeGetVolumeStats %s: %w", a.id, err)
+	}
+	return nil
+}
+
 func (a *attached) unstage() { onceMore(func() error { return a.tryUnstage() }) }
 
 func (a *attached) tryUnstage() error {
