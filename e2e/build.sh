@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Builds the tools the end-to-end test runs from the Go modules pinned in e2e/go.mod (Kubernetes,
-# etcd, the CSI sidecars, snapshot-controller) and this module's own commands (hollow-node,
-# registrar) into a cache directory (default: .cache/e2e/bin), and copies beside it the
+# etcd, the CSI sidecars, snapshot-controller) and this module's own command (hollow-node) into a
+# cache directory (default: .cache/e2e/bin), and copies beside it the
 # VolumeSnapshot and VolumeGroupSnapshot CRDs of the pinned external-snapshotter client module,
 # the SnapshotMetadataService CRD of the external-snapshot-metadata client module and that
-# module's ClusterRoles (deploy/). Rebuilds only when go.mod, go.sum or the commands change (a
+# module's ClusterRoles (deploy/). Rebuilds only when go.mod, go.sum or the command change (a
 # stamp records them); Go's build cache makes a rebuild quick, the first build takes about 15
-# minutes on two cores.
+# minutes on two cores. node-driver-registrar and livenessprobe, which go.mod cannot require, are
+# build-upstream.sh's.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${BLOCKPOOL_E2E_CACHE:-$here/../.cache/e2e}
 bin=$cache/bin
 tools=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet csi-provisioner csi-attacher
        csi-snapshotter snapshot-controller csi-resizer csi-snapshot-metadata snapshot-metadata-lister
-       snapshot-metadata-verifier hollow-node registrar)
+       snapshot-metadata-verifier hollow-node)
 
 stamp=$(cat "$here/go.mod" "$here/go.sum" "$here"/cmd/*/*.go | sha256sum | cut -d' ' -f1)
 up_to_date() {

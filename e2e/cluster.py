@@ -35,9 +35,12 @@ NODE = "e2e-node"
 DISTRIBUTED_SNAPSHOTS = "--enable-distributed-snapshotting"
 
 # The controller pod's sidecars the test runs, each built as a binary of the container's name.
-# The livenessprobe container is not run (not published as a Go module); the test waits on what
-# the sidecars' own liveness probes check instead.
+# The livenessprobe container is not run here: it listens on a fixed port (--health-port) of every
+# address, which runs side by side would share; the test waits on what the sidecars' own liveness
+# probes check instead, and the real node runs it in its pod (real_node.py).
 SIDECARS = ["csi-provisioner", "csi-attacher", "csi-snapshotter", "csi-resizer"]
+# The sidecars e2e/build-upstream.sh builds, by binary: their modules and tags.
+UPSTREAM_SIDECARS = REPO / "e2e" / "upstream-sidecars.txt"
 
 # Where the manifests put things on a node, and where they are in this test instead.
 MANIFEST_POOL = "/var/lib/blockpool"
@@ -442,7 +445,8 @@ class Cluster:
         # node-driver-registrar's default --plugin-registration-path, as the container sees it
         reg_args.append("--plugin-registration-path=" + reg_to_host("/registration"))
         (self.kubelet / "plugins_registry").mkdir(parents=True, exist_ok=True)
-        self.start("registrar", [BIN / "registrar", *reg_args])
+        self.check_sidecar_versions(ds["spec"]["template"]["spec"])
+        self.start("registrar", [BIN / "csi-node-driver-registrar", *reg_args])
         self.node_ports = ports
 
         def registered():
@@ -452,6 +456,9 @@ class Cluster:
             "get", "node", NODE, "-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}") == "True",
             STARTED)
         self.wait_for("kubelet registered the driver (CSINode)", registered, STARTED)
+        # What the registrar's liveness probe asks: its registration socket answers kubelet's GetInfo.
+        self.wait_for("node-driver-registrar's /healthz answers 200", lambda: http_ok(
+            f"http://127.0.0.1:{ports['node-driver-registrar']}/healthz"), STARTED)
 
     def install_flexvolume(self, endpoint):
         """blockpool's FlexVolume driver in kubelet's plugin directory (here in the temp dir), as
@@ -547,8 +554,16 @@ class Cluster:
         self.wait_leading("csi-snapshotter")
 
     def check_sidecar_versions(self, spec):
-        """The sidecars built for the test are the versions the Deployment's images carry, except
-        where the Go module proxy does not serve that version (e2e/README.md)."""
+        """The sidecars built for the test are the versions the pod's images carry, except where
+        the Go module proxy does not serve that version (e2e/README.md)."""
+        pins = [line.split() for line in UPSTREAM_SIDECARS.read_text().splitlines()
+                if line.strip() and not line.startswith("#")]
+        upstream = {binary: tag for binary, _module, tag, *_ in pins}
+        for c in spec["containers"]:
+            image, _, tag = c["image"].rpartition(":")
+            binary = image.rpartition("/")[2]
+            assert upstream.get(binary, tag) == tag, \
+                f"{c['name']}: the manifests deploy {tag}, {UPSTREAM_SIDECARS.name} builds {upstream[binary]}"
         go_mod = (REPO / "e2e" / "go.mod").read_text()
         modules = {"csi-provisioner": "external-provisioner/v6", "csi-attacher": "external-attacher/v4",
                    "csi-snapshotter": "external-snapshotter/v8", "csi-resizer": "external-resizer/v2",

@@ -90,7 +90,7 @@ class Node:
         self.driver = self.c.start(f"driver-{self.name}", self.driver_argv, cwd=self.root / "driver")
         reg_args, _, reg_to_host = command("node-driver-registrar")
         reg_args.append("--plugin-registration-path=" + reg_to_host("/registration"))
-        self.c.start(f"registrar-{self.name}", [BIN / "registrar", *reg_args])
+        self.c.start(f"registrar-{self.name}", [BIN / "csi-node-driver-registrar", *reg_args])
         for sidecar in NODE_SIDECARS:
             sargs, env, _ = command(sidecar)
             self.c.start(f"{sidecar}-{self.name}", [BIN / sidecar, *sargs, f"--kubeconfig={token_kubeconfig}"],

@@ -229,8 +229,9 @@ class RealNodeFlows(E2E):
         self.volumes[claim] = v
 
     def driver_killed(self):
-        """The driver's container frozen, its liveness endpoint answers 500 with the reason; killed
-        (SIGKILL) while rn-reader uses its volume: kubelet
+        """The driver's container frozen, its liveness endpoint answers 500: the driver did not
+        answer within livenessprobe's --probe-timeout; killed (SIGKILL) while rn-reader uses its
+        volume, node-driver-registrar running on: kubelet
         restarts it, it becomes ready and its probe answers again; the pod's data is intact and
         writable; the pod's deletion then unpublishes and unstages the volume and detaches its
         loop device."""
@@ -238,14 +239,15 @@ class RealNodeFlows(E2E):
         p = self.node_plugin()
         driver = next(c for c in p["status"]["containerStatuses"] if c["name"] == "blockpool")
         container = driver["containerID"].removeprefix("containerd://")
-        # Frozen, the driver cannot answer Probe: the liveness endpoint says so, as kubelet would see.
+        # Frozen, the driver cannot answer: livenessprobe's connection for its Probe gets no
+        # answer within --probe-timeout, and the liveness endpoint says so, as kubelet would see.
         port, path = PROBES["liveness-probe"]
         self.node.ctr("tasks", "pause", container)
         try:
             status, reason = http_get(f"http://{p['status']['podIP']}:{port}{path}")
         finally:
             self.node.ctr("tasks", "resume", container)
-        assert status == 500 and "Probe" in reason, f"{path} of a frozen driver: {status} {reason!r}"
+        assert status == 500 and "deadline exceeded" in reason, f"{path} of a frozen driver: {status} {reason!r}"
         self.node.ctr("tasks", "kill", "-s", "SIGKILL", container)
         p = self.node_plugin_ready(restarted_from=driver["restartCount"])
         self.probes_answer(p)

@@ -9,8 +9,8 @@
 #            the sidecars the base's DaemonSet runs, built static from the modules e2e/go.mod
 #            pins, each alone in its image, tagged with its module's version
 #   csi-node-driver-registrar, livenessprobe
-#            the stand-ins e2e/cmd/registrar and e2e/cmd/livenessprobe (those sidecars are not
-#            published as Go modules), tagged with a hash of their source
+#            the binaries e2e/build-upstream.sh builds at the commits e2e/upstream-sidecars.txt
+#            pins, each alone in its image, tagged with its release's tag
 # Each archive's name carries its image's version (the driver's: its image ID), so a new pin or
 # a rebuilt image makes a new archive. Prints "role archive image" lines on stdout. Nothing is pulled: both small
 # images are FROM scratch, so podman builds them without running a container. Rebuilds an
@@ -18,7 +18,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-out=${BLOCKPOOL_E2E_CACHE:-$repo/.cache/e2e}/node/images
+cache=${BLOCKPOOL_E2E_CACHE:-$repo/.cache/e2e}
+out=$cache/node/images
+upstream_bin=$cache/bin
 command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
 mkdir -p "$out"
 log() { echo "e2e/node/images.sh: $*" >&2; }
@@ -48,10 +50,12 @@ for tool in external-provisioner/v6/cmd/csi-provisioner external-snapshotter/v8/
   module=github.com/kubernetes-csi/${tool%/cmd/*}
   sidecars+=("${tool##*/} github.com/kubernetes-csi/$tool $(cd "$repo/e2e" && go list -m -f '{{.Version}}' "$module")")
 done
-for standin in csi-node-driver-registrar:registrar livenessprobe:livenessprobe; do
-  src=$repo/e2e/cmd/${standin#*:}
-  sidecars+=("${standin%%:*} ./cmd/${standin#*:} e2e-$(cat "$src"/*.go "$repo/e2e/go.sum" | sha256sum | cut -c1-12)")
-done
+# The upstream sidecars, already built: role, "-" (no package), tag.
+while read -r binary _ tag _; do
+  sidecars+=("$binary - $tag")
+done < <(grep -v '^#' "$repo/e2e/upstream-sidecars.txt" | grep .)
+# Up to date already when e2e/real-node.sh runs this; it says why a sidecar cannot be built.
+"$repo/e2e/build-upstream.sh" >&2 || { log "node-driver-registrar or livenessprobe not built"; exit 1; }
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -100,7 +104,7 @@ fi
 missing=()
 for s in "${sidecars[@]}"; do
   read -r role pkg version <<<"$s"
-  [[ -s $out/$role-$version.tar ]] || missing+=("$pkg")
+  [[ -s $out/$role-$version.tar || $pkg == - ]] || missing+=("$pkg")
 done
 if ((${#missing[@]})); then
   log "building ${missing[*]}"
@@ -112,7 +116,11 @@ for s in "${sidecars[@]}"; do
   if [[ ! -s $out/$role-$version.tar ]]; then
     rm -f "$out/$role"-*.tar
     mkdir -p "$work/$role"
-    mv "$work/bin/${pkg##*/}" "$work/$role/$role"
+    if [[ $pkg == - ]]; then
+      cp "$upstream_bin/$role" "$work/$role/$role"
+    else
+      mv "$work/bin/${pkg##*/}" "$work/$role/$role"
+    fi
     build_scratch "localhost/blockpool-e2e/$role:$version" "$work/$role" "$out/$role-$version.tar" "/$role"
   fi
 done
