@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one command that builds blockpool and runs all of its tests, in eight stages: the style
-# gate, the Maven build with its unit, integration and system tests, csi-sanity (node and shared
+# gate, the Maven build with its unit, integration and system tests (and the Go code's unit
+# tests), csi-sanity (node and shared
 # pools, mount and block), the checks of the Kubernetes manifests, the Grafana dashboard's queries
 # on a real driver's scrapes, the end-to-end test, the
 # container image (BLOCKPOOL_SKIP_IMAGE=1 leaves it out) and the real node, which runs that
@@ -58,8 +59,8 @@ remember_failures maven <(python3 scripts/surefire_counts.py --failures "$repo")
 [[ $status -eq 0 || $f -gt 0 ]] || recap+=("maven: the build failed before its tests (see its [ERROR] lines)")
 add_counts "$p" "$f" "$s"
 [[ -f $summary ]] && cat "$summary"
-# The kubectl plugin's unit tests (Go): the move's steps against a fake API server.
-counted kubectl-blockpool kubectl-plugin/test.sh
+# The Go code's unit tests: the kubectl plugin, the bench's figures.
+counted go scripts/go-tests.sh
 
 stage "csi-sanity"
 if [[ $status -eq 0 ]]; then
