@@ -23,6 +23,7 @@ import java.time.Instant;
  *   frozen/&lt;volume-id&gt;                          a volume whose file system a group snapshot is freezing
  *   nodes/&lt;node-id&gt;.lock                        held by the one node plugin of that ID
  *   incoming/&lt;volume-id&gt;.img, .json            an image being pulled from another node, and how far
+ *   incoming/.pulls.lock                          one pull of a volume at a time, across processes
  *   outgoing/&lt;transfer-id&gt;.N.img, .json         frozen copies of a volume another node is pulling
  *   controller.lock, records.lock                 locks every process sharing the pool takes
  * </pre>

@@ -16,6 +16,7 @@ import dev.blockpool.pool.transfer.TransferRecords.Pull;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.channels.FileLock;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
@@ -77,6 +78,7 @@ public final class ImageImports {
     private final RecordStore<Pull> records;
     private final BlockingCalls blocking;
     private final Executor readThreads = ChunkReads.threads();
+    private final PullLocks locks;
 
     public ImageImports(Pool pool) {
         this(pool, new BlockingCalls("transfer-import", THREADS));
@@ -87,6 +89,7 @@ public final class ImageImports {
         this.directory = pool.root().resolve("incoming");
         this.records = new RecordStore<>(directory, TransferRecords.PULL);
         this.blocking = blocking;
+        this.locks = new PullLocks(directory);
     }
 
     /**
@@ -101,6 +104,23 @@ public final class ImageImports {
     public long pull(String targetId, ContentSource source, RemoteImage image, Progress progress) {
         TransferIds.requireVolumeId(targetId);
         TransferIds.requireSource(source);
+        FileLock held = lockPull(targetId);
+        try {
+            return pullLocked(targetId, source, image, progress);
+        } finally {
+            try {
+                held.release();
+            } catch (IOException e) {
+                log.warn("cannot unlock the pull of volume {}: {}", targetId, e.getMessage());
+            }
+        }
+    }
+
+    private FileLock lockPull(String targetId) {
+        return blocking.call(CALL_DEADLINE, "locking the pull of " + targetId, () -> locks.lock(targetId));
+    }
+
+    private long pullLocked(String targetId, ContentSource source, RemoteImage image, Progress progress) {
         Pull pull = startingPoint(targetId, source, image);
         Path file = imagePath(targetId);
         String what = TransferIds.describe(source) + " from node " + pull.node();

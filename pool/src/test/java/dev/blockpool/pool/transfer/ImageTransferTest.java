@@ -23,6 +23,11 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -79,7 +84,9 @@ class ImageTransferTest {
         assertThat(progress).first().isEqualTo(0L);
         assertThat(progress).last().isEqualTo(snapshot.sizeBytes());
         assertThat(restored.source()).contains(fromSnapshot());
-        assertThat(pools.destination.root().resolve("incoming")).isEmptyDirectory();
+        assertThat(pools.destination.root().resolve("incoming").toFile().list())
+                .as("nothing of the pull left but the pool's lock of pulls")
+                .containsExactly(PullLocks.FILE);
         assertThat(pools.destination.capacity().read().promisedBytes()).isEqualTo(restored.capacityBytes());
     }
 
@@ -143,6 +150,50 @@ class ImageTransferTest {
         Volume restored = restore(restarted);
         assertThat(Files.mismatch(pools.destination.volumes().imagePath(restored.id()), snapshotImage()))
                 .isEqualTo(-1);
+    }
+
+    @Test
+    void aSecondPullOfTheSameVolumeWaitsForTheFirstToEnd() throws Exception {
+        // A pull held mid-copy, as a blockpool-csi move left running by a cut exec would be.
+        CountDownLatch reading = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        LoopbackImage held = new LoopbackImage(TransferFixture.SOURCE_NODE, open()) {
+            @Override
+            public Chunk read(long at, int length) {
+                reading.countDown();
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                return super.read(at, length);
+            }
+        };
+        ExecutorService first = Executors.newSingleThreadExecutor();
+        try {
+            Future<Long> pulling = first.submit(() -> pools.imports().pull(target, fromSnapshot(), held, (d, s) -> {}));
+            reading.await();
+
+            // another process's pull (its own ImageImports, its own channel on the lock file)
+            LoopbackImage second = pools.remote(fromSnapshot(), target);
+            assertThatThrownBy(() -> pools.imports().pull(target, fromSnapshot(), second, (d, s) -> {}))
+                    .isInstanceOf(StorageException.class)
+                    .hasMessageContaining("another pull of volume " + target + " into this pool is under way");
+            assertThat(second.bytesRead.get())
+                    .as("the refused pull read nothing")
+                    .isZero();
+
+            release.countDown();
+            pulling.get(1, TimeUnit.MINUTES);
+        } finally {
+            release.countDown();
+            first.shutdownNow();
+        }
+        LoopbackImage after = pools.remote(fromSnapshot(), target);
+        pools.imports().pull(target, fromSnapshot(), after, (d, s) -> {});
+        assertThat(after.bytesRead.get())
+                .as("the first pull finished the image")
+                .isZero();
     }
 
     @Test
