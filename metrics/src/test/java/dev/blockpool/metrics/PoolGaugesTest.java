@@ -109,6 +109,7 @@ class PoolGaugesTest {
                 512 * MiB,
                 sharingTold,
                 Duration.ofMillis(1),
+                64 * MiB + 5 * MiB,
                 900 * MiB);
     }
 

@@ -193,6 +193,6 @@ public final class Pool {
 
     /** Counts what the pool holds now, reading no record; see {@link PoolCensus}. */
     public PoolCensus.Figures census() {
-        return new PoolCensus(root, space, capacity.policy()).take();
+        return new PoolCensus(root, space, capacity).take();
     }
 }

@@ -38,7 +38,9 @@ public final class PoolCensus {
     /**
      * One census: the volumes, the snapshots, the group snapshots, the pool filesystem's size and
      * the bytes free on it, whether the filesystem told which extents are shared (false where it
-     * maps no extents: NFS, tmpfs, FUSE; or when no image was there to ask), and how long it took.
+     * maps no extents: NFS, tmpfs, FUSE; or when no image was there to ask), how long it took, and
+     * what the pool has promised and may promise, as {@link PoolCapacity} counts them (the images
+     * of transfers between nodes too, which no record names).
      */
     public record Figures(
             Images volumes,
@@ -48,22 +50,17 @@ public final class PoolCensus {
             long availableBytes,
             boolean sharingTold,
             Duration took,
-            long promiseLimitBytes) {
-
-        /** What the pool has promised, as {@link PoolCapacity} counts it: volumes' sizes, snapshots' blocks. */
-        public long promisedBytes() {
-            return volumes.provisionedBytes() + snapshots.allocatedBytes();
-        }
-    }
+            long promisedBytes,
+            long promiseLimitBytes) {}
 
     private final Path root;
     private final PoolSpace space;
-    private final CapacityPolicy policy;
+    private final PoolCapacity capacity;
 
-    PoolCensus(Path root, PoolSpace space, CapacityPolicy policy) {
+    PoolCensus(Path root, PoolSpace space, PoolCapacity capacity) {
         this.root = root;
         this.space = space;
-        this.policy = policy;
+        this.capacity = capacity;
     }
 
     /** Counts the pool as it is now. */
@@ -75,6 +72,7 @@ public final class PoolCensus {
         long groups = images(root.resolve("groups"), null).count();
         long size = space.totalBytes();
         long available = space.availableBytes();
+        long promised = capacity.read().promisedBytes();
         return new Figures(
                 volumes,
                 snapshots,
@@ -83,7 +81,8 @@ public final class PoolCensus {
                 available,
                 sharing.answer == Sharing.Answer.TOLD,
                 Duration.ofNanos(System.nanoTime() - started),
-                policy.limitBytes(size));
+                promised,
+                capacity.policy().limitBytes(size));
     }
 
     /**

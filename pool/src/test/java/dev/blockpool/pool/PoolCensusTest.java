@@ -5,8 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.blockpool.common.ProcessCommandRunner;
 import dev.blockpool.pool.records.DurableFiles;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
@@ -52,6 +55,22 @@ class PoolCensusTest {
         assertThat(volumes.provisionedBytes()).isEqualTo(12 * MiB);
         // every block of the preallocated one, none (or a filesystem's metadata block or so) of the sparse one
         assertThat(volumes.allocatedBytes()).isBetween(4 * MiB, 5 * MiB);
+    }
+
+    @Test
+    void whatTheCensusSaysIsPromisedIsWhatThePoolCountsTransfersIncluded() throws IOException {
+        Pool pool = open();
+        pool.volumes().create(spec("here", 8 * MiB, Allocation.SPARSE));
+        // an image being pulled from another node: it promises its full size, with no record
+        Path incoming = root.resolve("incoming").resolve("vol-0123456789abcdef0123456789abcdef.img");
+        try (FileChannel file = FileChannel.open(incoming, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            file.write(ByteBuffer.allocate(1), 4 * MiB - 1);
+        }
+
+        PoolCensus.Figures figures = pool.census();
+
+        assertThat(figures.promisedBytes()).isEqualTo(12 * MiB);
+        assertThat(figures.promisedBytes()).isEqualTo(pool.capacity().read().promisedBytes());
     }
 
     @Test
