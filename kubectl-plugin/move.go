@@ -99,7 +99,7 @@ func (m *Mover) MoveClaims(ctx context.Context, claims []types.NamespacedName, t
 	}
 	for _, mv := range moves {
 		if err := m.annotateClaim(ctx, mv.claim, map[string]*string{
-			annotationMovingTo: nil, annotationStopped: nil, annotationReplacement: nil,
+			annotationMovingTo: nil, annotationStopped: nil, annotationReplacement: nil, annotationFinalStarted: nil,
 		}); err != nil {
 			return err
 		}
@@ -149,8 +149,12 @@ func (m *Mover) plan(ctx context.Context, key types.NamespacedName, to string) (
 		return mv, fmt.Errorf("%s is not bound to a volume yet: there is nothing to move", mv)
 	}
 	if under := claim.Annotations[annotationMovingTo]; under != "" && under != to {
-		return mv, fmt.Errorf("%s is being moved to node %s: finish that move (run it again with --to %s) "+
-			"before moving it elsewhere", mv, under, under)
+		if claim.Annotations[annotationFinalStarted] != "" {
+			return mv, fmt.Errorf("%s is being moved to node %s, whose last copy has begun: finish that move "+
+				"(run it again with --to %s) before moving it elsewhere", mv, under, under)
+		}
+		fmt.Fprintf(m.Out, "%s: moving to node %s instead of %s, whose copy is left to its pool's reconcile\n",
+			mv, to, under)
 	}
 	pv, err := m.Kube.CoreV1().PersistentVolumes().Get(ctx, mv.pvName, metav1.GetOptions{})
 	switch {
@@ -220,6 +224,10 @@ func (m *Mover) execMove(ctx context.Context, mv claimMove, to string, extra []s
 // finish runs the last copy and the hand-over: blockpool-csi move --final, again while the source
 // node still holds the volume (kubelet unstages it a moment after the pod is gone).
 func (m *Mover) finish(ctx context.Context, mv claimMove, to string) error {
+	started := "true"
+	if err := m.annotateClaim(ctx, mv.claim, map[string]*string{annotationFinalStarted: &started}); err != nil {
+		return err
+	}
 	return m.waitFor(ctx, fmt.Sprintf("node %s to let go of volume %s", mv.from, mv.handle),
 		func(ctx context.Context) (bool, error) {
 			code, err := m.execMove(ctx, mv, to, []string{"--final"})

@@ -275,18 +275,34 @@ func TestMoveThatCannotStopAPodChangesNothing(t *testing.T) {
 	}
 }
 
-func TestMoveToAnotherNodeThanTheOneUnderWayIsRefused(t *testing.T) {
+func TestMoveToAnotherNodeThanTheOneUnderWayIsRefusedOnceItsLastCopyBegan(t *testing.T) {
 	c := cluster(pv("node-a", corev1.PersistentVolumeReclaimDelete),
-		claim(map[string]string{annotationMovingTo: "node-c"}))
+		claim(map[string]string{annotationMovingTo: "node-c", annotationFinalStarted: "true"}))
 	exec := &fakeExec{}
 	m, _ := mover(c, exec, RepointAuto)
 
 	err := m.MoveClaims(context.Background(), []types.NamespacedName{claimKey}, "node-b")
-	if err == nil || !strings.Contains(err.Error(), "is being moved to node node-c") {
+	if err == nil || !strings.Contains(err.Error(), "is being moved to node node-c, whose last copy has begun") {
 		t.Fatalf("error: %v", err)
 	}
 	if len(exec.calls) != 0 {
 		t.Errorf("ran %v", exec.steps())
+	}
+}
+
+func TestMoveMayChangeItsDestinationBeforeItsLastCopy(t *testing.T) {
+	c := cluster(pv("node-a", corev1.PersistentVolumeReclaimDelete),
+		claim(map[string]string{annotationMovingTo: "node-c"}), statefulSet(1, nil), appPod(stsOwner()))
+	m, out := mover(c, &fakeExec{}, RepointAuto)
+
+	if err := m.MoveClaims(context.Background(), []types.NamespacedName{claimKey}, "node-b"); err != nil {
+		t.Fatal(err)
+	}
+	if volumeNode(getPV(t, c)) != "node-b" {
+		t.Error("the volume did not move to node b")
+	}
+	if !strings.Contains(out.String(), "moving to node node-b instead of node-c") {
+		t.Errorf("output: %s", out)
 	}
 }
 
