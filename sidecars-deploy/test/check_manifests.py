@@ -642,6 +642,16 @@ def check_deployment(variant, objs):
             dvol = volume(pod, dm["name"]) if dm else None
             check(variant, dm is not None and (dvol or {}).get("hostPath", {}).get("path") == "/dev",
                   f"{where}: the host's /dev must be mounted at /dev (loop devices)")
+            # I/O limits: the host's cgroups where --cgroup-root says, in the driver's container alone
+            cgroup_root = dflags.get("cgroup-root", "/sys/fs/cgroup")
+            cm = next((m for m in drv.get("volumeMounts", []) if m["mountPath"].rstrip("/") == cgroup_root), None)
+            cvol = volume(pod, cm["name"]) if cm else None
+            check(variant, cm is not None and not cm.get("readOnly")
+                  and (cvol or {}).get("hostPath", {}).get("path", "").rstrip("/") == "/sys/fs/cgroup",
+                  f"{where}: --cgroup-root {cgroup_root} must be the host's /sys/fs/cgroup, mounted read-write")
+            others = [c["name"] for c in pod["containers"] if c is not drv and cm is not None
+                      and any(m["name"] == cm["name"] for m in c.get("volumeMounts", []))]
+            check(variant, not others, f"{where}: only the driver mounts the host's cgroups, not {others}")
             check(variant, env_field_ref(drv, "KUBE_NODE_NAME") == "spec.nodeName"
                   and "KUBE_NODE_NAME" in " ".join(drv.get("args", [])),
                   f"{where}: --node-id must come from spec.nodeName (downward API)")
