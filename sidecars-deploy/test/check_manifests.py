@@ -54,7 +54,7 @@ SIDECAR_VERSIONS = {
     "csi-snapshot-metadata": "v0.2.0",
 }
 # What ControllerModifyVolume can change (csi/CsiKeys, VolumeParameters.MUTABLE_KEYS).
-MUTABLE_PARAMETERS = {"allocation"}
+MUTABLE_PARAMETERS = {"allocation", "readIOPS", "writeIOPS", "readBytesPerSecond", "writeBytesPerSecond"}
 CONTROLLER_SIDECARS = ("csi-provisioner", "csi-attacher", "csi-snapshotter", "csi-resizer")
 
 # What each sidecar must be allowed to do cluster-wide: (apiGroup, resource) -> verbs.
@@ -511,7 +511,7 @@ def check_deployment(variant, objs):
         fs = params.get("csi.storage.k8s.io/fstype", params.get("fsType", "ext4"))
         check(variant, fs in FS_TYPES, f"{where}: file system '{fs}' is not one of {sorted(FS_TYPES)}")
         unknown = sorted(k for k in params
-                         if not k.startswith("csi.storage.k8s.io/") and k not in ("fsType", "allocation"))
+                         if not k.startswith("csi.storage.k8s.io/") and k != "fsType" and k not in MUTABLE_PARAMETERS)
         check(variant, not unknown, f"{where}: parameters {unknown} are not accepted by the driver")
         check(variant, params.get("allocation", "sparse") in ALLOCATIONS,
               f"{where}: allocation '{params.get('allocation')}' is not one of {sorted(ALLOCATIONS)}")
