@@ -19,6 +19,7 @@ import dev.blockpool.host.mounts.Mounter;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -39,7 +40,7 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
     /** The limits set, by pod UID and device ("uid 7:3"); a pod in {@link #podsWithoutCgroup} has none. */
     public final Map<String, IoLimits> podLimits = new HashMap<>();
 
-    public final Set<String> podsWithoutCgroup = new java.util.HashSet<>();
+    public final Set<String> podsWithoutCgroup = new HashSet<>();
     private final Path devDir;
     private final ImageIdentities images = new ImageIdentities(new dev.blockpool.common.BlockingCalls("fake-host", 2));
     private int nextMountId = 100;

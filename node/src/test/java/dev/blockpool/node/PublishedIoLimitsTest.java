@@ -119,6 +119,18 @@ class PublishedIoLimitsTest {
     }
 
     @Test
+    void aPodWithoutACgroupYetIsPublishedAndLeftToTheLook() {
+        fake.podsWithoutCgroup.add(POD_A);
+        stage();
+        publish(POD_A);
+        assertThat(fake.podLimits).isEmpty();
+
+        fake.podsWithoutCgroup.clear();
+        limits().look();
+        assertThat(fake.podLimits).isEqualTo(Map.of(POD_A + " 7:0", LIMITS));
+    }
+
+    @Test
     void aVolumeWithoutLimitsSetsNothingAtPublish() {
         limitTo(IoLimits.NONE);
         stage();

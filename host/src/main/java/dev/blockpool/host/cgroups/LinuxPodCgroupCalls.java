@@ -5,6 +5,7 @@ import dev.blockpool.common.StorageException;
 import dev.blockpool.host.mounts.DeviceNumber;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileVisitOption;
 import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -95,39 +96,35 @@ public final class LinuxPodCgroupCalls implements PodCgroupCalls {
         String systemd = "-pod" + podUid.replace('-', '_') + ".slice";
         List<Path> found = new ArrayList<>();
         try {
-            Files.walkFileTree(
-                    hierarchy,
-                    EnumSet.noneOf(java.nio.file.FileVisitOption.class),
-                    POD_DEPTH,
-                    new SimpleFileVisitor<>() {
-                        @Override
-                        public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attributes) {
-                            return isPod(dir, attributes) ? FileVisitResult.SKIP_SUBTREE : FileVisitResult.CONTINUE;
-                        }
+            Files.walkFileTree(hierarchy, EnumSet.noneOf(FileVisitOption.class), POD_DEPTH, new SimpleFileVisitor<>() {
+                @Override
+                public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attributes) {
+                    return isPod(dir, attributes) ? FileVisitResult.SKIP_SUBTREE : FileVisitResult.CONTINUE;
+                }
 
-                        @Override
-                        public FileVisitResult visitFile(Path file, BasicFileAttributes attributes) {
-                            isPod(file, attributes); // a directory at the deepest level
-                            return FileVisitResult.CONTINUE;
-                        }
+                @Override
+                public FileVisitResult visitFile(Path file, BasicFileAttributes attributes) {
+                    isPod(file, attributes); // a directory at the deepest level
+                    return FileVisitResult.CONTINUE;
+                }
 
-                        @Override
-                        public FileVisitResult visitFileFailed(Path file, IOException e) {
-                            return FileVisitResult.CONTINUE; // a cgroup removed while walking
-                        }
+                @Override
+                public FileVisitResult visitFileFailed(Path file, IOException e) {
+                    return FileVisitResult.CONTINUE; // a cgroup removed while walking
+                }
 
-                        private boolean isPod(Path path, BasicFileAttributes attributes) {
-                            Path name = path.getFileName();
-                            boolean pod = attributes.isDirectory()
-                                    && name != null
-                                    && (name.toString().equals(cgroupfs)
-                                            || name.toString().endsWith(systemd));
-                            if (pod) {
-                                found.add(path);
-                            }
-                            return pod;
-                        }
-                    });
+                private boolean isPod(Path path, BasicFileAttributes attributes) {
+                    Path name = path.getFileName();
+                    boolean pod = attributes.isDirectory()
+                            && name != null
+                            && (name.toString().equals(cgroupfs)
+                                    || name.toString().endsWith(systemd));
+                    if (pod) {
+                        found.add(path);
+                    }
+                    return pod;
+                }
+            });
         } catch (IOException e) {
             throw StorageException.io(e, "cannot look for the cgroup of pod %s in %s", podUid, hierarchy);
         }
