@@ -1,6 +1,7 @@
 package dev.blockpool.host.cgroups;
 
 import dev.blockpool.common.IoLimits;
+import dev.blockpool.common.LastKept;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.host.mounts.DeviceNumber;
 import java.io.IOException;
@@ -17,6 +18,7 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
@@ -45,7 +47,16 @@ public final class LinuxPodCgroupCalls implements PodCgroupCalls {
     /** A pod UID as kubelet gives it: a UUID, or 32 hex digits for a static pod. Never a path. */
     private static final Pattern POD_UID = Pattern.compile("[0-9a-f]{8}(-?[0-9a-f]{4}){3}-?[0-9a-f]{12}");
 
+    /** Pods' cgroups kept once found: as many as a node runs pods, many times over. */
+    private static final int KEPT = 4096;
+
     private final Path root;
+    /**
+     * The cgroups each pod was found at, by UID: the look sets every published pod every few seconds,
+     * and a walk of the hierarchy reads every cgroup's files. A cgroup kept is used while it is still
+     * a directory of that name; else the pod is looked for again.
+     */
+    private final Map<String, List<Path>> found = LastKept.map(KEPT);
 
     public LinuxPodCgroupCalls(Path root) {
         this.root = root;
@@ -71,7 +82,7 @@ public final class LinuxPodCgroupCalls implements PodCgroupCalls {
                         + "a volume's I/O (docs/deploy.md)",
                 root));
         List<Path> limited = new ArrayList<>();
-        for (Path pod : podCgroups(controller.hierarchy(), podUid)) {
+        for (Path pod : podCgroupsOf(controller.hierarchy(), podUid)) {
             for (Path cgroup : controller.countedIn(pod)) {
                 if (controller.set(cgroup, device, limits)) {
                     limited.add(cgroup);
@@ -88,6 +99,23 @@ public final class LinuxPodCgroupCalls implements PodCgroupCalls {
         }
         Path blkio = root.resolve("blkio");
         return Files.isDirectory(blkio, LinkOption.NOFOLLOW_LINKS) ? Optional.of(new V1(blkio)) : Optional.empty();
+    }
+
+    /** The pod's cgroups, as found before while they are still there, else looked for. */
+    private List<Path> podCgroupsOf(Path hierarchy, String podUid) {
+        List<Path> before = found.getOrDefault(podUid, List.of());
+        if (!before.isEmpty()
+                && before.stream()
+                        .allMatch(p -> p.startsWith(hierarchy) && Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS))) {
+            return before;
+        }
+        List<Path> now = podCgroups(hierarchy, podUid);
+        if (now.isEmpty()) {
+            found.remove(podUid);
+        } else {
+            found.put(podUid, now);
+        }
+        return now;
     }
 
     /** The pod's cgroups below {@code hierarchy}: directories only, never through a symlink. */

@@ -126,6 +126,21 @@ class LinuxPodCgroupCallsTest {
     }
 
     @Test
+    void aPodsCgroupFoundBeforeIsLookedForAgainOnceItIsGone() throws IOException {
+        LinuxPodCgroupCalls calls = new LinuxPodCgroupCalls(root);
+        Path before = v1Cgroup("kubepods/besteffort/pod" + UID);
+        assertThat(calls.limit(UID, LOOP3, LIMITS)).containsExactly(before);
+
+        for (String file : V1_FILES) {
+            Files.delete(before.resolve(file));
+        }
+        Files.delete(before);
+        Path now = v1Cgroup("kubepods/burstable/pod" + UID);
+        assertThat(calls.limit(UID, LOOP3, LIMITS)).containsExactly(now);
+        assertThat(read(now.resolve("blkio.throttle.read_iops_device"))).isEqualTo("7:3 200\n");
+    }
+
+    @Test
     void aPodWithoutACgroupHereHasNothingSet() throws IOException {
         v1Cgroup("kubepods/burstable");
 
