@@ -97,6 +97,28 @@ class ModifyIoLimitsTest {
         assertThat(recorded(id)).isEqualTo(IoLimits.NONE);
     }
 
+    /** What another node's controller hands over the peer channel is applied on the volume's node at once too. */
+    @Test
+    void aChangeHandedToTheVolumesNodeIsAppliedThereAtOnce(@TempDir Path nodeBPool) {
+        try (ControllerHarness nodeB =
+                new ControllerHarness(nodeBPool, PoolScope.nodeLocal("node-b"), (NodeIoLimits) applied::add)) {
+            String id = nodeB.stub()
+                    .createVolume(createRequest("pvc-on-b", 4 * MIB).build())
+                    .getVolume()
+                    .getVolumeId();
+
+            nodeB.service()
+                    .modifyHere(ControllerModifyVolumeRequest.newBuilder()
+                            .setVolumeId(id)
+                            .putMutableParams("writeIOPS", "300")
+                            .build());
+
+            IoLimits limited = new IoLimits(0, 300, 0, 0);
+            assertThat(nodeB.pool().volumes().get(id).ioLimits()).isEqualTo(limited);
+            assertThat(applied).extracting(Volume::ioLimits).containsExactly(limited);
+        }
+    }
+
     @Test
     void anInfeasibleLimitIsRefusedAndChangesNothing() {
         String id = create("pvc-vac-bad", Map.of(), Map.of("writeIOPS", "100"));
