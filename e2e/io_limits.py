@@ -1,6 +1,7 @@
 """The real node's I/O limits flow (e2e/README.md, "The real node"): a pod's direct I/O on its claim
 measured without a limit, under a VolumeAttributesClass's limits (the real csi-resizer calls
-ControllerModifyVolume), after a change to another class, and in a pod started later. Each figure
+ControllerModifyVolume), after a change to another class, and in a pod started later; then a raw
+block claim made with a class (csi-provisioner passes it to CreateVolume). Each figure
 under a limit is checked to be within TOLERANCE of it; the figures are printed, for
 docs/performance-node.md."""
 
@@ -14,6 +15,7 @@ from cluster import ON_HOST, RECONCILED, pvc, wait_for
 CLAIM = "rn-io"
 POD = "rn-io"
 LATER_POD = "rn-io-later"
+BLOCK_CLAIM = "rn-io-block"
 # Each measured run lasts about this long at the limit, so the throttle's first slice weighs little.
 SECONDS_AT_LIMIT = 5
 TOLERANCE = 0.10
@@ -54,21 +56,22 @@ class IoLimitsFlow:
         block = next(BLOCK[a] for a in args if a in BLOCK)
         return int(records.group(1)) * block, float(real.group(1))
 
-    def measure(self, pod, label, limits):
-        """Direct I/O in the pod: bytes per second with 1 MiB requests, IOPS with 4 KiB ones, each way.
-        The amounts last SECONDS_AT_LIMIT at `limits` (class a's when there is none)."""
-        r_iops, w_iops, _, w_bps = limits or CLASSES["blockpool-e2e-io-a"]
-        f = "of=/data/io"
-        wrote, s = self.dd(pod, "if=/dev/zero", f, "bs=1M", f"count={w_bps * SECONDS_AT_LIMIT // MIB}",
+    def measure(self, pod, label, limits, path="/data/io"):
+        """Direct I/O in the pod on `path` (a file, or the raw block device): bytes per second with
+        1 MiB requests, IOPS with 4 KiB ones, each way. The amounts last SECONDS_AT_LIMIT at `limits`
+        (class a's when there is none)."""
+        r_iops, w_iops, r_bps, w_bps = limits or CLASSES["blockpool-e2e-io-a"]
+        wrote, s = self.dd(pod, "if=/dev/zero", f"of={path}", "bs=1M", f"count={w_bps * SECONDS_AT_LIMIT // MIB}",
                            "oflag=direct")
         write_bps = wrote / s
-        read, s = self.dd(pod, "if=/data/io", "of=/dev/null", "bs=1M", "iflag=direct")
+        read, s = self.dd(pod, f"if={path}", "of=/dev/null", "bs=1M", f"count={r_bps * SECONDS_AT_LIMIT // MIB}",
+                          "iflag=direct")
         read_bps = read / s
-        ops = w_iops * SECONDS_AT_LIMIT
-        wrote, s = self.dd(pod, "if=/dev/zero", f, "bs=4k", f"count={ops}", "oflag=direct", "conv=notrunc")
+        wrote, s = self.dd(pod, "if=/dev/zero", f"of={path}", "bs=4k", f"count={w_iops * SECONDS_AT_LIMIT}",
+                           "oflag=direct", "conv=notrunc")
         write_iops = wrote / 4096 / s
-        ops = r_iops * SECONDS_AT_LIMIT
-        read, s = self.dd(pod, "if=/data/io", "of=/dev/null", "bs=4k", f"count={ops}", "iflag=direct")
+        read, s = self.dd(pod, f"if={path}", "of=/dev/null", "bs=4k", f"count={r_iops * SECONDS_AT_LIMIT}",
+                          "iflag=direct")
         read_iops = read / 4096 / s
         measured = (read_iops, write_iops, read_bps, write_bps)
         self.figures[label] = {"limits": limits, "measured": measured}
@@ -127,4 +130,15 @@ class IoLimitsFlow:
                  ON_HOST)
         self.measure(LATER_POD, "class b, a pod started later", limits)
         self.c.kubectl("delete", "pod", "-n", "default", LATER_POD, "--wait=true", "--timeout=120s")
+        # A raw block claim made with class b (CreateVolume's mutable parameters): its pod's device.
+        claim = pvc(BLOCK_CLAIM, "blockpool-ext4", "256Mi", block=True)
+        claim["spec"]["volumeAttributesClassName"] = "blockpool-e2e-io-b"
+        self.c.apply(claim)
+        self.t.app(BLOCK_CLAIM, BLOCK_CLAIM, block=True)
+        loop, _ = self.t.mounts_of(self.t.bound(BLOCK_CLAIM))
+        device = host.loop_dev(loop)
+        wait_for(f"{BLOCK_CLAIM}'s containers limited on {device}",
+                 lambda: self.limited(BLOCK_CLAIM, device, limits), ON_HOST)
+        self.measure(BLOCK_CLAIM, "class b at creation, raw block", limits, path="/dev/xvda")
+        self.c.kubectl("delete", "pod", "-n", "default", BLOCK_CLAIM, "--wait=true", "--timeout=120s")
         print("        figures: " + json.dumps(self.figures), flush=True)
