@@ -275,8 +275,8 @@ class RealNodeFlows(E2E):
 
     def io_limits(self):
         """A pod's direct I/O on its claim without a limit, under a VolumeAttributesClass's limits and
-        after a change to another class, and in a pod started later: within 10 % of each limit
-        (io_limits.py)."""
+        after a change to another class, in a pod started later, and on a raw block claim made with
+        a class: within 10 % of each limit (io_limits.py)."""
         io_limits.IoLimitsFlow(self).run()
 
     def delete_everything(self):
