@@ -16,6 +16,7 @@ from pathlib import Path
 
 import cluster as cl
 import host
+import io_limits
 import real_node_setup
 from cluster import DRIVER_NAME, NAMESPACE, ON_HOST, POD, RECONCILED, STARTED, pvc, wait_for
 from e2e import E2E
@@ -274,6 +275,12 @@ class RealNodeFlows(E2E):
         ms = [m for m in self.node.mounts() if m["path"].startswith(str(publish) + "/")]
         assert len(ms) == 1 and "ro" in ms[0]["options"], f"the pod's mount in the node's namespace: {ms}"
 
+    def io_limits(self):
+        """A pod's direct I/O on its claim without a limit, under a VolumeAttributesClass's limits and
+        after a change to another class, in a pod started later, and on a raw block claim made with
+        a class: within 10 % of each limit (io_limits.py)."""
+        io_limits.IoLimitsFlow(self).run()
+
     def delete_everything(self):
         """The pods and the claims at once, as a user deletes them, then, once kubelet has let go of
         the volumes, the manifests: no mount left under kubelet's dir in the node's namespace, no
@@ -378,6 +385,8 @@ def main():
                ("the driver's container killed under a pod: restarted, ready, the data intact, unstaged after",
                 t.driver_killed),
                ("a read-only claim cannot be written (EROFS)", t.read_only),
+               ("I/O limits of VolumeAttributesClasses: a pod's direct I/O within 10 % of each, online",
+                t.io_limits),
                ("deleting everything leaves no mount, loop device or pool image", t.delete_everything)])
     except (KeyboardInterrupt, SystemExit):
         interrupted = True

@@ -54,7 +54,7 @@ SIDECAR_VERSIONS = {
     "csi-snapshot-metadata": "v0.2.0",
 }
 # What ControllerModifyVolume can change (csi/CsiKeys, VolumeParameters.MUTABLE_KEYS).
-MUTABLE_PARAMETERS = {"allocation"}
+MUTABLE_PARAMETERS = {"allocation", "readIOPS", "writeIOPS", "readBytesPerSecond", "writeBytesPerSecond"}
 CONTROLLER_SIDECARS = ("csi-provisioner", "csi-attacher", "csi-snapshotter", "csi-resizer")
 
 # What each sidecar must be allowed to do cluster-wide: (apiGroup, resource) -> verbs.
@@ -526,7 +526,7 @@ def check_deployment(variant, objs):
         fs = params.get("csi.storage.k8s.io/fstype", params.get("fsType", "ext4"))
         check(variant, fs in FS_TYPES, f"{where}: file system '{fs}' is not one of {sorted(FS_TYPES)}")
         unknown = sorted(k for k in params
-                         if not k.startswith("csi.storage.k8s.io/") and k not in ("fsType", "allocation"))
+                         if not k.startswith("csi.storage.k8s.io/") and k != "fsType" and k not in MUTABLE_PARAMETERS)
         check(variant, not unknown, f"{where}: parameters {unknown} are not accepted by the driver")
         check(variant, params.get("allocation", "sparse") in ALLOCATIONS,
               f"{where}: allocation '{params.get('allocation')}' is not one of {sorted(ALLOCATIONS)}")
@@ -657,6 +657,16 @@ def check_deployment(variant, objs):
             dvol = volume(pod, dm["name"]) if dm else None
             check(variant, dm is not None and (dvol or {}).get("hostPath", {}).get("path") == "/dev",
                   f"{where}: the host's /dev must be mounted at /dev (loop devices)")
+            # I/O limits: the host's cgroups where --cgroup-root says, in the driver's container alone
+            cgroup_root = dflags.get("cgroup-root", "/sys/fs/cgroup")
+            cm = next((m for m in drv.get("volumeMounts", []) if m["mountPath"].rstrip("/") == cgroup_root), None)
+            cvol = volume(pod, cm["name"]) if cm else None
+            check(variant, cm is not None and not cm.get("readOnly")
+                  and (cvol or {}).get("hostPath", {}).get("path", "").rstrip("/") == "/sys/fs/cgroup",
+                  f"{where}: --cgroup-root {cgroup_root} must be the host's /sys/fs/cgroup, mounted read-write")
+            others = [c["name"] for c in pod["containers"] if c is not drv and cm is not None
+                      and any(m["name"] == cm["name"] for m in c.get("volumeMounts", []))]
+            check(variant, not others, f"{where}: only the driver mounts the host's cgroups, not {others}")
             check(variant, env_field_ref(drv, "KUBE_NODE_NAME") == "spec.nodeName"
                   and "KUBE_NODE_NAME" in " ".join(drv.get("args", [])),
                   f"{where}: --node-id must come from spec.nodeName (downward API)")

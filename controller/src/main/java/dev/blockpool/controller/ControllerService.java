@@ -54,6 +54,7 @@ import dev.blockpool.pool.Attachment;
 import dev.blockpool.pool.ContentSource;
 import dev.blockpool.pool.Ids;
 import dev.blockpool.pool.NodeHolds;
+import dev.blockpool.pool.NodeIoLimits;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.PoolHealth;
 import dev.blockpool.pool.Snapshot;
@@ -121,6 +122,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     private final NodeHolds holds;
     private final RemoteRestores restores;
     private final OtherNodes otherNodes;
+    private final NodeIoLimits nodeIoLimits;
 
     public ControllerService(Pool pool, OperationLocks locks) {
         this(pool, locks, PoolScope.shared());
@@ -140,7 +142,18 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
      * a source it lacks.
      */
     public ControllerService(Pool pool, OperationLocks locks, PoolScope scope, NodeHolds holds, OtherNodes otherNodes) {
-        this(pool, locks, scope, holds, otherNodes, RemoteRestores.WAIT_WITHOUT_DEADLINE);
+        this(pool, locks, scope, holds, otherNodes, NodeIoLimits.NONE);
+    }
+
+    /** {@code nodeIoLimits}: what applies a volume's changed I/O limits on this node, where the driver serves it too. */
+    public ControllerService(
+            Pool pool,
+            OperationLocks locks,
+            PoolScope scope,
+            NodeHolds holds,
+            OtherNodes otherNodes,
+            NodeIoLimits nodeIoLimits) {
+        this(pool, locks, scope, holds, otherNodes, nodeIoLimits, RemoteRestores.WAIT_WITHOUT_DEADLINE);
     }
 
     /** {@code waitWithoutDeadline}: how long a CreateVolume without a deadline waits for its pull. */
@@ -150,6 +163,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
             PoolScope scope,
             NodeHolds holds,
             OtherNodes otherNodes,
+            NodeIoLimits nodeIoLimits,
             Duration waitWithoutDeadline) {
         this.pool = pool;
         this.changes = new PoolChanges(pool, locks);
@@ -157,6 +171,7 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
         this.holds = holds;
         this.restores = new RemoteRestores(new ImageImports(pool), otherNodes, waitWithoutDeadline);
         this.otherNodes = otherNodes;
+        this.nodeIoLimits = nodeIoLimits;
     }
 
     /** UNIMPLEMENTED for a call this scope does not offer. */
@@ -212,7 +227,8 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
                 accessTypes,
                 request.getParametersMap(),
                 source,
-                request.getCapacityRange().getLimitBytes());
+                request.getCapacityRange().getLimitBytes(),
+                parameters.ioLimits());
         String sourceId = source.map(ContentSource::id).orElse("");
         Volume volume = pull.isPresent()
                 ? restores.finish(pull.get(), () -> changes.make(() -> restores.createVolume(spec), volumeId))
@@ -472,7 +488,9 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
     /**
      * Applies a VolumeAttributesClass: sparse to preallocated reserves every block of the image
      * now; preallocated to sparse keeps the blocks already reserved (which of them hold data only
-     * the filesystem inside knows) and makes later growth sparse.
+     * the filesystem inside knows) and makes later growth sparse. Its I/O limits, with the
+     * StorageClass's for the keys it leaves out, replace the volume's; each node that publishes
+     * the volume applies them (this one at once, where it serves the node too).
      */
     @Override
     public void controllerModifyVolume(
@@ -496,11 +514,13 @@ public final class ControllerService extends ControllerGrpc.ControllerImplBase {
      */
     public ControllerModifyVolumeResponse modifyHere(ControllerModifyVolumeRequest request) {
         String volumeId = RequestFields.id("volume_id", request.getVolumeId());
-        Optional<Allocation> allocation = VolumeParameters.mutable(request.getMutableParamsMap());
+        VolumeParameters.Mutable mutable = VolumeParameters.mutable(request.getMutableParamsMap());
         changes.make(
                 () -> {
                     Volume volume = pool.volumes().get(volumeId);
-                    allocation.ifPresent(a -> pool.volumes().changeAllocation(volume, a));
+                    mutable.allocation().ifPresent(a -> pool.volumes().changeAllocation(volume, a));
+                    Volume limited = pool.volumes().changeIoLimits(volume, mutable.ioLimitsOver(volume.parameters()));
+                    nodeIoLimits.apply(limited);
                 },
                 volumeId);
         return ControllerModifyVolumeResponse.getDefaultInstance();

@@ -14,6 +14,7 @@ import dev.blockpool.csi.InProcessCsi;
 import dev.blockpool.csi.PoolScope;
 import dev.blockpool.pool.MemberFreeze;
 import dev.blockpool.pool.NodeHolds;
+import dev.blockpool.pool.NodeIoLimits;
 import dev.blockpool.pool.Pool;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -35,6 +36,7 @@ final class ControllerHarness implements AutoCloseable {
     private final NodeHolds holds;
     private final MemberFreeze freeze;
     private final OtherNodes otherNodes;
+    private final NodeIoLimits nodeIoLimits;
     private ControllerService service;
     private final Duration waitWithoutDeadline;
     private Pool pool;
@@ -47,7 +49,15 @@ final class ControllerHarness implements AutoCloseable {
     }
 
     ControllerHarness(Path poolDir, CommandRunner commands) {
-        this(poolDir, commands, PoolScope.shared(), NodeHolds.NONE, MemberFreeze.NONE, OtherNodes.NONE, Duration.ZERO);
+        this(
+                poolDir,
+                commands,
+                PoolScope.shared(),
+                NodeHolds.NONE,
+                MemberFreeze.NONE,
+                OtherNodes.NONE,
+                NodeIoLimits.NONE,
+                Duration.ZERO);
     }
 
     ControllerHarness(Path poolDir, PoolScope scope) {
@@ -56,7 +66,15 @@ final class ControllerHarness implements AutoCloseable {
 
     /** {@code holds}: what holds a volume on the node, as the driver that serves the node too would say. */
     ControllerHarness(Path poolDir, PoolScope scope, NodeHolds holds) {
-        this(poolDir, new ProcessCommandRunner(), scope, holds, MemberFreeze.NONE, OtherNodes.NONE, Duration.ZERO);
+        this(
+                poolDir,
+                new ProcessCommandRunner(),
+                scope,
+                holds,
+                MemberFreeze.NONE,
+                OtherNodes.NONE,
+                NodeIoLimits.NONE,
+                Duration.ZERO);
     }
 
     /** {@code freeze}: how a group's members are held still, as the driver that serves the node too would. */
@@ -68,6 +86,7 @@ final class ControllerHarness implements AutoCloseable {
                 NodeHolds.NONE,
                 freeze,
                 OtherNodes.NONE,
+                NodeIoLimits.NONE,
                 Duration.ZERO);
     }
 
@@ -83,7 +102,21 @@ final class ControllerHarness implements AutoCloseable {
                 NodeHolds.NONE,
                 MemberFreeze.NONE,
                 otherNodes,
+                NodeIoLimits.NONE,
                 waitWithoutDeadline);
+    }
+
+    /** {@code ioLimits}: what applies changed I/O limits on the node, as the driver that serves the node too would. */
+    ControllerHarness(Path poolDir, PoolScope scope, NodeIoLimits ioLimits) {
+        this(
+                poolDir,
+                new ProcessCommandRunner(),
+                scope,
+                NodeHolds.NONE,
+                MemberFreeze.NONE,
+                OtherNodes.NONE,
+                ioLimits,
+                Duration.ZERO);
     }
 
     private ControllerHarness(
@@ -93,6 +126,7 @@ final class ControllerHarness implements AutoCloseable {
             NodeHolds holds,
             MemberFreeze freeze,
             OtherNodes otherNodes,
+            NodeIoLimits nodeIoLimits,
             Duration waitWithoutDeadline) {
         this.poolDir = poolDir;
         this.commands = commands;
@@ -100,6 +134,7 @@ final class ControllerHarness implements AutoCloseable {
         this.holds = holds;
         this.freeze = freeze;
         this.otherNodes = otherNodes;
+        this.nodeIoLimits = nodeIoLimits;
         this.waitWithoutDeadline = waitWithoutDeadline;
         start();
     }
@@ -108,7 +143,7 @@ final class ControllerHarness implements AutoCloseable {
         // settle time zero: at start-up everything unfinished is treated as left by a crash
         pool = Pool.open(poolDir, commands, Clock.systemUTC(), Duration.ZERO);
         OperationLocks locks = new OperationLocks();
-        service = new ControllerService(pool, locks, scope, holds, otherNodes, waitWithoutDeadline);
+        service = new ControllerService(pool, locks, scope, holds, otherNodes, nodeIoLimits, waitWithoutDeadline);
         served = InProcessCsi.serve(service, new GroupControllerService(pool, locks, freeze, scope));
         pool.reconcile(locks); // as the driver does once it serves
         stub = ControllerGrpc.newBlockingStub(served.channel());

@@ -4,6 +4,7 @@ import static dev.blockpool.csi.StatusAssertions.assertStatusOfThrown;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.blockpool.common.FsType;
+import dev.blockpool.common.IoLimits;
 import dev.blockpool.pool.Allocation;
 import io.grpc.Status;
 import java.util.Map;
@@ -25,13 +26,13 @@ class VolumeParametersTest {
     @Test
     void defaultsAreExt4AndSparse() {
         assertThat(VolumeParameters.parse(Map.of(), Optional.empty()))
-                .isEqualTo(new VolumeParameters(FsType.EXT4, Allocation.SPARSE));
+                .isEqualTo(new VolumeParameters(FsType.EXT4, Allocation.SPARSE, IoLimits.NONE));
     }
 
     @Test
     void fsTypeAndAllocationAreRead() {
         assertThat(VolumeParameters.parse(Map.of("fsType", "xfs", "allocation", "preallocated"), Optional.empty()))
-                .isEqualTo(new VolumeParameters(FsType.XFS, Allocation.PREALLOCATED));
+                .isEqualTo(new VolumeParameters(FsType.XFS, Allocation.PREALLOCATED, IoLimits.NONE));
         assertThat(VolumeParameters.parse(Map.of("allocation", "Sparse"), Optional.empty())
                         .allocation())
                 .isEqualTo(Allocation.SPARSE);
@@ -65,7 +66,7 @@ class VolumeParametersTest {
                 "csi.storage.k8s.io/pv/name", "pvc-1234",
                 "fsType", "xfs");
         assertThat(VolumeParameters.parse(parameters, Optional.empty()))
-                .isEqualTo(new VolumeParameters(FsType.XFS, Allocation.SPARSE));
+                .isEqualTo(new VolumeParameters(FsType.XFS, Allocation.SPARSE, IoLimits.NONE));
     }
 
     @Test

@@ -18,12 +18,33 @@ public final class CsiKeys {
     public static final String FS_TYPE = "fsType";
 
     /**
-     * How the image's blocks are provided: {@code sparse} (default) or {@code preallocated}. The
-     * one mutable parameter too: a VolumeAttributesClass sets it through CreateVolume's and
+     * How the image's blocks are provided: {@code sparse} (default) or {@code preallocated}. A
+     * mutable parameter too, as the I/O limits below are: a VolumeAttributesClass sets it through CreateVolume's and
      * ControllerModifyVolume's mutable_parameters (external-provisioner and external-resizer
      * pass them), where it overrides the StorageClass's.
      */
     public static final String ALLOCATION = "allocation";
+
+    /**
+     * The volume's pods may read at most this many I/O operations per second from it: a whole
+     * number, or {@code 0} or {@code unlimited} (the default) for no limit. Like the three below,
+     * a StorageClass sets it at CreateVolume and a VolumeAttributesClass (mutable parameters)
+     * sets or changes it; a key the class leaves out keeps the StorageClass's value. Each node
+     * applies it to the volume's loop device in the cgroups of the pods it publishes the volume to.
+     */
+    public static final String READ_IOPS = "readIOPS";
+
+    /** The volume's pods may write at most this many I/O operations per second: as {@link #READ_IOPS}. */
+    public static final String WRITE_IOPS = "writeIOPS";
+
+    /**
+     * The volume's pods may read at most this many bytes per second, a quantity as Kubernetes
+     * writes them ({@code 50Mi}, {@code 100M}): otherwise as {@link #READ_IOPS}.
+     */
+    public static final String READ_BYTES_PER_SECOND = "readBytesPerSecond";
+
+    /** The volume's pods may write at most this many bytes per second: as {@link #READ_BYTES_PER_SECOND}. */
+    public static final String WRITE_BYTES_PER_SECOND = "writeBytesPerSecond";
 
     /**
      * Keys external-provisioner adds itself (e.g. PVC name and namespace with

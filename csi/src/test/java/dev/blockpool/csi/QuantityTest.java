@@ -28,4 +28,17 @@ class QuantityTest {
                 .isInstanceOfSatisfying(
                         CsiException.class, e -> assertThat(e.code()).isEqualTo(Status.Code.OUT_OF_RANGE));
     }
+
+    @Test
+    void aSizeAboveTheMostAParameterTakesIsInvalidAndSaysWhy() {
+        assertThat(Quantity.parseBytesAtMost("rate", "8Pi", Long.MAX_VALUE, "why"))
+                .isEqualTo(8L << 50);
+        assertThatThrownBy(() -> Quantity.parseBytesAtMost("rate", "9999999999999Pi", Long.MAX_VALUE, "the most"))
+                .isInstanceOfSatisfying(CsiException.class, e -> {
+                    assertThat(e.code()).isEqualTo(Status.Code.INVALID_ARGUMENT);
+                    assertThat(e.getMessage())
+                            .isEqualTo("rate \"9999999999999Pi\" is more than 9223372036854775807, the most");
+                });
+        invalid(() -> Quantity.parseBytesAtMost("rate", "1.5Mi", Long.MAX_VALUE, "why"));
+    }
 }

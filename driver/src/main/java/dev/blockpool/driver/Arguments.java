@@ -51,7 +51,8 @@ record Arguments(
         Action action,
         PoolScope.Kind poolScope,
         CapacityPolicy capacity,
-        Optional<PeerConfig> peers) {
+        Optional<PeerConfig> peers,
+        Path cgroupRoot) {
 
     /** What the command line asks for: the driver, or only its help or version (help first, when both are asked). */
     enum Action {
@@ -140,6 +141,11 @@ record Arguments(
             "peer-bandwidth",
             "BYTES",
             "The most bytes per second this node serves to the others, e.g. 100Mi (default: 0, no limit).");
+    private static final Option CGROUP_ROOT = valued(
+            "cgroup-root",
+            "DIR",
+            "Where the host's cgroup filesystems are mounted, in which the node limits the I/O of the pods a volume "
+                    + "with I/O limits is published to (default: /sys/fs/cgroup).");
     /** Below kubelet's default 30 s termination grace, so the socket is removed before SIGKILL; not in the help. */
     private static final Option SHUTDOWN_GRACE = valued(
             "shutdown-grace",
@@ -174,6 +180,7 @@ record Arguments(
             PEER,
             PEER_SELECTOR,
             PEER_BANDWIDTH,
+            CGROUP_ROOT,
             HELP,
             VERSION);
 
@@ -236,7 +243,8 @@ record Arguments(
                 line.hasOption(HELP) ? Action.HELP : line.hasOption(VERSION) ? Action.VERSION : Action.SERVE,
                 oneOf(POOL_SCOPE, line.getOptionValue(POOL_SCOPE, "node"), PoolScope.Kind.class),
                 capacity(line),
-                peers(line));
+                peers(line),
+                convert(CGROUP_ROOT, line.getOptionValue(CGROUP_ROOT, "/sys/fs/cgroup"), Path::of));
     }
 
     /** The peer channel, when --peer-listen asks for it; its other options alone are a mistake. */

@@ -39,12 +39,14 @@ import dev.blockpool.node.NodeCensus;
 import dev.blockpool.node.NodeIdentity;
 import dev.blockpool.node.NodeService;
 import dev.blockpool.node.PoolVolumeCatalog;
+import dev.blockpool.node.PublishedIoLimits;
 import dev.blockpool.peer.PeerChannel;
 import dev.blockpool.peer.VolumeRetirer;
 import dev.blockpool.pool.ImageFiles;
 import dev.blockpool.pool.MemberFreeze;
 import dev.blockpool.pool.NodeClaim;
 import dev.blockpool.pool.NodeHolds;
+import dev.blockpool.pool.NodeIoLimits;
 import dev.blockpool.pool.NodeRecord;
 import dev.blockpool.pool.Pool;
 import dev.blockpool.pool.ReconcileSteps;
@@ -202,7 +204,8 @@ public final class Driver {
         CommandRunner commands = new ProcessCommandRunner();
         // One set of threads for the system calls that can hang, so that a dead pool holds at most those.
         BlockingCalls blocking = new BlockingCalls();
-        NodeHost nodeHost = config.mode().servesNode() ? NodeHost.onThisHost(commands, blocking) : null;
+        NodeHost nodeHost =
+                config.mode().servesNode() ? NodeHost.onThisHost(commands, blocking, config.cgroupRoot()) : null;
         List<String> tools = new ArrayList<>();
         if (config.mode().servesController()) {
             tools.addAll(ImageFiles.TOOLS);
@@ -414,12 +417,17 @@ public final class Driver {
                 // deleted while staged here.
                 holds = new HostHolds(open.pool(), nodeHost.loops());
             }
+            // Where the node is served too, a volume's changed I/O limits reach its pods here at once.
+            NodeIoLimits ioLimits = config.mode().servesNode()
+                    ? new PublishedIoLimits(nodeHost, new PoolVolumeCatalog(open.pool(), config.scope()), locks)
+                    : NodeIoLimits.NONE;
             ControllerService controller = new ControllerService(
                     open.pool(),
                     locks,
                     config.scope(),
                     holds,
-                    peers.map(PeerChannel::otherNodes).orElse(OtherNodes.NONE));
+                    peers.map(PeerChannel::otherNodes).orElse(OtherNodes.NONE),
+                    ioLimits);
             services.add(controller.bindService());
             peers.ifPresent(channel -> serveToPeers(channel, open.pool(), controller));
             services.add(new GroupControllerService(open.pool(), locks, open.freeze(), config.scope()).bindService());
@@ -483,6 +491,11 @@ public final class Driver {
             work.add(NodeHost.prepareInBackground());
             FullPoolGuard guard = new FullPoolGuard(nodeHost, new PoolVolumeCatalog(open.pool(), config.scope()));
             work.every(FULL_POOL_LOOK, "full-pool-guard", guard::look);
+            // The I/O limits of the published volumes, as their records have them now: a change made
+            // by a controller elsewhere, and containers started since, reach the pods' cgroups.
+            PublishedIoLimits ioLimits =
+                    new PublishedIoLimits(nodeHost, new PoolVolumeCatalog(open.pool(), config.scope()), locks);
+            work.every(PublishedIoLimits.LOOK_EVERY, "io-limits", ioLimits::look);
         }
         if (open.freeze() instanceof GroupMemberFreeze members) {
             // A freeze past its bound is thawed, and a thaw that failed is tried again, while the driver runs.

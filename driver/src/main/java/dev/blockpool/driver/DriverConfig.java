@@ -2,6 +2,7 @@ package dev.blockpool.driver;
 
 import dev.blockpool.common.Endpoint;
 import dev.blockpool.csi.PoolScope;
+import dev.blockpool.host.cgroups.LinuxPodCgroupCalls;
 import dev.blockpool.metrics.HttpAddress;
 import dev.blockpool.peer.PeerConfig;
 import dev.blockpool.pool.CapacityPolicy;
@@ -19,7 +20,34 @@ public record DriverConfig(
         PoolScope.Kind poolScope,
         Optional<HttpAddress> httpEndpoint,
         CapacityPolicy capacity,
-        Optional<PeerConfig> peers) {
+        Optional<PeerConfig> peers,
+        Path cgroupRoot) {
+
+    /** A driver that finds the host's cgroups where they are on the host, {@code /sys/fs/cgroup}. */
+    public DriverConfig(
+            Endpoint endpoint,
+            String nodeId,
+            String driverName,
+            Path poolDir,
+            Mode mode,
+            int maxVolumesPerNode,
+            PoolScope.Kind poolScope,
+            Optional<HttpAddress> httpEndpoint,
+            CapacityPolicy capacity,
+            Optional<PeerConfig> peers) {
+        this(
+                endpoint,
+                nodeId,
+                driverName,
+                poolDir,
+                mode,
+                maxVolumesPerNode,
+                poolScope,
+                httpEndpoint,
+                capacity,
+                peers,
+                LinuxPodCgroupCalls.HOST_ROOT);
+    }
 
     /** A driver whose pool promises what the default policy allows. */
     public DriverConfig(

@@ -148,7 +148,8 @@ public final class Main {
                 arguments.poolScope(),
                 arguments.httpEndpoint(),
                 arguments.capacity(),
-                arguments.peers());
+                arguments.peers(),
+                arguments.cgroupRoot());
     }
 
     /** The kernel's host name: what a node is called, without a DNS lookup that may fail. */

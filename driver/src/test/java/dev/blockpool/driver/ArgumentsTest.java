@@ -34,6 +34,9 @@ class ArgumentsTest {
         assertThat(arguments.shutdownGraceSeconds()).isEqualTo(25);
         assertThat(arguments.httpEndpoint()).isEmpty();
         assertThat(arguments.poolScope()).isEqualTo(PoolScope.Kind.NODE);
+        assertThat(arguments.cgroupRoot()).isEqualTo(Path.of("/sys/fs/cgroup"));
+        assertThat(parse(Map.of(), "--cgroup-root=/host/sys/fs/cgroup").cgroupRoot())
+                .isEqualTo(Path.of("/host/sys/fs/cgroup"));
     }
 
     @Test

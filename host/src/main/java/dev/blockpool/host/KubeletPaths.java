@@ -1,10 +1,12 @@
 package dev.blockpool.host;
 
 import dev.blockpool.common.StorageException;
+import dev.blockpool.host.cgroups.LinuxPodCgroupCalls;
 import dev.blockpool.host.mounts.MountTable;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Which staging and target paths the node accepts. kubelet gives paths below its own directory;
@@ -44,6 +46,35 @@ public final class KubeletPaths {
                     "%s %s is the driver's own %s", field, given, path.equals(socket) ? "socket" : "working directory");
         }
         return path;
+    }
+
+    /**
+     * The UID of the pod a publish target is for, from where kubelet puts it under its root
+     * directory: {@code pods/<uid>/volumes/kubernetes.io~csi/<volume>/mount} for a file system
+     * (an inline volume's too), {@code plugins/kubernetes.io/csi/volumeDevices/publish/<volume>/<uid>}
+     * for a raw block device. Empty for any other path.
+     */
+    public static Optional<String> podUidOf(Path target) {
+        int n = target.getNameCount();
+        Optional<String> uid = Optional.empty();
+        if (n >= 6
+                && name(target, n - 1).equals("mount")
+                && name(target, n - 3).equals("kubernetes.io~csi")
+                && name(target, n - 4).equals("volumes")
+                && name(target, n - 6).equals("pods")) {
+            uid = Optional.of(name(target, n - 5));
+        } else if (n >= 6
+                && name(target, n - 3).equals("publish")
+                && name(target, n - 4).equals("volumeDevices")
+                && name(target, n - 5).equals("csi")
+                && name(target, n - 6).equals("kubernetes.io")) {
+            uid = Optional.of(name(target, n - 1));
+        }
+        return uid.filter(LinuxPodCgroupCalls::isPodUid);
+    }
+
+    private static String name(Path path, int index) {
+        return path.getName(index).toString();
     }
 
     private static Path realPath(Path path) {

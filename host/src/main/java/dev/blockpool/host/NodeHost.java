@@ -3,6 +3,8 @@ package dev.blockpool.host;
 import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.CommandRunner;
 import dev.blockpool.common.Libc;
+import dev.blockpool.host.cgroups.LinuxPodCgroupCalls;
+import dev.blockpool.host.cgroups.PodCgroupCalls;
 import dev.blockpool.host.filesystems.Filesystems;
 import dev.blockpool.host.filesystems.HostFilesystems;
 import dev.blockpool.host.filesystems.JournalCheckpoints;
@@ -15,10 +17,12 @@ import dev.blockpool.host.mounts.HostMounter;
 import dev.blockpool.host.mounts.MountTable;
 import dev.blockpool.host.mounts.Mounter;
 import dev.blockpool.host.mounts.ProcMountTable;
+import java.nio.file.Path;
 
 /**
  * The node's work on the host, knowing nothing of gRPC, as the node service uses it: staging,
- * publishing, stats and growth over the loop devices of the volumes. Every decision is taken
+ * publishing, stats and growth over the loop devices of the volumes, and the I/O limits of the
+ * pods they are published to. Every decision is taken
  * from the live mount table and loop sysfs, so a restarted driver continues exactly where the
  * host is.
  */
@@ -29,11 +33,17 @@ public record NodeHost(
         MountHealth health,
         VolumeResizer resizer,
         LoopAttachments loops,
-        JournalCheckpoints journals) {
+        JournalCheckpoints journals,
+        VolumeThrottles throttles) {
 
     /** The host side over the given primitives (fakes in unit tests). */
-    public static NodeHost of(MountTable table, LoopDevices loopDevices, Filesystems filesystems, Mounter mounter) {
-        return of(table, loopDevices, filesystems, mounter, new BlockingCalls());
+    public static NodeHost of(
+            MountTable table,
+            LoopDevices loopDevices,
+            Filesystems filesystems,
+            Mounter mounter,
+            PodCgroupCalls cgroups) {
+        return of(table, loopDevices, filesystems, mounter, cgroups, new BlockingCalls());
     }
 
     private static NodeHost of(
@@ -41,6 +51,7 @@ public record NodeHost(
             LoopDevices loopDevices,
             Filesystems filesystems,
             Mounter mounter,
+            PodCgroupCalls cgroups,
             BlockingCalls blocking) {
         LoopAttachments loops = new LoopAttachments(loopDevices, table);
         SafeFormatAndMount formatAndMount = new SafeFormatAndMount(loops, filesystems, mounter, table);
@@ -51,7 +62,8 @@ public record NodeHost(
                 new MountHealth(loops, table, filesystems),
                 new VolumeResizer(loops, filesystems, table),
                 loops,
-                new JournalCheckpoints(loops, blocking));
+                new JournalCheckpoints(loops, blocking),
+                new VolumeThrottles(loops, cgroups));
     }
 
     /**
@@ -59,9 +71,20 @@ public record NodeHost(
      * loop devices, mounts and statfs as system calls, each on a thread of one {@link BlockingCalls}.
      */
     public static NodeHost onThisHost(CommandRunner runner, BlockingCalls blocking) {
+        return onThisHost(runner, blocking, LinuxPodCgroupCalls.HOST_ROOT);
+    }
+
+    /** As {@link #onThisHost(CommandRunner, BlockingCalls)}, with the host's cgroup filesystems at {@code cgroupRoot}. */
+    public static NodeHost onThisHost(CommandRunner runner, BlockingCalls blocking, Path cgroupRoot) {
         MountTable table = new ProcMountTable();
         LoopDevices loops = new HostLoopDevices(blocking);
-        return of(table, loops, new HostFilesystems(runner, blocking), new HostMounter(blocking, table), blocking);
+        return of(
+                table,
+                loops,
+                new HostFilesystems(runner, blocking),
+                new HostMounter(blocking, table),
+                new LinuxPodCgroupCalls(cgroupRoot),
+                blocking);
     }
 
     /**

@@ -2,7 +2,9 @@ package dev.blockpool.host;
 
 import dev.blockpool.common.FilesystemAnswer;
 import dev.blockpool.common.FsType;
+import dev.blockpool.common.IoLimits;
 import dev.blockpool.common.Libc;
+import dev.blockpool.host.cgroups.PodCgroupCalls;
 import dev.blockpool.host.filesystems.Filesystems;
 import dev.blockpool.host.filesystems.FsStats;
 import dev.blockpool.host.filesystems.Probe;
@@ -17,6 +19,7 @@ import dev.blockpool.host.mounts.Mounter;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -24,15 +27,20 @@ import java.util.Set;
 
 /**
  * An in-memory host for the node's decision logic: a mount table, loop devices and the
- * filesystems on them, kept consistent with each other, plus a log of what was done.
+ * filesystems on them, kept consistent with each other, the I/O limits set in pods' cgroups, plus
+ * a log of what was done.
  * Device nodes live under {@code devDir}, which does not exist, so nothing real is touched.
  */
-public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mounter {
+public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mounter, PodCgroupCalls {
 
     public final List<MountInfo> mounts = new ArrayList<>();
     public final Map<String, LoopDevice> loops = new HashMap<>();
     public final Map<Path, Probe> content = new HashMap<>();
     public final List<String> log = new ArrayList<>();
+    /** The limits set, by pod UID and device ("uid 7:3"); a pod in {@link #podsWithoutCgroup} has none. */
+    public final Map<String, IoLimits> podLimits = new HashMap<>();
+
+    public final Set<String> podsWithoutCgroup = new HashSet<>();
     private final Path devDir;
     private final ImageIdentities images = new ImageIdentities(new dev.blockpool.common.BlockingCalls("fake-host", 2));
     private int nextMountId = 100;
@@ -42,7 +50,16 @@ public final class FakeHost implements MountTable, LoopDevices, Filesystems, Mou
     }
 
     public NodeHost nodeHost() {
-        return NodeHost.of(this, this, this, this);
+        return NodeHost.of(this, this, this, this, this);
+    }
+
+    @Override
+    public List<Path> limit(String podUid, DeviceNumber device, IoLimits limits) {
+        if (podsWithoutCgroup.contains(podUid)) {
+            return List.of();
+        }
+        podLimits.put(podUid + " " + device, limits);
+        return List.of(Path.of("/fake-cgroup/pod" + podUid));
     }
 
     @Override

@@ -57,4 +57,25 @@ class KubeletPathsTest {
         assertThat(paths().check("target_path", pods.resolve("pvc")))
                 .isEqualTo(pods.toRealPath().resolve("pvc"));
     }
+
+    @Test
+    void aPublishTargetNamesItsPod() {
+        String uid = "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0";
+
+        assertThat(KubeletPaths.podUidOf(
+                        Path.of("/var/lib/kubelet/pods/" + uid + "/volumes/kubernetes.io~csi/pvc-1/mount")))
+                .contains(uid);
+        assertThat(KubeletPaths.podUidOf(
+                        Path.of("/data/kubelet/plugins/kubernetes.io/csi/volumeDevices/publish/pvc-2/" + uid)))
+                .as("a raw block publish, under another kubelet root")
+                .contains(uid);
+        assertThat(KubeletPaths.podUidOf(
+                        Path.of("/var/lib/kubelet/plugins/kubernetes.io/csi/blockpool.csi.dev/abc/globalmount")))
+                .as("a staging path")
+                .isEmpty();
+        assertThat(KubeletPaths.podUidOf(Path.of("/var/lib/kubelet/pods/../volumes/kubernetes.io~csi/pvc-1/mount")))
+                .as("no pod UID")
+                .isEmpty();
+        assertThat(KubeletPaths.podUidOf(Path.of("/mount"))).isEmpty();
+    }
 }

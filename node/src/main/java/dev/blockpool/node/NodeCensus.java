@@ -70,27 +70,42 @@ public final class NodeCensus {
     static Map<Path, Integer> boundImages(NodeHost host, VolumeCatalog volumes) {
         Map<Path, Integer> bound = new LinkedHashMap<>();
         for (LoopDevice device : host.loops().all()) {
-            imageOf(host, volumes, device).ifPresent(image -> bound.merge(image, 1, Integer::sum));
+            volumeOf(host, volumes, device).ifPresent(volume -> bound.merge(volume.image(), 1, Integer::sum));
         }
         return bound;
     }
 
+    /** A volume of the pool with a loop device bound on this node: its ID and its image. */
+    record BoundVolume(String id, Path image) {}
+
+    /** The pool's volumes with a loop device bound on this node, each once. */
+    static List<BoundVolume> boundVolumes(NodeHost host, VolumeCatalog volumes) {
+        return host.loops().all().stream()
+                .map(device -> volumeOf(host, volumes, device))
+                .flatMap(Optional::stream)
+                .distinct()
+                .toList();
+    }
+
     /**
-     * The pool image the device is bound to, if it is one: the image of the volume its backing
-     * file is named for, bound by device and inode (the path the kernel prints is only a hint).
+     * The pool volume the device is bound to, if it is one: the volume its backing file is named
+     * for, bound by device and inode (the path the kernel prints is only a hint).
      */
-    private static Optional<Path> imageOf(NodeHost host, VolumeCatalog volumes, LoopDevice device) {
+    private static Optional<BoundVolume> volumeOf(NodeHost host, VolumeCatalog volumes, LoopDevice device) {
         Path name = device.backingFile().getFileName();
         if (name == null) {
             return Optional.empty();
         }
         String file = name.toString();
         int dot = file.lastIndexOf('.');
-        return dot <= 0
-                ? Optional.empty()
-                : volumes.imageOf(file.substring(0, dot))
-                        .filter(image -> image.getFileName().toString().equals(file))
-                        .filter(image -> host.loops().isBoundTo(device, image));
+        if (dot <= 0) {
+            return Optional.empty();
+        }
+        String id = file.substring(0, dot);
+        return volumes.imageOf(id)
+                .filter(image -> image.getFileName().toString().equals(file))
+                .filter(image -> host.loops().isBoundTo(device, image))
+                .map(image -> new BoundVolume(id, image));
     }
 
     private static Condition condition(HealthProblem problem) {

@@ -77,6 +77,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
     private final FullPoolGuard fullPoolGuard;
     private final Executor restOfInPlaceCalls;
     private final FrozenVolumes frozen;
+    private final PublishedIoLimits ioLimits;
 
     /**
      * {@code restOfInPlaceCalls}: where a stats call answered in place goes on when the kernel's
@@ -99,6 +100,7 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
         this.locks = locks;
         this.fullPoolGuard = new FullPoolGuard(host, volumes);
         this.frozen = frozen;
+        this.ioLimits = new PublishedIoLimits(host, volumes, locks);
     }
 
     @Override
@@ -188,6 +190,8 @@ public final class NodeService extends NodeGrpc.NodeImplBase {
                                 capability.filesystemFlags(),
                                 capability.singleWriter());
             }
+            // A retry finds the publish made and sets the limits again: none is given to a pod unlimited.
+            ioLimits.applyAt(volume, target);
             return NodePublishVolumeResponse.getDefaultInstance();
         }));
     }

@@ -1,5 +1,6 @@
 package dev.blockpool.node;
 
+import dev.blockpool.common.IoLimits;
 import dev.blockpool.pool.AccessType;
 import java.nio.file.Path;
 import java.util.Optional;
@@ -11,9 +12,20 @@ import java.util.Set;
  * @param fsType      the filesystem the volume was created for, if any ("ext4" or "xfs")
  * @param accessTypes how the volume may be consumed: as a filesystem, as a raw block device, or both
  * @param lifetime    whether the volume outlives its pod, or is the pod's inline volume
+ * @param ioLimits    what the I/O of the pods it is published to is limited to
  */
 public record NodeVolume(
-        String id, Path image, Optional<String> fsType, Set<AccessType> accessTypes, Lifetime lifetime) {
+        String id,
+        Path image,
+        Optional<String> fsType,
+        Set<AccessType> accessTypes,
+        Lifetime lifetime,
+        IoLimits ioLimits) {
+
+    /** A volume whose I/O is not limited. */
+    public NodeVolume(String id, Path image, Optional<String> fsType, Set<AccessType> accessTypes, Lifetime lifetime) {
+        this(id, image, fsType, accessTypes, lifetime, IoLimits.NONE);
+    }
 
     /** Who ends a volume. */
     public enum Lifetime {

@@ -123,6 +123,7 @@ public final class PoolVolumeCatalog implements VolumeCatalog {
                 pool.volumes().imagePath(volume.id()),
                 Optional.ofNullable(volume.fsType()).filter(s -> !s.isEmpty()),
                 accessTypes,
-                lifetime);
+                lifetime,
+                volume.ioLimits());
     }
 }

@@ -9,6 +9,7 @@ import static dev.blockpool.pool.records.ValueCodec.listOf;
 import static dev.blockpool.pool.records.ValueCodec.mapOf;
 import static dev.blockpool.pool.records.ValueCodec.setOf;
 
+import dev.blockpool.common.IoLimits;
 import dev.blockpool.pool.records.RecordCodec;
 import dev.blockpool.pool.records.RecordCodec.Field;
 import dev.blockpool.pool.records.RecordFormat;
@@ -53,6 +54,13 @@ public final class RecordCodecs {
         static final Field<Volume, Instant> CREATED_AT = Field.required("createdAt", Volume::createdAt, INSTANT);
         static final Field<Volume, List<Attachment>> ATTACHMENTS =
                 Field.required("attachments", Volume::attachments, listOf(AttachmentFields.CODEC));
+        /**
+         * Written only when the volume has a limit, so a record without one is the bytes it always
+         * was. A driver from before limits reads the record and ignores them (the volume is not
+         * throttled there); one that changes the record then drops them.
+         */
+        static final Field<Volume, IoLimits> IO_LIMITS =
+                Field.omittedWhen("ioLimits", Volume::ioLimits, IoLimitsFields.CODEC, IoLimits.NONE);
 
         static final RecordCodec<Volume> CODEC = new RecordCodec<>(
                 List.of(
@@ -65,7 +73,8 @@ public final class RecordCodecs {
                         PARAMETERS,
                         SOURCE,
                         CREATED_AT,
-                        ATTACHMENTS),
+                        ATTACHMENTS,
+                        IO_LIMITS),
                 values -> new Volume(
                         values.get(ID),
                         values.get(NAME),
@@ -76,7 +85,22 @@ public final class RecordCodecs {
                         values.get(PARAMETERS),
                         values.get(SOURCE),
                         values.get(CREATED_AT),
-                        values.get(ATTACHMENTS)));
+                        values.get(ATTACHMENTS),
+                        values.get(IO_LIMITS)));
+    }
+
+    private static final class IoLimitsFields {
+        static final Field<IoLimits, Long> READ_IOPS = Field.required("readIops", IoLimits::readIops, LONG);
+        static final Field<IoLimits, Long> WRITE_IOPS = Field.required("writeIops", IoLimits::writeIops, LONG);
+        static final Field<IoLimits, Long> READ_BPS =
+                Field.required("readBytesPerSecond", IoLimits::readBytesPerSecond, LONG);
+        static final Field<IoLimits, Long> WRITE_BPS =
+                Field.required("writeBytesPerSecond", IoLimits::writeBytesPerSecond, LONG);
+
+        static final RecordCodec<IoLimits> CODEC = new RecordCodec<>(
+                List.of(READ_IOPS, WRITE_IOPS, READ_BPS, WRITE_BPS),
+                values -> new IoLimits(
+                        values.get(READ_IOPS), values.get(WRITE_IOPS), values.get(READ_BPS), values.get(WRITE_BPS)));
     }
 
     private static final class ContentSourceFields {

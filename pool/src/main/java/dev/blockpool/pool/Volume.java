@@ -1,12 +1,16 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.common.IoLimits;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
-/** A volume's record, as stored in {@code volumes/<id>.json} beside its image. */
+/**
+ * A volume's record, as stored in {@code volumes/<id>.json} beside its image. {@code ioLimits}:
+ * what its StorageClass or VolumeAttributesClass limits its pods' I/O to.
+ */
 public record Volume(
         String id,
         String name,
@@ -17,7 +21,34 @@ public record Volume(
         Map<String, String> parameters,
         Optional<ContentSource> source,
         Instant createdAt,
-        List<Attachment> attachments) {
+        List<Attachment> attachments,
+        IoLimits ioLimits) {
+
+    /** A volume whose I/O is not limited. */
+    public Volume(
+            String id,
+            String name,
+            long capacityBytes,
+            String fsType,
+            Allocation allocation,
+            Set<AccessType> accessTypes,
+            Map<String, String> parameters,
+            Optional<ContentSource> source,
+            Instant createdAt,
+            List<Attachment> attachments) {
+        this(
+                id,
+                name,
+                capacityBytes,
+                fsType,
+                allocation,
+                accessTypes,
+                parameters,
+                source,
+                createdAt,
+                attachments,
+                IoLimits.NONE);
+    }
 
     public Volume {
         accessTypes = Set.copyOf(accessTypes);
@@ -40,7 +71,8 @@ public record Volume(
                 parameters,
                 source,
                 createdAt,
-                newAttachments);
+                newAttachments,
+                ioLimits);
     }
 
     public Volume withAllocation(Allocation newAllocation) {
@@ -54,7 +86,8 @@ public record Volume(
                 parameters,
                 source,
                 createdAt,
-                attachments);
+                attachments,
+                ioLimits);
     }
 
     public Volume withCapacity(long newCapacityBytes) {
@@ -68,6 +101,22 @@ public record Volume(
                 parameters,
                 source,
                 createdAt,
-                attachments);
+                attachments,
+                ioLimits);
+    }
+
+    public Volume withIoLimits(IoLimits newIoLimits) {
+        return new Volume(
+                id,
+                name,
+                capacityBytes,
+                fsType,
+                allocation,
+                accessTypes,
+                parameters,
+                source,
+                createdAt,
+                attachments,
+                newIoLimits);
     }
 }

@@ -1,5 +1,6 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.common.IoLimits;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -7,7 +8,8 @@ import java.util.Set;
 /**
  * What CreateVolume asks for, already validated: the size to provision and the largest size the
  * request accepts ({@code limitBytes}, 0 for no limit), which an existing volume of the same name
- * may have grown to since (a retried request is still satisfied by it).
+ * may have grown to since (a retried request is still satisfied by it); and what its pods' I/O
+ * is limited to.
  */
 public record VolumeSpec(
         String name,
@@ -17,11 +19,25 @@ public record VolumeSpec(
         Set<AccessType> accessTypes,
         Map<String, String> parameters,
         Optional<ContentSource> source,
-        long limitBytes) {
+        long limitBytes,
+        IoLimits ioLimits) {
 
     public VolumeSpec {
         accessTypes = Set.copyOf(accessTypes);
         parameters = Map.copyOf(parameters);
+    }
+
+    /** A request whose I/O is not limited. */
+    public VolumeSpec(
+            String name,
+            long capacityBytes,
+            String fsType,
+            Allocation allocation,
+            Set<AccessType> accessTypes,
+            Map<String, String> parameters,
+            Optional<ContentSource> source,
+            long limitBytes) {
+        this(name, capacityBytes, fsType, allocation, accessTypes, parameters, source, limitBytes, IoLimits.NONE);
     }
 
     /** A request for exactly {@code capacityBytes}, or more. */

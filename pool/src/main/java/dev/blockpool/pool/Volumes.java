@@ -1,5 +1,6 @@
 package dev.blockpool.pool;
 
+import dev.blockpool.common.IoLimits;
 import dev.blockpool.common.Quoting;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.common.TestKillPoint;
@@ -163,7 +164,8 @@ public final class Volumes {
                 spec.parameters(),
                 spec.source(),
                 clock.instant(),
-                List.of());
+                List.of(),
+                spec.ioLimits());
         records.create(id, spec.capacityBytes(), spec.allocation(), volume, movedFrom, image -> {
             if (source.isPresent()) {
                 copyFrom(source.get(), image, spec.capacityBytes(), spec.allocation());
@@ -255,6 +257,20 @@ public final class Volumes {
         return changed;
     }
 
+    /**
+     * Records what the volume's pods' I/O is limited to from now on; the nodes that publish it
+     * apply it. Changed on the record as it is now, as {@link #changeAllocation} is.
+     */
+    public Volume changeIoLimits(Volume volume, IoLimits limits) {
+        if (volume.ioLimits().equals(limits)) {
+            return volume;
+        }
+        Volume changed =
+                update(volume.id(), current -> current.withIoLimits(limits)).orElseThrow(() -> missing(volume.id()));
+        log.info("volume {} I/O limits are now: {}", volume.id(), limits);
+        return changed;
+    }
+
     /** OUT_OF_RANGE when a restore or clone of {@code sourceBytes} asks for fewer: an image never shrinks. */
     public static void requireFits(ContentSource source, long sourceBytes, long requestedBytes) {
         if (sourceBytes > requestedBytes) {
@@ -324,7 +340,7 @@ public final class Volumes {
     private static Volume requireCompatible(Volume existing, VolumeSpec spec) {
         boolean same = spec.accepts(existing.capacityBytes())
                 && existing.fsType().equals(spec.fsType())
-                // not the allocation: ControllerModifyVolume may have changed it since
+                // not the allocation nor the I/O limits: ControllerModifyVolume may have changed them since
                 && existing.accessTypes().equals(spec.accessTypes())
                 && Objects.equals(existing.source(), spec.source())
                 && existing.parameters().equals(spec.parameters());

@@ -7,6 +7,7 @@ import static dev.blockpool.pool.Attachment.Sharing.SINGLE_NODE;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.blockpool.common.IoLimits;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.common.StorageException.Kind;
 import dev.blockpool.pool.records.RecordCodec;
@@ -146,7 +147,8 @@ class RecordFormatTest {
                 NODE,
                 UNORDERED_TOPOLOGY,
                 ESCAPES,
-                new NodeRecord("node-4", 1, Map.of()));
+                new NodeRecord("node-4", 1, Map.of()),
+                CLONE.withIoLimits(new IoLimits(200, 100, 50L << 20, Long.MAX_VALUE)));
     }
 
     @ParameterizedTest
@@ -322,6 +324,35 @@ class RecordFormatTest {
                 node.replace("\"node-1\"\n", "[ ]\n"),
                 NodeRecord.class,
                 "field topology.topology.blockpool.csi.dev/node is missing or invalid");
+    }
+
+    /** A volume's limits are written after its other fields; a volume without them is written as before limits. */
+    @Test
+    void ioLimitsAreWrittenOnlyWhenSet() {
+        Volume limited = CLONE.withIoLimits(new IoLimits(200, 0, 0, 52428800));
+        String written = encode(limited);
+        String withoutLimits = fixture("volume-clone.json");
+
+        assertThat(written)
+                .isEqualTo(withoutLimits.substring(0, withoutLimits.lastIndexOf("\n}"))
+                        + ",\n  \"ioLimits\" : {\n    \"readIops\" : 200,\n    \"writeIops\" : 0,\n"
+                        + "    \"readBytesPerSecond\" : 0,\n    \"writeBytesPerSecond\" : 52428800\n  }\n}");
+        assertThat(encode(limited.withIoLimits(IoLimits.NONE))).isEqualTo(withoutLimits);
+        assertThat(decode(withoutLimits, Volume.class).ioLimits()).isEqualTo(IoLimits.NONE);
+    }
+
+    @Test
+    void anInvalidIoLimitIsNamedByItsPath() {
+        String written = encode(CLONE.withIoLimits(new IoLimits(200, 0, 0, 0)));
+
+        assertDamaged(
+                written.replace("\"writeIops\" : 0", "\"writeIops\" : \"0\""),
+                Volume.class,
+                "field ioLimits.writeIops is missing or invalid");
+        assertDamaged(
+                written.replace("\"readIops\" : 200", "\"readIops\" : -200"),
+                Volume.class,
+                "field ioLimits is missing or invalid");
     }
 
     static Stream<Arguments> notJson() {

@@ -1,6 +1,7 @@
 package dev.blockpool.host.loops;
 
 import dev.blockpool.common.BlockingCalls;
+import dev.blockpool.common.LastKept;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.host.mounts.DeviceNumber;
 import dev.blockpool.host.mounts.MountTable;
@@ -9,8 +10,6 @@ import java.io.IOException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 
@@ -49,8 +48,8 @@ public final class ImageIdentities {
     private static final MountTable MOUNT_TABLE = new ProcMountTable();
 
     private final PoolFiles pool;
-    private final Map<Path, FileId> known = lastKept();
-    private final Map<BindingKey, Binding> bindings = lastKept();
+    private final Map<Path, FileId> known = LastKept.map(KEPT);
+    private final Map<BindingKey, Binding> bindings = LastKept.map(KEPT);
 
     private record BindingKey(Path image, DeviceNumber number) {}
 
@@ -150,14 +149,5 @@ public final class ImageIdentities {
             return true;
         }
         return loop.backingFileDeleted() && loop.backingFileId().device().equals(pool.filesystemOf(image.getParent()));
-    }
-
-    private static <K, V> Map<K, V> lastKept() {
-        return Collections.synchronizedMap(new LinkedHashMap<>(16, 0.75f, true) {
-            @Override
-            protected boolean removeEldestEntry(Map.Entry<K, V> eldest) {
-                return size() > KEPT;
-            }
-        });
     }
 }

@@ -90,30 +90,44 @@ public final class RecordCodec<R> implements ValueCodec<R> {
 
     /**
      * One field of a record {@code R}: its name on disk, the record's accessor of its value, how
-     * the value is written and read, and what a record has when the field is absent or null, if
-     * it may be (when it may not, the record is invalid).
+     * the value is written and read, what a record has when the field is absent or null, if it
+     * may be (when it may not, the record is invalid), and whether a record with that value
+     * leaves the field out.
      */
-    public record Field<R, V>(String name, Function<R, V> accessor, ValueCodec<V> codec, Optional<V> whenAbsent) {
+    public record Field<R, V>(
+            String name, Function<R, V> accessor, ValueCodec<V> codec, Optional<V> whenAbsent, boolean omitWhenAbsent) {
 
         /** A field every record has written. */
         public static <R, V> Field<R, V> required(String name, Function<R, V> accessor, ValueCodec<V> codec) {
-            return new Field<>(name, accessor, codec, Optional.empty());
+            return new Field<>(name, accessor, codec, Optional.empty(), false);
         }
 
         /** A field written as its value or null, that reads as empty when absent or null. */
         public static <R, V> Field<R, Optional<V>> optional(
                 String name, Function<R, Optional<V>> accessor, ValueCodec<V> codec) {
-            return new Field<>(name, accessor, ValueCodec.optional(codec), Optional.of(Optional.empty()));
+            return new Field<>(name, accessor, ValueCodec.optional(codec), Optional.of(Optional.empty()), false);
         }
 
         /** A field records written before it existed lack: in them it has the value {@code whenAbsent}. */
         public static <R, V> Field<R, V> since(
                 String name, Function<R, V> accessor, ValueCodec<V> codec, V whenAbsent) {
-            return new Field<>(name, accessor, codec, Optional.of(whenAbsent));
+            return new Field<>(name, accessor, codec, Optional.of(whenAbsent), false);
+        }
+
+        /**
+         * Like {@link #since}, but not written at all when its value is {@code whenAbsent}: a record
+         * that does not use the field is written as before it existed.
+         */
+        public static <R, V> Field<R, V> omittedWhen(
+                String name, Function<R, V> accessor, ValueCodec<V> codec, V whenAbsent) {
+            return new Field<>(name, accessor, codec, Optional.of(whenAbsent), true);
         }
 
         void write(JsonGenerator out, R record) throws IOException {
             V value = accessor.apply(record);
+            if (omitWhenAbsent && whenAbsent.equals(Optional.ofNullable(value))) {
+                return;
+            }
             try {
                 if (value == null) {
                     throw new InvalidField(); // written as null, it would read as a damaged record
