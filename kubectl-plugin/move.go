@@ -222,26 +222,34 @@ func (m *Mover) execMove(ctx context.Context, mv claimMove, to string, extra []s
 }
 
 // finish runs the last copy and the hand-over: blockpool-csi move --final, again while the source
-// node still holds the volume (kubelet unstages it a moment after the pod is gone).
+// node still holds the volume (kubelet unstages it a moment after the pod is gone). Only that
+// waiting is bounded by --timeout: the copy itself takes what the bytes take.
 func (m *Mover) finish(ctx context.Context, mv claimMove, to string) error {
 	started := "true"
 	if err := m.annotateClaim(ctx, mv.claim, map[string]*string{annotationFinalStarted: &started}); err != nil {
 		return err
 	}
-	return m.waitFor(ctx, fmt.Sprintf("node %s to let go of volume %s", mv.from, mv.handle),
-		func(ctx context.Context) (bool, error) {
-			code, err := m.execMove(ctx, mv, to, []string{"--final"})
-			switch {
-			case err != nil:
-				return false, err
-			case code == exitInUseOnSource:
-				return false, nil
-			case code != 0:
-				return false, fmt.Errorf("%s: blockpool-csi move --final on node %s failed (exit code %d, its "+
-					"words above): run this again once the cause is fixed", mv, to, code)
-			}
-			return true, nil
-		})
+	giveUp := time.Now().Add(m.Timeout)
+	for {
+		code, err := m.execMove(ctx, mv, to, []string{"--final"})
+		switch {
+		case err != nil:
+			return err
+		case code == 0:
+			return nil
+		case code != exitInUseOnSource:
+			return fmt.Errorf("%s: blockpool-csi move --final on node %s failed (exit code %d, its words above): "+
+				"run this again once the cause is fixed", mv, to, code)
+		case time.Now().After(giveUp):
+			return fmt.Errorf("gave up after %s waiting for node %s to let go of volume %s: run this again to go on",
+				m.Timeout, mv.from, mv.handle)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(m.Poll):
+		}
+	}
 }
 
 // pluginPod is the node plugin's Running pod on a node.

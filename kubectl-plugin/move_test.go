@@ -28,12 +28,20 @@ var claimKey = types.NamespacedName{Namespace: "default", Name: "data-web-0"}
 
 // fakeExec answers blockpool-csi move as a node plugin would, from a list of exit codes per step.
 type fakeExec struct {
-	calls  [][]string
-	finals []int // exit codes of successive --final runs; 0 once used up
+	calls     [][]string
+	finals    []int         // exit codes of successive --final runs; 0 once used up
+	finalTook time.Duration // how long each --final runs, its context permitting
 }
 
-func (f *fakeExec) Run(_ context.Context, pod *corev1.Pod, container string, command []string, _ io.Writer) (int, error) {
+func (f *fakeExec) Run(ctx context.Context, pod *corev1.Pod, container string, command []string, _ io.Writer) (int, error) {
 	f.calls = append(f.calls, append([]string{pod.Spec.NodeName, container}, command...))
+	if slices.Contains(command, "--final") && f.finalTook > 0 {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(f.finalTook):
+		}
+	}
 	if slices.Contains(command, "--final") && len(f.finals) > 0 {
 		code := f.finals[0]
 		f.finals = f.finals[1:]
@@ -255,6 +263,17 @@ func TestMoveWaitsForTheSourceToLetGoOfTheVolume(t *testing.T) {
 	}
 	if got := exec.steps(); !slices.Equal(got, []string{"node-b:copy", "node-b:final", "node-b:final", "node-b:final"}) {
 		t.Errorf("steps run: %v", got)
+	}
+}
+
+func TestTheLastCopyTakesWhatItTakesOnlyTheWaitForTheSourceIsBounded(t *testing.T) {
+	c := cluster(pv("node-a", corev1.PersistentVolumeReclaimRetain), claim(nil), statefulSet(1, nil), appPod(stsOwner()))
+	exec := &fakeExec{finalTook: 300 * time.Millisecond}
+	m, _ := mover(c, exec, RepointRecreate)
+	m.Timeout = 50 * time.Millisecond
+
+	if err := m.MoveClaims(context.Background(), []types.NamespacedName{claimKey}, "node-b"); err != nil {
+		t.Fatalf("a last copy longer than --timeout was cut: %v", err)
 	}
 }
 
