@@ -208,7 +208,9 @@ class RemoteRestoreTest {
                 .isEqualTo(-1);
         assertThat(peer.bytesRead).as("only the snapshot's data crossed").hasValue(2 * MIB);
         assertThat(peer.released).containsExactly(PEER + "/" + volumeId);
-        assertThat(controller.poolDir().resolve("incoming")).isEmptyDirectory();
+        assertThat(controller.poolDir().resolve("incoming").toFile().list())
+                .as("nothing of the pull left but the pool's lock of pulls")
+                .containsExactly(".pulls.lock");
 
         assertThat(controller.stub().createVolume(restore()).getVolume()).isEqualTo(restored);
         assertThat(peer.opens)
