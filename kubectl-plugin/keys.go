@@ -21,6 +21,9 @@ const (
 	// On the claim: the node its volume is moving to, set before the first copy; a later run
 	// finishes that move and refuses another destination until it is done.
 	annotationMovingTo = "blockpool.csi.dev/moving-to"
+	// On the claim: the node its volume leaves, so that --all-from finds a claim whose
+	// PersistentVolume a cut run left deleted and not yet re-created.
+	annotationMovingFrom = "blockpool.csi.dev/moving-from"
 	// On the claim: set before the last copy, after which the volume may already be the
 	// destination's: from then on the move can only be finished, never sent elsewhere.
 	annotationFinalStarted = "blockpool.csi.dev/move-final-started"

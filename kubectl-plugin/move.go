@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -62,7 +63,11 @@ func (m *Mover) MoveClaims(ctx context.Context, claims []types.NamespacedName, t
 		moves = append(moves, mv)
 	}
 	for _, mv := range moves {
-		if err := m.annotateClaim(ctx, mv.claim, map[string]*string{annotationMovingTo: &to}); err != nil {
+		notes := map[string]*string{annotationMovingTo: &to}
+		if mv.from != "" {
+			notes[annotationMovingFrom] = &mv.from
+		}
+		if err := m.annotateClaim(ctx, mv.claim, notes); err != nil {
 			return err
 		}
 	}
@@ -99,7 +104,8 @@ func (m *Mover) MoveClaims(ctx context.Context, claims []types.NamespacedName, t
 	}
 	for _, mv := range moves {
 		if err := m.annotateClaim(ctx, mv.claim, map[string]*string{
-			annotationMovingTo: nil, annotationStopped: nil, annotationReplacement: nil, annotationFinalStarted: nil,
+			annotationMovingTo: nil, annotationMovingFrom: nil, annotationStopped: nil, annotationReplacement: nil,
+			annotationFinalStarted: nil,
 		}); err != nil {
 			return err
 		}
@@ -124,6 +130,17 @@ func (m *Mover) ClaimsOn(ctx context.Context, from string) ([]types.NamespacedNa
 		} else {
 			fmt.Fprintf(m.Out, "PersistentVolume %s on node %s is bound to no claim (%s): left where it is\n",
 				pv.Name, from, pv.Status.Phase)
+		}
+	}
+	// a claim whose move off the node a cut run left with its PersistentVolume deleted
+	pvcs, err := m.Kube.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list PersistentVolumeClaims: %w", err)
+	}
+	for _, claim := range pvcs.Items {
+		key := types.NamespacedName{Namespace: claim.Namespace, Name: claim.Name}
+		if claim.Annotations[annotationMovingFrom] == from && !slices.Contains(claims, key) {
+			claims = append(claims, key)
 		}
 	}
 	sort.Slice(claims, func(i, j int) bool { return claims[i].String() < claims[j].String() })

@@ -369,14 +369,17 @@ func TestAllFromListsTheBoundClaimsOfTheNodesVolumes(t *testing.T) {
 	other.Name, other.Spec.ClaimRef.Name = "pvc-2", "elsewhere"
 	released := pv("node-a", corev1.PersistentVolumeReclaimRetain)
 	released.Name, released.Status.Phase = "pvc-3", corev1.VolumeReleased
-	c := cluster(pv("node-a", corev1.PersistentVolumeReclaimDelete), other, released)
+	// a claim whose PersistentVolume a cut run deleted before re-creating it on node b
+	cut := claim(map[string]string{annotationMovingFrom: "node-a", annotationMovingTo: "node-b"})
+	cut.Name, cut.Spec.VolumeName = "cut", "pvc-gone"
+	c := cluster(pv("node-a", corev1.PersistentVolumeReclaimDelete), other, released, cut)
 	m, _ := mover(c, &fakeExec{}, RepointAuto)
 
 	claims, err := m.ClaimsOn(context.Background(), "node-a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(claims, []types.NamespacedName{claimKey}) {
+	if !slices.Equal(claims, []types.NamespacedName{{Namespace: "default", Name: "cut"}, claimKey}) {
 		t.Errorf("claims on node a: %v", claims)
 	}
 }
