@@ -44,6 +44,8 @@ type claimMove struct {
 	// The node whose pool holds the volume; empty once its PersistentVolume names the destination
 	// (or is being re-created, which happens only after the destination took the volume).
 	from string
+	// Whether the volume is on the destination with no move of it under way: nothing to do.
+	already bool
 }
 
 func (c claimMove) String() string { return "claim " + c.claim.String() }
@@ -57,10 +59,14 @@ func (m *Mover) MoveClaims(ctx context.Context, claims []types.NamespacedName, t
 	var moves []claimMove
 	for _, claim := range claims {
 		mv, err := m.plan(ctx, claim, to)
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
+		case mv.already:
+			fmt.Fprintf(m.Out, "%s: volume %s is on node %s already\n", mv, mv.handle, to)
+		default:
+			moves = append(moves, mv)
 		}
-		moves = append(moves, mv)
 	}
 	for _, mv := range moves {
 		notes := map[string]*string{annotationMovingTo: &to}
@@ -195,8 +201,11 @@ func (m *Mover) plan(ctx context.Context, key types.NamespacedName, to string) (
 	case node == "":
 		return mv, fmt.Errorf("%s: its PersistentVolume %s is not pinned to one node by %s: a volume of a "+
 			"shared pool is reachable from every node and never moves", mv, pv.Name, topologyKey)
-	case node == to || pv.DeletionTimestamp != nil && claim.Annotations[annotationReplacement] != "":
-		return mv, nil // re-pointed already, or being re-created
+	case node == to:
+		mv.already = claim.Annotations[annotationMovingTo] == ""
+		return mv, nil // moved, or re-pointed by a run cut before it started the workloads again
+	case pv.DeletionTimestamp != nil && claim.Annotations[annotationReplacement] != "":
+		return mv, nil // being re-created
 	}
 	mv.from = node
 	return mv, nil

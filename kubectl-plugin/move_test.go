@@ -277,6 +277,27 @@ func TestTheLastCopyTakesWhatItTakesOnlyTheWaitForTheSourceIsBounded(t *testing.
 	}
 }
 
+func TestAClaimOnTheDestinationAlreadyKeepsItsPodsRunning(t *testing.T) {
+	c := cluster(pv("node-b", corev1.PersistentVolumeReclaimDelete), claim(nil), statefulSet(2, nil), appPod(stsOwner()))
+	scaled := 0
+	c.PrependReactor("update", "statefulsets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		scaled++
+		return false, nil, nil
+	})
+	exec := &fakeExec{}
+	m, out := mover(c, exec, RepointAuto)
+
+	if err := m.MoveClaims(context.Background(), []types.NamespacedName{claimKey}, "node-b"); err != nil {
+		t.Fatal(err)
+	}
+	if scaled != 0 {
+		t.Errorf("the StatefulSet was scaled %d times for a volume on node b already", scaled)
+	}
+	if len(exec.calls) != 0 || !strings.Contains(out.String(), "is on node node-b already") {
+		t.Errorf("ran %v; output: %s", exec.steps(), out)
+	}
+}
+
 func TestMoveThatCannotStopAPodChangesNothing(t *testing.T) {
 	c := cluster(pv("node-a", corev1.PersistentVolumeReclaimDelete), claim(nil), appPod(nil))
 	exec := &fakeExec{}
