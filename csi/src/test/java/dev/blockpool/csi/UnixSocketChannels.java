@@ -7,6 +7,7 @@ import io.grpc.netty.shaded.io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollIoHandler;
 import io.grpc.netty.shaded.io.netty.channel.unix.DomainSocketAddress;
+import io.grpc.netty.shaded.io.netty.util.concurrent.DefaultThreadFactory;
 import java.nio.file.Path;
 
 /**
@@ -20,6 +21,15 @@ public final class UnixSocketChannels {
     /** An epoll event loop of one thread, which a domain socket channel needs; the caller shuts it down. */
     public static EventLoopGroup clientLoop() {
         return new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory());
+    }
+
+    /**
+     * An epoll event loop of one daemon thread for a test that keeps it until the JVM ends: one
+     * whose channels die with the driver they call, and whose calls must still meet their deadlines.
+     */
+    public static EventLoopGroup sharedClientLoop() {
+        return new MultiThreadIoEventLoopGroup(
+                1, new DefaultThreadFactory("csi-client", true), EpollIoHandler.newFactory());
     }
 
     /** A channel to the server on {@code socket}, on {@code loop}. */

@@ -19,6 +19,8 @@ import java.util.Optional;
 final class CrashableDriver implements AutoCloseable {
 
     private static final Duration SERVING_TIMEOUT = Duration.ofSeconds(60);
+    /** A SIGKILLed process dies once its system call returns; one that takes longer is stuck in the kernel. */
+    private static final Duration DEATH_TIMEOUT = Duration.ofSeconds(30);
 
     private final DriverProcess driver;
     /** Whether the driver was stopped on purpose, so that its exit is no violation. */
@@ -88,10 +90,42 @@ final class CrashableDriver implements AutoCloseable {
         children.forEach(ProcessHandle::destroyForcibly);
         driver.kill(); // waits for it, closes the client
         for (ProcessHandle child : children) {
-            child.onExit().join();
+            awaitDead(child);
         }
         exitExpected = true;
         kills++;
+    }
+
+    /**
+     * Waits for a SIGKILLed child of the driver to die. A zombie is dead: who reaps an orphan
+     * (init, or a subreaper that may wait to the end of its own child) is not the test's to wait
+     * for, and {@link ProcessHandle#onExit()} would wait for that reaping.
+     */
+    private static void awaitDead(ProcessHandle child) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + DEATH_TIMEOUT.toNanos();
+        while (child.isAlive()) {
+            String state = processState(child.pid());
+            if (state.isEmpty() || state.equals("Z")) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IOException("process " + child.pid() + " "
+                        + child.info().commandLine().orElse("") + " is still in state " + state + " " + DEATH_TIMEOUT
+                        + " after its SIGKILL");
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    /** The state letter of /proc/PID/stat (R, S, D, Z, ...), empty when the process is gone. */
+    private static String processState(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
+            String[] after = stat.substring(stat.lastIndexOf(')') + 1).trim().split(" ", 2);
+            return after[0];
+        } catch (IOException | StringIndexOutOfBoundsException e) {
+            return "";
+        }
     }
 
     /**

@@ -34,6 +34,12 @@ final class DriverProcess implements AutoCloseable {
 
     private static final Path REPO = Path.of("..").toAbsolutePath().normalize();
     private static final Duration START_TIMEOUT = Duration.ofSeconds(30);
+    /**
+     * The client event loop of every driver this JVM runs, never shut down. A call's deadline is
+     * timed on its channel's loop: a loop shut down with a killed driver's client would leave a
+     * call racing that kill waiting for ever.
+     */
+    private static final EventLoopGroup CLIENT_LOOP = UnixSocketChannels.sharedClientLoop();
 
     private final Path dir;
     private final Path socket;
@@ -49,7 +55,6 @@ final class DriverProcess implements AutoCloseable {
     private Path jar = REPO.resolve("driver/target/blockpool-csi.jar");
     private final Map<String, String> environment = new HashMap<>();
     private Process process;
-    private EventLoopGroup clientLoop;
     private ManagedChannel channel;
 
     DriverProcess(Path dir, String... extraArgs) {
@@ -142,8 +147,7 @@ final class DriverProcess implements AutoCloseable {
             }
             Thread.sleep(20);
         }
-        clientLoop = UnixSocketChannels.clientLoop();
-        channel = UnixSocketChannels.channel(socket, clientLoop);
+        channel = UnixSocketChannels.channel(socket, CLIENT_LOOP);
         return this;
     }
 
@@ -263,10 +267,6 @@ final class DriverProcess implements AutoCloseable {
         if (channel != null) {
             channel.shutdownNow();
             channel = null;
-        }
-        if (clientLoop != null) {
-            clientLoop.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-            clientLoop = null;
         }
     }
 }

@@ -35,6 +35,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.stream.Collectors;
@@ -65,7 +66,9 @@ import org.junit.jupiter.api.Test;
  * mount, loop device or temporary file left.
  *
  * <p>{@code -Dblockpool.race.seed=S} replays a run (the default is a fixed seed);
- * {@code -Dblockpool.race.seed=random} explores; {@code -Dblockpool.race.rounds=N} runs longer.
+ * {@code -Dblockpool.race.seed=random} explores; {@code -Dblockpool.race.rounds=N} runs longer;
+ * {@code -Dblockpool.race.sigkills=N} kills the driver from outside N times in every round (by
+ * default once in one round of five).
  * The summary line goes to {@code target/system-tests-summary.txt}, the driver's log to
  * {@code target/race-driver.log}.
  */
@@ -79,6 +82,8 @@ class RaceRealHostTest {
     private static final Duration CALL_DEADLINE = Duration.ofSeconds(30);
     /** How long kubelet keeps repeating one call before the test calls it stuck. */
     private static final Duration RETRY_LIMIT = Duration.ofSeconds(60);
+    /** Far more than any round's calls take, each bounded by its deadline and {@link #RETRY_LIMIT}. */
+    private static final Duration WORK_LIMIT = Duration.ofMinutes(5);
 
     private static final Path TARGET = Path.of("target");
     private static final List<String> KILL_POINTS = List.of(
@@ -103,6 +108,8 @@ class RaceRealHostTest {
     private HostInspector host;
     private CrashableDriver driver;
     private long seed;
+    /** SIGKILLs from outside in every round; negative for the default, one in one round of five. */
+    private int sigkillsPerRound;
     private Random killRandom;
     private String armed;
     private boolean atomicBinds;
@@ -164,6 +171,7 @@ class RaceRealHostTest {
                 ? DEFAULT_SEED
                 : seedProperty.equals("random") ? new Random().nextLong() : Long.parseLong(seedProperty);
         int rounds = Integer.getInteger("blockpool.race.rounds", DEFAULT_ROUNDS);
+        sigkillsPerRound = Integer.getInteger("blockpool.race.sigkills", -1);
         System.out.printf("race: seed %d, %d rounds (replay with -Dblockpool.race.seed=%d)%n", seed, rounds, seed);
         Random seeds = new Random(seed);
         killRandom = new Random(seeds.nextLong());
@@ -326,6 +334,46 @@ class RaceRealHostTest {
         }
     }
 
+    /**
+     * Waits for work of a round, all of it within {@link #WORK_LIMIT}. Work still running then is
+     * a hang of the test itself (every call has its deadline), told with where each of its
+     * threads stands so that one run shows the cause.
+     */
+    private static void awaitAll(List<? extends Future<?>> work, String what) throws Exception {
+        long deadline = System.nanoTime() + WORK_LIMIT.toNanos();
+        for (Future<?> f : work) {
+            try {
+                f.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            } catch (TimeoutException e) {
+                throw new IllegalStateException(what + " did not end within " + WORK_LIMIT
+                        + "; the test's threads stand at:\n" + testThreads());
+            }
+        }
+    }
+
+    private static String testThreads() {
+        StringBuilder out = new StringBuilder();
+        Thread.getAllStackTraces().forEach((thread, frames) -> {
+            int own = 0;
+            while (own < frames.length
+                    && !frames[own].getClassName().startsWith(RaceRealHostTest.class.getPackageName())) {
+                own++;
+            }
+            if (own == frames.length || thread == Thread.currentThread()) {
+                return;
+            }
+            out.append("  ")
+                    .append(thread.getName())
+                    .append(" (")
+                    .append(thread.getState())
+                    .append(")\n");
+            for (int i = 0; i < Math.min(frames.length, own + 3); i++) {
+                out.append("    at ").append(frames[i]).append('\n');
+            }
+        });
+        return out.toString();
+    }
+
     // The volumes and one round.
 
     private void createVolumes() throws IOException, InterruptedException {
@@ -396,7 +444,8 @@ class RaceRealHostTest {
                 return null;
             }));
         }
-        if (random.nextInt(5) == 0) {
+        int outside = sigkillsPerRound >= 0 ? sigkillsPerRound : random.nextInt(5) == 0 ? 1 : 0;
+        for (int k = 0; k < outside; k++) {
             long delay = 100 + random.nextInt(800);
             work.add(pool.submit(() -> {
                 Thread.sleep(delay);
@@ -404,9 +453,7 @@ class RaceRealHostTest {
                 return null;
             }));
         }
-        for (Future<?> f : work) {
-            f.get(5, TimeUnit.MINUTES);
-        }
+        awaitAll(work, "round " + number);
         // An unstage racing the last publishes: kubelet's two late pods and the unstage of the volume.
         if (random.nextInt(3) == 0) {
             Volume v = round.get(random.nextInt(round.size()));
@@ -422,9 +469,7 @@ class RaceRealHostTest {
                 unstage(v);
                 return null;
             }));
-            for (Future<?> f : race) {
-                f.get(5, TimeUnit.MINUTES);
-            }
+            awaitAll(race, "round " + number + "'s unstage racing two late pods");
         }
         for (Volume v : round) {
             if (staged.contains(v) && random.nextBoolean()) {
@@ -492,9 +537,10 @@ class RaceRealHostTest {
                     for (int i = 0; i < 3; i++) {
                         sent.add(three.submit(() -> publish(v, pod, target, readOnly, true)));
                     }
+                    awaitAll(sent, "three identical publishes for " + pod);
                     published = null;
                     for (Future<Outcome> f : sent) {
-                        Outcome o = f.get(5, TimeUnit.MINUTES);
+                        Outcome o = f.get();
                         published = published == null || !o.ok() ? o : published;
                     }
                 } finally {
