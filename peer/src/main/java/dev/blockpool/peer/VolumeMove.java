@@ -9,6 +9,7 @@ import dev.blockpool.pool.transfer.ImageImports;
 import dev.blockpool.pool.transfer.RemoteImage;
 import dev.blockpool.pool.transfer.TransferIds;
 import java.io.PrintStream;
+import java.time.Duration;
 import java.util.Optional;
 
 /**
@@ -31,6 +32,11 @@ final class VolumeMove {
 
     /** One round: the bytes it wrote here, and whether they were only what changed since the round before. */
     record Round(long writtenBytes, long sizeBytes, boolean delta) {}
+
+    /** How long a round waits for the source to freeze the volume (PoolImageExports' own bound). */
+    static final Duration FREEZE_WAIT = Duration.ofHours(1);
+    /** Between two opens the source answered BUSY: each of them waited on the source already. */
+    static final Duration BUSY_PAUSE = Duration.ofSeconds(1);
 
     private final Pool pool;
     private final ImageImports imports;
@@ -120,8 +126,7 @@ final class VolumeMove {
     private Round round(int number) {
         ContentSource source = ContentSource.volume(volumeId);
         String transferId = TransferIds.forVolume(volumeId);
-        RemoteImage image = peers.open(source, transferId, imports.basisFor(volumeId))
-                .orElseThrow(() -> StorageException.notFound("node %s holds no volume %s", fromNode, volumeId));
+        RemoteImage image = opened(source, transferId);
         try (image) {
             long written = imports.pull(volumeId, source, image, (done, size) -> {});
             Round round = new Round(written, image.sizeBytes(), image.basis().isPresent());
@@ -132,6 +137,32 @@ final class VolumeMove {
                     round.delta() ? "what changed since the round before" : "every range that holds data",
                     round.sizeBytes());
             return round;
+        }
+    }
+
+    /**
+     * The round's image, opened on the source once it has frozen it: a sparse copy of a large
+     * volume on a pool without reflinks outlives one call, and the source answers BUSY, saying how
+     * far it has come, until it is done.
+     */
+    private RemoteImage opened(ContentSource source, String transferId) {
+        long deadline = System.nanoTime() + FREEZE_WAIT.toNanos();
+        while (true) {
+            try {
+                return peers.open(source, transferId, imports.basisFor(volumeId))
+                        .orElseThrow(() -> StorageException.notFound("node %s holds no volume %s", fromNode, volumeId));
+            } catch (StorageException e) {
+                if (e.kind() != StorageException.Kind.BUSY || System.nanoTime() > deadline) {
+                    throw e;
+                }
+                out.printf("waiting for node %s: %s%n", fromNode, e.getMessage());
+            }
+            try {
+                Thread.sleep(BUSY_PAUSE);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw StorageException.unavailable("interrupted while node %s freezes volume %s", fromNode, volumeId);
+            }
         }
     }
 

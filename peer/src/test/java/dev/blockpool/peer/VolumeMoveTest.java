@@ -25,7 +25,13 @@ import java.util.Arrays;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -130,6 +136,51 @@ class VolumeMoveTest {
         poolA.volumes().delete(volume.id());
 
         assertThatThrownBy(() -> move.copy(1, MIB)).hasMessageContaining("node node-a holds no volume " + volume.id());
+    }
+
+    @Test
+    void aRoundWaitsForASourceWhoseFreezeOutlastsItsCalls() throws Exception {
+        write(0, 4 * MIB, 1);
+        // node a's freezes held until the test runs them, as a sparse copy of a large volume lasts
+        BlockingQueue<Runnable> freezes = new LinkedBlockingQueue<>();
+        PeerServer slowA = peers.server(
+                peers.certificates("node-a"),
+                new PoolImageExports(poolA, Clock.systemUTC(), freezes::add, Duration.ZERO),
+                VolumeModifier.NONE,
+                VolumeRetirer.of(id -> Optional.empty(), (id, to) -> {}),
+                PeerServer.Bounds.DEFAULT,
+                BandwidthLimit.unlimited());
+        VolumeMove waiting = new VolumeMove(
+                poolB,
+                new ImageImports(poolB),
+                peers.client(peers.certificates("node-b"), TestPeers.at("node-a", slowA)),
+                "node-a",
+                "node-b",
+                volume.id(),
+                new PrintStream(said, true, StandardCharsets.UTF_8));
+        ExecutorService mover = Executors.newSingleThreadExecutor();
+        try {
+            Future<Integer> rounds = mover.submit(() -> waiting.copy(1, MIB));
+            Runnable freeze = freezes.poll(30, TimeUnit.SECONDS);
+            assertThat(freeze).as("the round's open began a freeze").isNotNull();
+            long patience = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!said.toString(StandardCharsets.UTF_8).contains("bytes copied so far")
+                    && System.nanoTime() < patience) {
+                Thread.sleep(20);
+            }
+            assertThat(said.toString(StandardCharsets.UTF_8))
+                    .contains("waiting for node node-a: ")
+                    .contains("freezing volume");
+            byte[] frozen = Files.readAllBytes(poolA.volumes().imagePath(volume.id()));
+            freeze.run();
+
+            assertThat(rounds.get(60, TimeUnit.SECONDS)).isEqualTo(1);
+            assertThat(freezes).as("the opens it repeated began no second copy").isEmpty();
+            assertThat(Files.readAllBytes(poolB.root().resolve("incoming").resolve(volume.id() + ".img")))
+                    .isEqualTo(frozen);
+        } finally {
+            mover.shutdownNow();
+        }
     }
 
     private void write(long offset, long length, int value) throws IOException {

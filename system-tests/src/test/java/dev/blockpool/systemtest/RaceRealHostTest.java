@@ -110,6 +110,7 @@ class RaceRealHostTest {
     private long seed;
     /** SIGKILLs from outside in every round; negative for the default, one in one round of five. */
     private int sigkillsPerRound;
+
     private Random killRandom;
     private String armed;
     private boolean atomicBinds;

@@ -6,6 +6,7 @@ import static dev.blockpool.pool.transfer.TransferFixture.write;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.blockpool.common.BlockingCalls;
 import dev.blockpool.common.OperationLocks;
 import dev.blockpool.common.StorageException;
 import dev.blockpool.pool.ContentSource;
@@ -18,6 +19,8 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
+import java.time.Clock;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -131,6 +134,44 @@ class ImageTransferTest {
         pools.exports.release(target);
         assertThat(pools.source.root().resolve("outgoing")).isEmptyDirectory();
         assertThat(pools.source.capacity().read().promisedBytes()).isEqualTo(promisedBefore);
+    }
+
+    @Test
+    void aFreezeOutlivesTheOpenThatBeganItAndATransferFreezesOnce() throws IOException {
+        // Freezes held until the test runs them: each open finds its copy still under way.
+        List<Runnable> freezes = new ArrayList<>();
+        PoolImageExports exports = new PoolImageExports(
+                pools.source, Clock.systemUTC(), new BlockingCalls("test-export", 2), freezes::add, Duration.ZERO);
+        ContentSource fromVolume = ContentSource.volume(sourceVolume.id());
+        Path image = pools.source.volumes().imagePath(sourceVolume.id());
+
+        for (int open = 0; open < 3; open++) {
+            assertThatThrownBy(() -> exports.open(fromVolume, target, Optional.empty()))
+                    .isInstanceOfSatisfying(
+                            StorageException.class, e -> assertThat(e.kind()).isEqualTo(StorageException.Kind.BUSY))
+                    .hasMessageContaining("freezing volume")
+                    .hasMessageContaining(sourceVolume.id())
+                    .hasMessageContaining("0 of " + PoolCapacity.allocatedBytes(image) + " bytes copied so far");
+        }
+        assertThatThrownBy(() -> exports.release(target)).hasMessageContaining("once its copy is done");
+        assertThat(freezes)
+                .as("one copy for the transfer, however often it is opened")
+                .hasSize(1);
+
+        Path frozen = dir.resolve("frozen.img");
+        Files.copy(image, frozen);
+        freezes.getFirst().run(); // the copy the first open began, long after that open answered
+        ImageReader opened = exports.open(fromVolume, target, Optional.empty());
+        ImageImports imports = pools.imports();
+        imports.pull(target, fromVolume, new LoopbackImage(TransferFixture.SOURCE_NODE, opened), (done, size) -> {});
+        Volume clone =
+                imports.createVolume(spec("pvc-restored", sourceVolume.capacityBytes(), Optional.of(fromVolume)));
+
+        assertThat(Files.mismatch(pools.destination.volumes().imagePath(clone.id()), frozen))
+                .isEqualTo(-1);
+        assertThat(freezes).hasSize(1);
+        exports.release(target);
+        assertThat(pools.source.root().resolve("outgoing")).isEmptyDirectory();
     }
 
     @Test
