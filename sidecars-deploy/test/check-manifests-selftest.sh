@@ -10,5 +10,13 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The copies' check-manifests.sh find no install-tools.sh beside them: they use this kustomize.
+if [[ -z ${KUSTOMIZE:-} ]]; then
+  KUSTOMIZE=$("$here/../../sanity-tests/install-tools.sh" kustomize)/kustomize || {
+    echo "check-manifests-selftest: kustomize could not be installed (sanity-tests/install-tools.sh needs the go tool)" >&2
+    exit 2
+  }
+  export KUSTOMIZE
+fi
 # -B: importing selftest_cases.py writes no __pycache__ into the work tree.
 exec python3 -B "$here/check_manifests_selftest.py" "$(dirname "$here")"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Renders every kustomization under sidecars-deploy/ (the base, each overlay and
-# the examples) with `kubectl kustomize` and checks the rendered objects against
+# the examples) with `kustomize build` and checks the rendered objects against
 # the rules a working deployment of the driver depends on: pinned images, one
 # driver name everywhere, every sidecar on the driver's socket, a privileged node
 # plugin with Bidirectional propagation on the kubelet directory, liveness probes
@@ -10,8 +10,9 @@
 # Job, pods listed, NetworkPolicy) and absent on shared ones. The rules are in
 # check_manifests.py beside this script.
 #
-# Needs: kubectl (for `kubectl kustomize`, no cluster) and python3 with PyYAML
-# (Debian: python3-yaml; pip: pyyaml). Installs nothing.
+# Needs: kustomize at the version the e2e's kubectl embeds (the binary $KUSTOMIZE names, else
+# sanity-tests/install-tools.sh installs it with the go tool) and python3 with PyYAML (Debian:
+# python3-yaml; pip: pyyaml).
 #
 # Usage: sidecars-deploy/test/check-manifests.sh [-v]
 # Prints one line per failed check and ends with `manifests: N passed, M failed`;
@@ -20,10 +21,12 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 deploy_dir=$(dirname "$here")
-KUBECTL=${KUBECTL:-kubectl}
-
-if ! command -v "$KUBECTL" >/dev/null 2>&1; then
-  echo "check-manifests: kubectl is needed (for 'kubectl kustomize'; no cluster is contacted)" >&2
+install_tools=$deploy_dir/../sanity-tests/install-tools.sh
+if [[ -z ${KUSTOMIZE:-} && -x $install_tools ]]; then
+  KUSTOMIZE=$("$install_tools" kustomize)/kustomize || KUSTOMIZE=
+fi
+if [[ -z ${KUSTOMIZE:-} ]] || ! command -v "$KUSTOMIZE" >/dev/null 2>&1; then
+  echo "check-manifests: kustomize is needed: set KUSTOMIZE, or run from the repository with the go tool" >&2
   exit 2
 fi
 if ! python3 -c 'import yaml' >/dev/null 2>&1; then
@@ -31,4 +34,4 @@ if ! python3 -c 'import yaml' >/dev/null 2>&1; then
   exit 2
 fi
 
-exec python3 "$here/check_manifests.py" "$deploy_dir" "$KUBECTL" "$@"
+exec python3 "$here/check_manifests.py" "$deploy_dir" "$KUSTOMIZE" "$@"

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The rules of check-manifests.sh, which checks for kubectl and PyYAML and runs this.
+"""The rules of check-manifests.sh, which finds kustomize, checks for PyYAML and runs this.
 
 Renders the base, every overlay and the examples under DEPLOY_DIR with
-`KUBECTL kustomize` and checks the rendered objects: pinned images, one driver
+`KUSTOMIZE build` and checks the rendered objects: pinned images, one driver
 name everywhere, every sidecar on the driver's socket, a privileged node plugin
 with Bidirectional propagation on the kubelet directory, liveness probes wired to
 the livenessprobe sidecar, resources on every container, RBAC that covers
@@ -16,7 +16,7 @@ node-local pools only: its port, its CA's Secret mounted at --peer-ca-dir and
 made by the peer-ca Job with exactly the rights it uses, the pods the driver
 lists to find the other nodes, and the NetworkPolicy that lets only those pods in.
 
-Usage: check_manifests.py DEPLOY_DIR KUBECTL [-v]
+Usage: check_manifests.py DEPLOY_DIR KUSTOMIZE [-v]
 Prints one line per failed check (with -v, per passed check too) and ends with
 `manifests: N passed, M failed`; exits 1 when a check failed.
 Needs python3 and PyYAML only.
@@ -31,7 +31,7 @@ import yaml
 
 # Set from the command line by main().
 DEPLOY_DIR = ""
-KUBECTL = "kubectl"
+KUSTOMIZE = "kustomize"
 VERBOSE = False
 
 DRIVER_IMAGE = "blockpool-csi"
@@ -177,7 +177,7 @@ def check(variant, ok, message):
 
 
 def render(directory):
-    proc = subprocess.run([KUBECTL, "kustomize", directory], capture_output=True, text=True, check=False)
+    proc = subprocess.run([KUSTOMIZE, "build", directory], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         return None, proc.stderr.strip()
     return [d for d in yaml.safe_load_all(proc.stdout) if d], ""
@@ -1067,11 +1067,11 @@ def check_examples(variant, objs, driver_name, class_names, snapclass_names):
 
 
 def main(argv):
-    global DEPLOY_DIR, KUBECTL, VERBOSE
+    global DEPLOY_DIR, KUSTOMIZE, VERBOSE
     if len(argv) < 3:
-        print("usage: check_manifests.py DEPLOY_DIR KUBECTL [-v]", file=sys.stderr)
+        print("usage: check_manifests.py DEPLOY_DIR KUSTOMIZE [-v]", file=sys.stderr)
         return 2
-    DEPLOY_DIR, KUBECTL = argv[1], argv[2]
+    DEPLOY_DIR, KUSTOMIZE = argv[1], argv[2]
     VERBOSE = "-v" in argv[3:]
 
     variants = ["base"]
@@ -1082,13 +1082,13 @@ def main(argv):
     base_names = None
     for v in variants:
         objs, err = render(os.path.join(DEPLOY_DIR, v))
-        if not check(v, objs is not None, f"kubectl kustomize failed: {err}"):
+        if not check(v, objs is not None, f"kustomize build failed: {err}"):
             continue
         result = check_deployment(v, objs)
         if v == "base":
             base_names = result
     objs, err = render(os.path.join(DEPLOY_DIR, "examples"))
-    if check("examples", objs is not None, f"kubectl kustomize failed: {err}") and base_names:
+    if check("examples", objs is not None, f"kustomize build failed: {err}") and base_names:
         check_examples("examples", objs, *base_names)
 
     print(f"manifests: {passed} passed, {failed} failed")

@@ -9,7 +9,8 @@ DEPLOY_DIR is modified.
 
 Usage: check_manifests_selftest.py DEPLOY_DIR
 Ends with `selftest: N passed, M failed`; exits 1 when a case did not behave.
-Needs python3 only (check-manifests.sh needs PyYAML and kubectl).
+Needs python3 only (check-manifests.sh needs PyYAML and kustomize: the copy's finds no
+install-tools.sh, so check-manifests-selftest.sh names the repository's in KUSTOMIZE).
 """
 import os
 import shutil

@@ -209,7 +209,7 @@ CASES = [
       "        name: blockpool-node-peers\n        namespace: blockpool-system\n      $patch: delete\n"), "",
      "[overlays/shared-pool] ServiceAccount blockpool-node of the node plugin is bound to roles it does not need"),
     # overlays and rendering
-    ("base/kustomization.yaml", "  - node.yaml\n", "  - node.yaml\n  - missing.yaml\n", "kubectl kustomize failed"),
+    ("base/kustomization.yaml", "  - node.yaml\n", "  - node.yaml\n  - missing.yaml\n", "kustomize build failed"),
     ("overlays/nfs-pool/pool-nfs.yaml", "          nfs:\n            server: nfs.example.internal\n            path: /export/blockpool\n---",
      "          emptyDir: {}\n---", "[overlays/nfs-pool] Deployment/blockpool-controller: --pool-dir"),
     ("overlays/dev/node-dev.yaml", "          env:\n", "          securityContext:\n            privileged: false\n          env:\n", "[overlays/dev] DaemonSet/blockpool-node: the node driver container must be privileged"),
