@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The unit tests of the Go code the project ships or draws its figures with: the kubectl plugin
-# (a move's steps against a fake API server) and the bench's drawing of its figures. Ends with
-# "go: N passed, N failed, 0 skipped". The Go modules that only build tools have no tests here.
+# (a move's steps against a fake API server), the bench's choice of sections and its drawing of
+# its figures. Ends with "go: N passed, N failed, 0 skipped". The Go modules that only build tools
+# have no tests here.
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
 passed=0 failed=0
-for target in kubectl-plugin:./... bench/csibench:./figures; do
+for target in kubectl-plugin:./... bench/csibench:. bench/csibench:./figures; do
   out=$(cd "$repo/${target%%:*}" && go test -v -count=1 "${target#*:}" 2>&1)
   rc=$?
   echo "$out"

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -136,6 +137,12 @@ func main() {
 			fatalf("unknown section %q (known: %s)", s, strings.Join(sectionOrder, " "))
 		}
 	}
+	if missing := needReference(chosen, cfg.hostpath); len(missing) > 0 {
+		// said before any section runs, not minutes into the run
+		fatalf("the sections %s run csi-driver-host-path beside blockpool: give its binary with -hostpath "+
+			"(docs/performance-benchmark.md says how to build it), or name the sections to run",
+			strings.Join(missing, ", "))
+	}
 	// Ctrl-C or run.sh's TERM: stop the drivers we started; run.sh's trap removes the mounts,
 	// loop devices and directories under the work directory.
 	signals := make(chan os.Signal, 1)
@@ -165,6 +172,23 @@ func main() {
 	if cfg.json != "" {
 		must(results.Write(cfg.json, recorded))
 	}
+}
+
+// referenceSections run csi-driver-host-path, which -hostpath names, beside blockpool.
+var referenceSections = []string{"hostpath", "peer"}
+
+// needReference lists the chosen sections that need csi-driver-host-path when no binary is given.
+func needReference(chosen []string, hostpath string) []string {
+	var missing []string
+	if hostpath != "" {
+		return missing
+	}
+	for _, s := range chosen {
+		if slices.Contains(referenceSections, s) {
+			missing = append(missing, s)
+		}
+	}
+	return missing
 }
 
 // loadAverage is the host's 1-minute load average, from /proc/loadavg.
