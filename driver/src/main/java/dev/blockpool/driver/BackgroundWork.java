@@ -25,6 +25,8 @@ final class BackgroundWork {
     private static final Logger log = LoggerFactory.getLogger(BackgroundWork.class);
     /** Logged at info once a reconcile of the pool has run to its end: what a watcher of the log waits for. */
     static final String RECONCILE_DONE = "pool reconcile done";
+    /** The longest a look's thread waits without seeing whether the stop was asked for. */
+    static final Duration STOP_CHECK = Duration.ofSeconds(1);
     /** How long a stop waits for a step that the interrupt ended, once the grace period is spent. */
     private static final Duration AFTER_INTERRUPT = Duration.ofSeconds(5);
 
@@ -93,13 +95,39 @@ final class BackgroundWork {
      * fails is logged and the next one runs.
      */
     synchronized void every(Duration period, String name, Runnable look) {
+        every(period, name, look, limit -> {
+            stopRequested.await(limit.toNanos(), TimeUnit.NANOSECONDS);
+            return false;
+        });
+    }
+
+    /** What can call for a look before its period is over: waits at most {@code limit}, true when it did. */
+    @FunctionalInterface
+    interface Sooner {
+        boolean await(Duration limit) throws InterruptedException;
+    }
+
+    /**
+     * {@link #every(Duration, String, Runnable)}, and also as soon as {@code sooner} calls for a
+     * look; it is asked for at most {@link #STOP_CHECK} at a time, so that the stop is seen soon.
+     */
+    synchronized void every(Duration period, String name, Runnable look, Sooner sooner) {
         Thread thread = Thread.ofPlatform().daemon().name(name).unstarted(() -> {
             try {
-                while (!stopRequested.await(period.toMillis(), TimeUnit.MILLISECONDS)) {
-                    try {
-                        look.run();
-                    } catch (RuntimeException e) {
-                        log.warn("{} failed: {}", name, e.getMessage());
+                long next = System.nanoTime() + period.toNanos();
+                while (stopRequested.getCount() > 0) {
+                    long left = next - System.nanoTime();
+                    boolean called = left > 0 && sooner.await(Duration.ofNanos(Math.min(left, STOP_CHECK.toNanos())));
+                    if (stopRequested.getCount() == 0) {
+                        return;
+                    }
+                    if (called || System.nanoTime() - next >= 0) {
+                        try {
+                            look.run();
+                        } catch (RuntimeException e) {
+                            log.warn("{} failed: {}", name, e.getMessage());
+                        }
+                        next = System.nanoTime() + period.toNanos();
                     }
                 }
             } catch (InterruptedException e) {

@@ -492,10 +492,12 @@ public final class Driver {
             FullPoolGuard guard = new FullPoolGuard(nodeHost, new PoolVolumeCatalog(open.pool(), config.scope()));
             work.every(FULL_POOL_LOOK, "full-pool-guard", guard::look);
             // The I/O limits of the published volumes, as their records have them now: a change made
-            // by a controller elsewhere, and containers started since, reach the pods' cgroups.
+            // by a controller elsewhere reaches the pods' cgroups, and a container started since (a
+            // cgroup of its own on cgroup v1) at once.
             PublishedIoLimits ioLimits =
                     new PublishedIoLimits(nodeHost, new PoolVolumeCatalog(open.pool(), config.scope()), locks);
-            work.every(PublishedIoLimits.LOOK_EVERY, "io-limits", ioLimits::look);
+            work.every(
+                    PublishedIoLimits.LOOK_EVERY, "io-limits", ioLimits::look, nodeHost.throttles()::awaitNewContainer);
         }
         if (open.freeze() instanceof GroupMemberFreeze members) {
             // A freeze past its bound is thawed, and a thaw that failed is tried again, while the driver runs.

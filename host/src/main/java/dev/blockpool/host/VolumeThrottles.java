@@ -7,6 +7,7 @@ import dev.blockpool.host.loops.LoopDevice;
 import dev.blockpool.host.mounts.DeviceNumber;
 import dev.blockpool.host.mounts.MountInfo;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -56,6 +57,14 @@ public final class VolumeThrottles {
                         .filter(use -> use.target().equals(target))
                         .toList(),
                 limits);
+    }
+
+    /**
+     * Waits at most {@code limit} for a container made in a limited pod whose cgroup the limits do
+     * not reach until they are set there too (cgroup v1); true when one was.
+     */
+    public boolean awaitNewContainer(Duration limit) throws InterruptedException {
+        return cgroups.awaitNewCgroup(limit);
     }
 
     private List<Path> apply(List<PodUse> uses, IoLimits limits) {

@@ -16,16 +16,17 @@ import org.slf4j.LoggerFactory;
 /**
  * The I/O limits of the volumes this node publishes, set in the cgroups of the pods it publishes
  * them to: by NodePublishVolume for its pod, at once by ControllerModifyVolume where the controller
- * is served beside the node, and by {@link #look} every {@link #LOOK_EVERY} for every published
- * volume, from its record and the mount table. The look is what brings a limit changed by a
- * controller on another node (a shared pool), a container started after the publish (cgroup v1
- * limits each container's cgroup) and a restarted driver to what the records say.
+ * is served beside the node, and by {@link #look} for every published volume, from its record and
+ * the mount table: every {@link #LOOK_EVERY}, and at once when a limited pod starts a container
+ * (cgroup v1 limits each container's cgroup; see {@code VolumeThrottles#awaitNewContainer}). The
+ * look is what brings a limit changed by a controller on another node (a shared pool), a container
+ * started after the publish and a restarted driver to what the records say.
  */
 public final class PublishedIoLimits implements NodeIoLimits {
 
     private static final Logger log = LoggerFactory.getLogger(PublishedIoLimits.class);
 
-    /** How often the node looks: the longest a change from elsewhere, or a new container, goes unlimited. */
+    /** How often the node looks: the longest a change made on another node goes unapplied. */
     public static final Duration LOOK_EVERY = Duration.ofSeconds(10);
 
     private final NodeHost host;

@@ -14,12 +14,17 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.StandardWatchEventKinds;
+import java.nio.file.WatchKey;
+import java.nio.file.WatchService;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 
@@ -33,8 +38,9 @@ import java.util.stream.Stream;
  *
  * <p>cgroup v2 ({@code io.max}) throttles a cgroup's whole subtree: the pod's cgroup is set. cgroup
  * v1 ({@code blkio.throttle.*}) is flat: a rule in the pod's cgroup does not govern the cgroups of
- * its containers below it, so each of those is set too, and containers started later are set by
- * the next call.
+ * its containers below it, so each of those is set too, and a container started later is set by
+ * the next call: {@link #awaitNewCgroup} wakes the caller as soon as its cgroup is made (inotify
+ * on the cgroups of the pods limited here).
  */
 public final class LinuxPodCgroupCalls implements PodCgroupCalls {
 
@@ -57,6 +63,8 @@ public final class LinuxPodCgroupCalls implements PodCgroupCalls {
      * a directory of that name; else the pod is looked for again.
      */
     private final Map<String, List<Path>> found = LastKept.map(KEPT);
+    /** The cgroup v1 pod cgroups limited here, watched for the cgroups of their new containers; made at the first. */
+    private WatchService births;
 
     public LinuxPodCgroupCalls(Path root) {
         this.root = root;
@@ -83,6 +91,9 @@ public final class LinuxPodCgroupCalls implements PodCgroupCalls {
                 root));
         List<Path> limited = new ArrayList<>();
         for (Path pod : podCgroupsOf(controller.hierarchy(), podUid)) {
+            if (controller instanceof V1 && !limits.none()) {
+                watchBirthsIn(pod);
+            }
             for (Path cgroup : controller.countedIn(pod)) {
                 if (controller.set(cgroup, device, limits)) {
                     limited.add(cgroup);
@@ -90,6 +101,42 @@ public final class LinuxPodCgroupCalls implements PodCgroupCalls {
             }
         }
         return limited;
+    }
+
+    @Override
+    public boolean awaitNewCgroup(Duration limit) throws InterruptedException {
+        WatchService watching;
+        synchronized (this) {
+            watching = births;
+        }
+        if (watching == null) {
+            Thread.sleep(limit);
+            return false;
+        }
+        WatchKey key = watching.poll(limit.toNanos(), TimeUnit.NANOSECONDS);
+        if (key == null) {
+            return false;
+        }
+        for (; key != null; key = watching.poll()) {
+            key.pollEvents(); // which cgroup it was does not matter: the caller sets every pod's
+            key.reset();
+        }
+        return true;
+    }
+
+    /**
+     * Watches the pod's cgroup for the cgroups of containers made in it; a cgroup removed meanwhile
+     * is not watched, and one that cannot be is left to the caller's next call.
+     */
+    private synchronized void watchBirthsIn(Path pod) {
+        try {
+            if (births == null) {
+                births = pod.getFileSystem().newWatchService();
+            }
+            pod.register(births, StandardWatchEventKinds.ENTRY_CREATE);
+        } catch (IOException | UnsupportedOperationException e) {
+            // gone, or no inotify watch left: the caller's next call sets the new cgroups all the same
+        }
     }
 
     /** The I/O controller of this host: v2 when {@code root} is a cgroup2 filesystem, else v1's blkio. */

@@ -3,6 +3,7 @@ package dev.blockpool.host.cgroups;
 import dev.blockpool.common.IoLimits;
 import dev.blockpool.host.mounts.DeviceNumber;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 
 /**
@@ -18,4 +19,15 @@ public interface PodCgroupCalls {
      * cgroup on this host (not made yet, or gone).
      */
     List<Path> limit(String podUid, DeviceNumber device, IoLimits limits);
+
+    /**
+     * Waits at most {@code limit} for a cgroup made below the cgroup of a pod limited here, where
+     * the kernel counts a new container's I/O apart from its pod's (cgroup v1); true when one was.
+     * Where a pod's limits govern the containers it starts later (cgroup v2), none is ever worth
+     * waking for.
+     */
+    default boolean awaitNewCgroup(Duration limit) throws InterruptedException {
+        Thread.sleep(limit);
+        return false;
+    }
 }

@@ -15,6 +15,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
@@ -48,7 +49,7 @@ class LinuxPodCgroupCallsRealHostTest {
     }
 
     @Test
-    void theKernelTakesTheRulesForThePodAndItsContainersAndDropsThemWhenLifted() throws IOException {
+    void theKernelTakesTheRulesForThePodAndItsContainersAndDropsThemWhenLifted() throws Exception {
         Path blkio = HOST.resolve("blkio");
         assumeTrue(
                 Files.isDirectory(blkio, LinkOption.NOFOLLOW_LINKS)
@@ -75,8 +76,16 @@ class LinuxPodCgroupCallsRealHostTest {
                     .isEmpty();
         }
 
+        // a container started after the publish: the kernel's mkdir wakes whoever sets the limits
+        Path started = cgroup(pod.resolve("4567ef01"));
+        assertThat(calls.awaitNewCgroup(Duration.ofSeconds(30))).isTrue();
+        assertThat(calls.limit(uid, device.number(), new IoLimits(200, 0, 10L << 20, 0)))
+                .containsExactly(pod, container, started);
+        assertThat(Files.readString(started.resolve("blkio.throttle.read_iops_device")))
+                .isEqualTo(device.number() + " 200\n");
+
         calls.limit(uid, device.number(), IoLimits.NONE);
-        for (Path cgroup : List.of(pod, container)) {
+        for (Path cgroup : List.of(pod, container, started)) {
             assertThat(Files.readString(cgroup.resolve("blkio.throttle.read_iops_device")))
                     .as("a rule of 0 is removed")
                     .isEmpty();

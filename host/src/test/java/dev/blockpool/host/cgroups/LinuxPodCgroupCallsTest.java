@@ -9,6 +9,7 @@ import dev.blockpool.host.mounts.DeviceNumber;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -74,6 +75,28 @@ class LinuxPodCgroupCallsTest {
                     .isEmpty();
         }
         assertThat(read(other.resolve("blkio.throttle.read_iops_device"))).isEmpty();
+    }
+
+    @Test
+    void cgroupV1WakesItsCallerWhenALimitedPodStartsAContainer() throws Exception {
+        Path pod = v1Cgroup("kubepods/besteffort/pod" + UID);
+        LinuxPodCgroupCalls cgroups = new LinuxPodCgroupCalls(root);
+        assertThat(cgroups.awaitNewCgroup(Duration.ZERO))
+                .as("nothing limited yet")
+                .isFalse();
+        cgroups.limit(UID, LOOP3, LIMITS);
+        assertThat(cgroups.awaitNewCgroup(Duration.ZERO))
+                .as("no container started")
+                .isFalse();
+
+        Path started = v1Cgroup("kubepods/besteffort/pod" + UID + "/89abcdef");
+
+        assertThat(cgroups.awaitNewCgroup(Duration.ofSeconds(30))).isTrue();
+        assertThat(cgroups.limit(UID, LOOP3, LIMITS)).containsExactly(pod, started);
+        assertThat(read(started.resolve("blkio.throttle.read_iops_device"))).isEqualTo("7:3 200\n");
+        assertThat(cgroups.awaitNewCgroup(Duration.ZERO))
+                .as("each new cgroup wakes once")
+                .isFalse();
     }
 
     @Test
